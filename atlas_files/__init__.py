@@ -1,0 +1,13 @@
+"""atlas-files: a plain-files record for workers who never meet.
+
+The Python API lives in :mod:`atlas_files.record` (``Record``); the ``atlas`` command is a
+thin layer over it.
+"""
+
+from __future__ import annotations
+
+# Kept as a literal: reading it from package metadata costs a noticeable slice of the
+# CLI's cold start, and agents call `atlas` hundreds of times a session.
+__version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,158 @@
+"""The artifact channel: handoff documents with stable names, one folder per topic."""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from atlas_files import receipts
+from atlas_files.documents import Version, parse_version, read_marked, version_pattern, write_checked
+from atlas_files.errors import BadInput, NotFound
+from atlas_files.record import require_identity
+
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+
+
+@dataclass(frozen=True)
+class TopicSummary:
+    name: str
+    version: int
+    author: str
+    written_at: str
+    summary: str
+    proposal: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name, "version": self.version, "author": self.author,
+            "written_at": self.written_at, "summary": self.summary, "proposal": self.proposal,
+        }
+
+
+def put(
+    record: Record,
+    name: str,
+    body: str,
+    *,
+    author: str | None,
+    project: str | None = None,
+    expect: int | None = None,
+    summary: str | None = None,
+    proposal: bool = False,
+    links: Sequence[str] = (),
+) -> Version:
+    author = require_identity(author)
+    stream = record.artifact_stream(name, project)
+    key = receipts.artifact_key(record.project(project), name)
+    return write_checked(
+        record, stream, key, body, author=author, expect=expect, summary=summary,
+        proposal=proposal, links=links,
+    )
+
+
+def get(
+    record: Record,
+    name: str,
+    *,
+    reader: str | None = None,
+    version: int | None = None,
+    project: str | None = None,
+) -> Version:
+    stream = record.artifact_stream(name, project)
+    if version is None and stream.latest() == 0:
+        raise NotFound(
+            f"no topic named {name!r} in project {record.project(project)}",
+            hint="`atlas ls` lists the topics; `atlas put` creates one",
+        )
+    key = receipts.artifact_key(record.project(project), name)
+    return read_marked(record, stream, key, reader=reader, version=version)
+
+
+def topic_names(record: Record, project: str | None = None) -> list[str]:
+    folder = record.path("projects", record.project(project), "artifacts")
+    try:
+        entries = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    return sorted(e for e in entries if not e.startswith("."))
+
+
+def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
+    """Every topic with its latest version; reads one file per topic, not every version."""
+    out = []
+    for name in topic_names(record, project):
+        try:
+            stream = record.artifact_stream(name, project)
+        except BadInput:
+            continue  # a folder with a name that is no topic name: `atlas check` reports it
+        latest = stream.latest()
+        if latest == 0:
+            continue
+        doc = stream.read(latest)
+        out.append(
+            TopicSummary(name, latest, doc.author, doc.written_at, doc.summary, doc.proposal)
+        )
+    return out
+
+
+def history(record: Record, name: str, project: str | None = None) -> list[Version]:
+    stream = record.artifact_stream(name, project)
+    versions = stream.versions()
+    if not versions:
+        raise NotFound(f"no topic named {name!r}", hint="`atlas ls` lists the topics")
+    return [stream.read(v) for v in versions]
+
+
+def unified_diff(old: Version | None, new: Version) -> str:
+    old_lines = old.body.splitlines(keepends=True) if old else []
+    old_label = f"{old.name}@v{old.version}" if old else "/dev/null"
+    lines = difflib.unified_diff(
+        old_lines, new.body.splitlines(keepends=True), old_label,
+        f"{new.name}@v{new.version}",
+    )
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def diff(
+    record: Record,
+    name: str,
+    old: int | None = None,
+    new: int | None = None,
+    project: str | None = None,
+) -> str:
+    """Unified diff of two versions' bodies; by default the latest against the one before."""
+    stream = record.artifact_stream(name, project)
+    return diff_stream(stream, old, new)
+
+
+def diff_stream(stream: object, old: int | None, new: int | None) -> str:
+    from atlas_files.documents import Stream
+
+    assert isinstance(stream, Stream)
+    latest = stream.latest()
+    if latest == 0:
+        raise NotFound(f"{stream.label} has no versions yet")
+    if old is None:
+        new_v, old_v = latest, latest - 1
+    elif new is None:
+        old_v, new_v = old, latest
+    else:
+        old_v, new_v = old, new
+    newer = stream.read(new_v)
+    older = stream.read(old_v) if old_v >= 1 else None
+    return unified_diff(older, newer)
+
+
+def read_file(path: os.PathLike[str]) -> Version:
+    """Read one version file wherever it lies (for checks and hooks)."""
+    from pathlib import Path
+
+    p = Path(path)
+    return parse_version(p, p.read_bytes())

@@ -1,0 +1,116 @@
+"""The top-level group, its global options, and lazy loading of the command modules.
+
+Subcommands live in their own modules and are imported only when invoked, so
+`atlas --version` and `atlas status show` pay for what they use and nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from atlas_files import __version__
+
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+
+# command name -> "module:attribute", in the order `atlas --help` lists them.
+COMMANDS: dict[str, str] = {
+    "init": "atlas_files.cli.core:init",
+    "status": "atlas_files.cli.core:status",
+    "put": "atlas_files.cli.core:put",
+    "get": "atlas_files.cli.core:get",
+    "ls": "atlas_files.cli.core:ls",
+    "history": "atlas_files.cli.core:history",
+    "diff": "atlas_files.cli.core:diff",
+    "feed": "atlas_files.cli.core:feed",
+    "lease": "atlas_files.cli.leases:lease",
+    "decide": "atlas_files.cli.decisions:decide",
+    "decisions": "atlas_files.cli.decisions:decisions",
+    "correct": "atlas_files.cli.decisions:correct",
+    "retract": "atlas_files.cli.decisions:retract",
+    "telemetry": "atlas_files.cli.telemetry:telemetry",
+    "check": "atlas_files.cli.check:check",
+    "site": "atlas_files.cli.site:site",
+    "demo": "atlas_files.cli.demo:demo",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in COMMANDS if self._load(name) is not None]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return self._load(cmd_name)
+
+    @staticmethod
+    def _load(name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:  # a command group not built yet
+                return None
+            raise
+        command = getattr(module, attr, None)
+        return command if isinstance(command, click.Command) else None
+
+
+@dataclass
+class Context:
+    """What the global options say; the record is found only when a command needs it."""
+
+    record_path: str | None
+    identity: str | None
+    project: str | None
+
+    @cached_property
+    def record(self) -> Record:
+        from atlas_files.record import Record
+
+        return Record.find(self.record_path)
+
+
+pass_ctx = click.make_pass_decorator(Context)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--record", "record_path", envvar="ATLAS_RECORD", metavar="PATH",
+    help="The record folder. Default: $ATLAS_RECORD, else the nearest folder upward "
+    "holding atlas.yaml.",
+)
+@click.option(
+    "--as", "identity", envvar="ATLAS_AS", metavar="NAME",
+    help="Who is acting ($ATLAS_AS). Required for every write; reads record receipts for it.",
+)
+@click.option(
+    "--project", "-p", envvar="ATLAS_PROJECT", metavar="NAME",
+    help="The project ($ATLAS_PROJECT). Default: default_project in atlas.yaml.",
+)
+@click.version_option(__version__, "--version", prog_name="atlas")
+@click.pass_context
+def cli(ctx: click.Context, record_path: str | None, identity: str | None,
+        project: str | None) -> None:
+    """atlas: a plain-files record for workers who never meet.
+
+    Read first, write last. Every write names the version it was based on; if someone wrote
+    since, nothing is written and the exit code is 3 (read, merge, write again).
+
+    Exit codes: 0 ok, 1 check found problems, 2 bad input (nothing written),
+    3 version conflict (nothing written), 4 held by another (lease).
+    """
+    ctx.obj = Context(record_path or None, identity or None, project or None)
+
+
+def json_option(f: Any) -> Any:
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout."
+    )(f)

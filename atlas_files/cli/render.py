@@ -1,0 +1,36 @@
+"""Output helpers shared by the command modules."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def warn(message: str) -> None:
+    click.echo(f"atlas: warning: {message}", err=True)
+
+
+def read_body(file: str | None) -> str:
+    """The body of a write: ``-f FILE``, ``-f -`` or piped stdin. Must be UTF-8."""
+    from atlas_files.documents import decode_body
+    from atlas_files.errors import BadInput
+
+    if file in (None, "-"):
+        if file is None and sys.stdin.isatty():
+            raise BadInput(
+                "no body given", hint="pass -f FILE, or pipe the text in on stdin (-f -)"
+            )
+        return decode_body(sys.stdin.buffer.read(), "the text on stdin")
+    try:
+        with open(file, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        raise BadInput(f"cannot read {file}: {exc.strerror}", hint="check the path") from None
+    return decode_body(data, file)

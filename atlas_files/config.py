@@ -1,0 +1,135 @@
+"""The record's config, ``atlas.yaml``: projects, limits and the machines to probe.
+
+Read on every command, so it is checked here by hand for what commands rely on; the full
+JSON Schema (schemas/config.schema.json) is applied by `atlas check`, which can afford
+jsonschema's import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atlas_files import timeutil
+from atlas_files.errors import AtlasError, DamagedFile
+from atlas_files.names import check_name
+
+CONFIG_NAME = "atlas.yaml"
+SCHEMA_VERSION = 1
+DEFAULT_LEASE_CAP = "4h"
+MAX_LEASE_CAP_S = 24 * 3600.0
+DEFAULT_STATUS_LIMIT = 4000
+DEFAULT_CLOCK_TOLERANCE = "2m"
+DEFAULT_PROBE_TIMEOUT = "10s"
+DEFAULT_PROBE_INTERVAL = "5m"
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine the telemetry prober visits: ``probe`` is a shell command or ``local``."""
+
+    name: str
+    probe: str
+    timeout_s: float
+    interval_s: float
+    stale_after_intervals: float = 3.0
+
+
+@dataclass(frozen=True)
+class Config:
+    projects: tuple[str, ...]
+    default_project: str
+    lease_cap_s: float
+    status_limit: int
+    clock_tolerance_s: float
+    machines: Mapping[str, Machine] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+def default_config(projects: list[str], default_project: str) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "projects": projects,
+        "default_project": default_project,
+        "lease_cap": DEFAULT_LEASE_CAP,
+        "status_limit": DEFAULT_STATUS_LIMIT,
+        "clock_tolerance": DEFAULT_CLOCK_TOLERANCE,
+        "machines": {},
+    }
+
+
+def render(data: Mapping[str, Any]) -> bytes:
+    import yaml
+
+    head = (
+        "# atlas-files record config. `atlas check` validates it against its schema.\n"
+        "# lease_cap: the longest lease (at most 24h); status_limit: characters before a\n"
+        "# status write is warned about; machines: what `atlas telemetry probe` visits.\n"
+    )
+    return (head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)).encode()
+
+
+def load(path: Path) -> Config:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DamagedFile(f"{path} is not UTF-8 text") from None
+    try:
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+    except yaml.YAMLError as exc:
+        raise DamagedFile(
+            f"{path} is not valid YAML: {str(exc).splitlines()[0]}",
+            hint="fix the file by hand, then run `atlas check`",
+        ) from None
+    if not isinstance(data, dict):
+        raise DamagedFile(f"{path} should be a YAML mapping", hint="see `atlas init --help`")
+    return from_mapping(data, path)
+
+
+def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
+    try:
+        projects = tuple(check_name(str(p), "project name") for p in data.get("projects") or [])
+        default = data.get("default_project") or (projects[0] if projects else None)
+        if default is not None:
+            check_name(str(default), "project name")
+        lease_cap = timeutil.parse_duration(str(data.get("lease_cap", DEFAULT_LEASE_CAP)))
+        if lease_cap > MAX_LEASE_CAP_S:
+            raise DamagedFile(f"lease_cap is {data.get('lease_cap')}; the most allowed is 24h")
+        tolerance = timeutil.parse_duration(
+            str(data.get("clock_tolerance", DEFAULT_CLOCK_TOLERANCE))
+        )
+        machines = {}
+        for name, spec in (data.get("machines") or {}).items():
+            check_name(str(name), "machine name")
+            spec = spec or {}
+            if not isinstance(spec, dict) or not spec.get("probe"):
+                raise DamagedFile(f"machine {name!r} needs a `probe:` command (or `local`)")
+            machines[str(name)] = Machine(
+                name=str(name),
+                probe=str(spec["probe"]),
+                timeout_s=timeutil.parse_duration(str(spec.get("timeout", DEFAULT_PROBE_TIMEOUT))),
+                interval_s=timeutil.parse_duration(
+                    str(spec.get("interval", DEFAULT_PROBE_INTERVAL))
+                ),
+                stale_after_intervals=float(spec.get("stale_after_intervals", 3)),
+            )
+        return Config(
+            projects=projects,
+            default_project=str(default) if default else "",
+            lease_cap_s=lease_cap,
+            status_limit=int(data.get("status_limit", DEFAULT_STATUS_LIMIT)),
+            clock_tolerance_s=tolerance,
+            machines=machines,
+            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
+            raw=dict(data),
+        )
+    except AtlasError as exc:
+        raise DamagedFile(f"{path}: {exc.message}", hint="fix atlas.yaml by hand") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise DamagedFile(f"{path}: {exc}", hint="fix atlas.yaml by hand") from None

@@ -1,0 +1,293 @@
+"""Versioned documents: status and artifacts are both streams of immutable versions.
+
+A stream is one folder holding ``<name>.vNNNN.md`` files. The latest version is found
+from the folder listing alone, never by opening every version. A write names the version
+it was based on and is published with an exclusive create of the next number, so two
+writers racing for N+1 cannot both win: the loser gets the stop sign.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from atlas_files import frontmatter, fsio, timeutil
+from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict
+
+# The order front matter keys are written in; readers accept any order.
+FIELDS = ("name", "version", "based_on", "author", "written_at", "summary", "digest")
+MAX_SUMMARY = 200
+
+
+def version_filename(name: str, version: int) -> str:
+    return f"{name}.v{version:04d}.md"
+
+
+def version_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"^{re.escape(name)}\.v(\d+)\.md$")
+
+
+@dataclass(frozen=True)
+class Version:
+    """One published version: its front matter, its body and where it lies."""
+
+    name: str
+    version: int
+    based_on: int
+    author: str
+    written_at: str
+    summary: str
+    body: str
+    path: Path
+    digest_ok: bool | None = None
+    proposal: bool = False
+    links: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def written(self) -> Any:
+        return timeutil.parse_time(self.written_at)
+
+
+def decode_body(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            f"{source} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+            hint="convert it to UTF-8 and write it again",
+        ) from None
+
+
+def default_summary(body: str) -> str:
+    for line in body.splitlines():
+        text = line.strip().lstrip("#").strip()
+        if text:
+            return text[:MAX_SUMMARY]
+    return ""
+
+
+@dataclass(frozen=True)
+class Stream:
+    """The versions of one named document in one folder."""
+
+    folder: Path
+    name: str
+    label: str  # how messages name it: "plan" or "the status of project web"
+
+    def path(self, version: int) -> Path:
+        return self.folder / version_filename(self.name, version)
+
+    def versions(self) -> list[int]:
+        try:
+            names = os.listdir(self.folder)
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            raise DamagedFile(f"{self.folder} should be a folder") from None
+        pattern = version_pattern(self.name)
+        found = []
+        for entry in names:
+            m = pattern.match(entry)
+            if m:
+                found.append(int(m.group(1)))
+        found.sort()
+        return found
+
+    def latest(self) -> int:
+        versions = self.versions()
+        return versions[-1] if versions else 0
+
+    def read(self, version: int) -> Version:
+        path = self.path(version)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise NotFound(
+                f"{self.label} has no v{version}",
+                hint=f"it has {_describe_versions(self.versions())}",
+            ) from None
+        return parse_version(path, data, self.name)
+
+    def write(
+        self,
+        body: str,
+        *,
+        author: str,
+        based_on: int,
+        summary: str | None = None,
+        proposal: bool = False,
+        links: Sequence[str] = (),
+        written_at: str | None = None,
+    ) -> Version:
+        """Publish version ``based_on + 1``; raise VersionConflict if it exists already."""
+        version = based_on + 1
+        raw = body.encode("utf-8")
+        meta: dict[str, Any] = {
+            "name": self.name,
+            "version": version,
+            "based_on": based_on,
+            "author": author,
+            "written_at": written_at or timeutil.format_time(timeutil.now()),
+            "summary": (summary if summary is not None else default_summary(body))[:MAX_SUMMARY],
+            "digest": frontmatter.digest_of(raw),
+        }
+        if proposal:
+            meta["proposal"] = True
+        if links:
+            meta["links"] = list(links)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fsio.clean_debris(self.folder)
+        path = self.path(version)
+        try:
+            fsio.publish_exclusive(path, frontmatter.render(meta, raw))
+        except FileExistsError:
+            raise self.conflict(based_on) from None
+        return Version(
+            name=self.name, version=version, based_on=based_on, author=author,
+            written_at=meta["written_at"], summary=meta["summary"], body=body, path=path,
+            digest_ok=True, proposal=proposal, links=tuple(links), meta=meta,
+        )
+
+    def conflict(self, read_version: int, *, never_read: bool = False) -> VersionConflict:
+        """The stop sign: name what was written since ``read_version``, by whom, when."""
+        latest = self.latest()
+        since = list(range(read_version + 1, latest + 1))
+        shown = since[-5:]
+        parts = []
+        for v in shown:
+            try:
+                doc = self.read(v)
+                parts.append(f"v{v} by {doc.author} ({_age(doc.written_at)})")
+            except BadInput:
+                parts.append(f"v{v} (unreadable)")
+        more = f"{len(since) - len(shown)} earlier and " if len(since) > len(shown) else ""
+        if never_read:
+            what = f"stop: you have never read {self.label}, and it is at v{latest}"
+        else:
+            what = f"stop: you read v{read_version} of {self.label}, but it is at v{latest}"
+        message = f"{what}; written since: {more}{', '.join(parts)}. Nothing was written."
+        return VersionConflict(
+            message,
+            hint="read the latest version, merge your change into it, and write again",
+        )
+
+
+def _age(written_at: str) -> str:
+    try:
+        return timeutil.age_text(timeutil.parse_time(written_at))
+    except ValueError:
+        return written_at
+
+
+def _describe_versions(versions: list[int]) -> str:
+    if not versions:
+        return "no versions yet"
+    if len(versions) == 1:
+        return "only v1"
+    return f"v{versions[0]}..v{versions[-1]}"
+
+
+def parse_version(path: Path, data: bytes, name: str | None = None) -> Version:
+    """Read a version file; a file that cannot be read as one raises DamagedFile."""
+    try:
+        parsed = frontmatter.parse(data)
+    except frontmatter.FrontMatterError as exc:
+        raise DamagedFile(
+            f"{path}:{exc.line}: {exc}",
+            hint="run `atlas check` on the record; versions are never edited by hand",
+        ) from None
+    meta = parsed.meta
+    body = decode_body(parsed.body, str(path))
+    try:
+        version = int(meta["version"])
+        based_on = int(meta.get("based_on", version - 1))
+        author = str(meta["author"])
+        written_at = meta["written_at"]
+        if not isinstance(written_at, str):  # YAML may have parsed a bare timestamp
+            written_at = timeutil.format_time(written_at)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DamagedFile(
+            f"{path}: front matter lacks a valid {exc}",
+            hint="run `atlas check` on the record to see what is wrong",
+        ) from None
+    links = meta.get("links") or ()
+    return Version(
+        name=str(meta.get("name", name or "")),
+        version=version,
+        based_on=based_on,
+        author=author,
+        written_at=written_at,
+        summary=str(meta.get("summary") or ""),
+        body=body,
+        path=path,
+        digest_ok=parsed.digest_ok,
+        proposal=bool(meta.get("proposal", False)),
+        links=tuple(str(x) for x in links) if isinstance(links, list) else (),
+        meta=meta,
+    )
+
+
+def write_checked(
+    record: Any,
+    stream: Stream,
+    key: str,
+    body: str,
+    *,
+    author: str,
+    expect: int | None,
+    summary: str | None = None,
+    proposal: bool = False,
+    links: Sequence[str] = (),
+) -> Version:
+    """Write the next version of ``stream`` under the stop sign, then update the receipt.
+
+    ``expect`` is the version the writer read; None means "whatever my receipt says". A
+    writer that never read an existing stream, or whose read is out of date, is refused
+    with VersionConflict and nothing is written.
+    """
+    from atlas_files import receipts
+
+    latest = stream.latest()
+    never_read = False
+    if expect is None:
+        read_version = receipts.read(record, author).get(key)
+        if read_version is None:
+            never_read = latest > 0
+            read_version = 0
+        expect = read_version
+    if expect < 0:
+        raise BadInput(f"--expect {expect}: versions start at 0 (nothing read yet)")
+    if expect > latest:
+        raise BadInput(
+            f"you expect {stream.label} to be at v{expect}, but it is at v{latest}",
+            hint="check the number you passed to --expect (`atlas history` lists versions)",
+        )
+    if never_read or expect < latest:
+        raise stream.conflict(expect, never_read=never_read)
+    written = stream.write(
+        body, author=author, based_on=expect, summary=summary, proposal=proposal, links=links
+    )
+    # A write counts as a read of what it wrote: the author's next write expects it.
+    receipts.mark(record, author, {key: written.version})
+    return written
+
+
+def read_marked(
+    record: Any, stream: Stream, key: str, *, reader: str | None, version: int | None
+) -> Version:
+    """Read a version (the latest by default) and record the read in ``reader``'s receipt."""
+    from atlas_files import receipts
+
+    if version is None:
+        version = stream.latest()
+        if version == 0:
+            raise NotFound(f"{stream.label} has no versions yet", hint="`atlas ls` lists topics")
+    doc = stream.read(version)
+    if reader:
+        receipts.mark(record, reader, {key: doc.version})
+    return doc

@@ -1,0 +1,47 @@
+"""One base error; each subclass carries the exit code of the CLI contract.
+
+Every message says what is wrong; ``hint`` says what to do next. The CLI prints the two
+as at most two plain lines and exits with ``exit_code``.
+"""
+
+from __future__ import annotations
+
+
+class AtlasError(Exception):
+    """A problem the user (or the record) can fix. Never a bug."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class BadInput(AtlasError):
+    """Bad input or usage; nothing was written."""
+
+    exit_code = 2
+
+
+class NotFound(BadInput):
+    """A name, version, record or id that does not exist."""
+
+
+class DamagedFile(BadInput):
+    """A file in the record cannot be read as its kind (hand edit, bad encoding)."""
+
+
+class VersionConflict(AtlasError):
+    """The version-jump stop sign: someone wrote since you read. Nothing was written."""
+
+    exit_code = 3
+
+
+class LeaseHeld(AtlasError):
+    """The resource is held by another (or the lease changed under you)."""
+
+    exit_code = 4

@@ -1,0 +1,74 @@
+"""The feed: for one reader, every status and topic with a version newer than it has read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from atlas_files import receipts
+from atlas_files.artifacts import topic_names
+from atlas_files.errors import BadInput
+from atlas_files.names import check_name
+
+if TYPE_CHECKING:
+    from atlas_files.documents import Stream
+    from atlas_files.record import Record
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    kind: str  # "status" or "artifact"
+    project: str
+    name: str
+    version: int
+    read_version: int
+    author: str
+    written_at: str
+    summary: str
+
+    @property
+    def key(self) -> str:
+        if self.kind == "status":
+            return receipts.status_key(self.project)
+        return receipts.artifact_key(self.project, self.name)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "kind": self.kind, "project": self.project, "name": self.name,
+            "version": self.version, "read_version": self.read_version,
+            "author": self.author, "written_at": self.written_at, "summary": self.summary,
+        }
+
+
+def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> list[FeedItem]:
+    if not identity:
+        raise BadInput(
+            "whose feed? the feed is what one identity has not read yet",
+            hint="pass --as NAME or set ATLAS_AS=NAME",
+        )
+    identity = check_name(identity, "identity")
+    read = receipts.read(record, identity)
+    items: list[FeedItem] = []
+    for project in record.config.projects:
+        streams: list[tuple[str, Stream]] = [("status", record.status_stream(project))]
+        for name in topic_names(record, project):
+            try:
+                streams.append(("artifact", record.artifact_stream(name, project)))
+            except BadInput:
+                continue
+        for kind, stream in streams:
+            key = (
+                receipts.status_key(project) if kind == "status"
+                else receipts.artifact_key(project, stream.name)
+            )
+            latest = stream.latest()
+            seen = read.get(key, 0)
+            if latest > seen:
+                doc = stream.read(latest)
+                items.append(FeedItem(
+                    kind, project, stream.name, latest, seen, doc.author, doc.written_at,
+                    doc.summary,
+                ))
+    if mark_read and items:
+        receipts.mark(record, identity, {item.key: item.version for item in items})
+    return items

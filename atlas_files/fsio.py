@@ -1,0 +1,175 @@
+"""The three storage primitives every record file is written with.
+
+* ``publish_exclusive``: a new immutable file (a version, an entry, a lease generation).
+  Temp file in the same folder, fsync, then ``os.link`` onto the final name, which fails
+  if the name exists. Exactly one writer can create a given name; a plain rename would
+  silently overwrite, which is why it is never used here.
+* ``replace_atomic``: a live row (telemetry, receipts). Temp file, fsync, ``os.replace``.
+* ``fsync_dir``: make the new directory entry itself durable.
+
+A crash at any point leaves either nothing or a complete file, plus perhaps a temp file.
+Temp files start with ``TEMP_PREFIX`` and name the host and process that made them, so a
+later write can tell debris of a dead process from a write in flight.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import secrets
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+TEMP_PREFIX = ".atlas-tmp-"
+# Debris from another host (whose processes we cannot see) is removed only when old.
+FOREIGN_TEMP_AGE_S = 3600.0
+_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _temp_name() -> str:
+    return f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:  # some platforms cannot open a folder; nothing more to make durable
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _write_temp(folder: Path, data: bytes, mode: int) -> Path:
+    tmp = folder / _temp_name()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def publish_exclusive(path: Path, data: bytes, *, mode: int = 0o444) -> Path:
+    """Create ``path`` with ``data`` if and only if it does not exist yet.
+
+    Raises FileExistsError when another writer created it first; nothing is changed then.
+    The published file is read-only (``mode``) so an editor warns before an in-place edit.
+    """
+    folder = path.parent
+    tmp = _write_temp(folder, data, mode)
+    try:
+        os.link(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    fsync_dir(folder)
+    return path
+
+
+def replace_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> Path:
+    """Replace the live row at ``path``: a reader sees the old file or the new, never part."""
+    folder = path.parent
+    tmp = _write_temp(folder, data, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(folder)
+    return path
+
+
+def is_temp(name: str) -> bool:
+    return name.startswith(TEMP_PREFIX)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def temp_is_debris(path: Path, *, max_age_s: float = FOREIGN_TEMP_AGE_S) -> bool:
+    """True if the temp file at ``path`` cannot belong to a write still in flight."""
+    rest = path.name[len(TEMP_PREFIX):]
+    host, _, tail = rest.partition("-")
+    pid_text = tail.partition("-")[0]
+    try:
+        age = time.time() - path.lstat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age > max_age_s:
+        return True
+    if host == _HOST and pid_text.isdigit():
+        return not _pid_alive(int(pid_text))
+    return False
+
+
+def clean_debris(folder: Path) -> list[Path]:
+    """Remove temp files in ``folder`` left by crashed writers; returns what was removed."""
+    removed: list[Path] = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return removed
+    for name in names:
+        if is_temp(name):
+            p = folder / name
+            if temp_is_debris(p):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(p)
+                    removed.append(p)
+    return removed
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (a separate lock file) for one process.
+
+    Only guards a read-modify-write of a live row among processes of one machine; no
+    correctness across machines rests on it (flock over NFS is unreliable). On POSIX this
+    is flock directly: portalocker wraps the same call but its import costs about 0.1 s,
+    which every `atlas get` would pay. Elsewhere portalocker does the work.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - non-POSIX
+        import portalocker
+
+        with portalocker.Lock(str(lock_path), mode="a", timeout=30):
+            yield
+        return
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                break
+            except OSError as exc:  # pragma: no cover - interrupted system call
+                if exc.errno != errno.EINTR:
+                    raise
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock

@@ -1,0 +1,78 @@
+"""The record's own README: the protocol told to an agent that only has file access."""
+
+from __future__ import annotations
+
+
+def record_readme() -> str:
+    return """\
+# This folder is an atlas-files record
+
+Several workers share this folder without ever meeting. Nobody remembers the others and
+nobody can ask a question and wait: what is written here is all there is. Follow these
+rules whether you use the `atlas` command or edit files by hand.
+
+## 1. Read first, write last
+
+- Before anything else, read the project's status: the newest
+  `projects/<project>/status/status.vNNNN.md` (or `atlas status show`). Note its version
+  and its age: a status written a month ago describes a month-old world.
+- Before you stop, write the next status version (`atlas status write`). A session that
+  skips this has, for everyone after it, not happened.
+- `atlas feed` lists every status and topic with a version newer than you have read.
+
+## 2. Documents are immutable and versioned
+
+- A topic is a folder `projects/<project>/artifacts/<name>/` holding
+  `<name>.v0001.md`, `<name>.v0002.md`, ... One name per topic: never stack two
+  unrelated things on one name.
+- Never edit or delete a version file. To change a document, write the next version.
+  Published files are read-only and carry a `digest` of their body; `atlas check`
+  reports any edit in place.
+- To write version N+1 by hand, create `<name>.v{N+1:04d}.md` (four digits at least) with
+  this front matter, then the body:
+
+  ```
+  ---
+  name: plan
+  version: 4
+  based_on: 3          # the version you read before writing
+  author: your-name
+  written_at: "2026-01-31T12:00:00Z"
+  summary: one line saying what changed
+  ---
+  ```
+
+  Leave out `digest`; `atlas check --fix` stamps it.
+
+## 3. The version-jump stop sign
+
+If you read vN and the folder now holds vN+1 or later, someone wrote while you were
+thinking. Do not write vN+2 over their head: read what they wrote, merge, and write
+again. `atlas put` and `atlas status write` refuse such a write with exit code 3 and name
+who wrote since.
+
+## 4. Leases are advisory
+
+`leases/` is a sign-up sheet for shared machines, claimed with `atlas lease claim`.
+Nothing enforces it, a lease expires by itself, and an empty sheet does not prove a
+machine is idle: a worker that took no lease is invisible there.
+
+## 5. Decisions, corrections, retractions
+
+Decisions (`projects/<project>/decisions/`) record what was recommended, what was chosen,
+and why they stand where they do. If you find you wrote something wrong, say so with
+`atlas correct` or `atlas retract`: a correction is a new entry, nothing is edited away.
+
+## 6. What the checks reject
+
+`atlas check` (and the pre-commit hooks) report: files that do not match their schema,
+gaps in version numbers, versions edited in place, a `based_on` older than the version
+before, broken relative links and anchors, links to superseded or retracted versions,
+references to versions or entries that do not exist, leases longer than the cap, and
+crash debris (`.atlas-tmp-*` files).
+
+## Exit codes of `atlas`
+
+0 ok, 1 check found problems, 2 bad input (nothing written), 3 stop sign (nothing
+written: read, merge, retry), 4 held by another (lease).
+"""

@@ -1,0 +1,302 @@
+"""The record: a folder with ``atlas.yaml`` at its root, and the ``Record`` API over it.
+
+Every command of the CLI is one call to a method here (or to a module function taking a
+Record). Paths are built here and nowhere else, so the rule that the record never follows a
+symlink out of itself is enforced in one place.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from atlas_files import config as configmod
+from atlas_files import fsio
+from atlas_files.errors import BadInput, NotFound
+from atlas_files.names import check_name
+
+if TYPE_CHECKING:
+    from atlas_files.artifacts import TopicSummary
+    from atlas_files.documents import Stream, Version
+    from atlas_files.feed import FeedItem
+
+CONFIG_NAME = configmod.CONFIG_NAME
+GITIGNORE = """\
+# Live rows are state, not documents: they change every few minutes and would churn or
+# conflict in git. Temp files are crash debris or writes in flight.
+receipts/
+telemetry/
+.atlas-tmp-*
+*.lock
+"""
+
+
+def require_identity(identity: str | None) -> str:
+    """Every write names its author; refuse before anything is touched."""
+    if not identity:
+        raise BadInput(
+            "who is writing? every write names its author, and none was given",
+            hint="pass --as NAME or set ATLAS_AS=NAME",
+        )
+    return check_name(identity, "identity")
+
+
+class Record:
+    """A record folder. Open one with ``Record.find()`` or create one with ``Record.init()``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self._real_root = os.path.realpath(self.root)
+        if not (self.root / CONFIG_NAME).is_file():
+            raise NotFound(
+                f"no record at {self.root} (it has no {CONFIG_NAME})",
+                hint="create one with `atlas init DIR`, or point to one with --record or "
+                "ATLAS_RECORD",
+            )
+
+    def __repr__(self) -> str:
+        return f"Record({str(self.root)!r})"
+
+    # -- finding and creating -------------------------------------------------------------
+
+    @classmethod
+    def find(
+        cls, path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
+    ) -> Record:
+        """``path``, else ``$ATLAS_RECORD``, else the nearest folder upward with atlas.yaml."""
+        environ = os.environ if env is None else env
+        if path:
+            return cls(path)
+        if environ.get("ATLAS_RECORD"):
+            return cls(environ["ATLAS_RECORD"])
+        here = Path.cwd()
+        for folder in (here, *here.parents):
+            if (folder / CONFIG_NAME).is_file():
+                return cls(folder)
+        raise NotFound(
+            f"no record here: neither {here} nor any folder above it has an {CONFIG_NAME}",
+            hint="pass --record PATH, set ATLAS_RECORD, or create one with `atlas init DIR`",
+        )
+
+    @classmethod
+    def init(
+        cls,
+        path: str | os.PathLike[str],
+        projects: Sequence[str] = (),
+        default_project: str | None = None,
+    ) -> Record:
+        """Create a record at ``path``, or add projects to the record already there."""
+        from atlas_files import guide
+
+        root = Path(path)
+        wanted = [check_name(p, "project name") for p in projects]
+        if default_project:
+            check_name(default_project, "project name")
+        config_path = root / CONFIG_NAME
+        if config_path.exists():
+            record = cls(root)
+            data = dict(record.config.raw)
+            known = list(data.get("projects") or [])
+            added = [p for p in wanted if p not in known]
+            if added or (default_project and default_project != data.get("default_project")):
+                data["projects"] = known + added
+                if default_project:
+                    data["default_project"] = default_project
+                fsio.replace_atomic(config_path, configmod.render(data))
+                record = cls(root)
+            for project in record.config.projects:
+                record._make_project(project)
+            return record
+        if root.exists() and not root.is_dir():
+            raise BadInput(f"{root} exists and is not a folder", hint="choose another path")
+        root.mkdir(parents=True, exist_ok=True)
+        projects_list = wanted or ["main"]
+        default = default_project or projects_list[0]
+        if default not in projects_list:
+            projects_list.append(default)
+        for folder in ("projects", "leases", "telemetry", "receipts"):
+            (root / folder).mkdir(exist_ok=True)
+        fsio.replace_atomic(root / ".gitignore", GITIGNORE.encode())
+        fsio.replace_atomic(root / "README.md", guide.record_readme().encode())
+        # atlas.yaml last: its presence is what makes the folder a record.
+        data = configmod.default_config(projects_list, default)
+        fsio.replace_atomic(config_path, configmod.render(data))
+        record = cls(root)
+        for project in projects_list:
+            record._make_project(project)
+        return record
+
+    def _make_project(self, project: str) -> None:
+        for sub in ("status", "artifacts", "decisions", "corrections"):
+            self.path("projects", project, sub).mkdir(parents=True, exist_ok=True)
+
+    # -- config ---------------------------------------------------------------------------
+
+    @cached_property
+    def config(self) -> configmod.Config:
+        return configmod.load(self.root / CONFIG_NAME)
+
+    def project(self, name: str | None = None) -> str:
+        """The project ``name`` (or the default one), checked to exist in atlas.yaml."""
+        cfg = self.config
+        if not name:
+            if not cfg.default_project:
+                raise BadInput(
+                    "no project given and atlas.yaml names no default_project",
+                    hint="pass --project NAME",
+                )
+            name = cfg.default_project
+        check_name(name, "project name")
+        if name not in cfg.projects:
+            known = ", ".join(cfg.projects) or "none"
+            raise NotFound(
+                f"no project {name!r} in this record (projects: {known})",
+                hint=f"add it with `atlas init {self.root} --project {name}`",
+            )
+        return name
+
+    # -- paths ----------------------------------------------------------------------------
+
+    def path(self, *parts: str) -> Path:
+        """A path inside the record; refuses one that a symlink leads outside it."""
+        p = self.root.joinpath(*parts)
+        real = os.path.realpath(p)
+        if real != self._real_root and not real.startswith(self._real_root + os.sep):
+            raise BadInput(
+                f"{p} leads outside the record (through a symlink); refusing to follow it",
+                hint="replace the symlink with a real folder inside the record",
+            )
+        return p
+
+    @property
+    def receipts_dir(self) -> Path:
+        return self.path("receipts")
+
+    @property
+    def leases_dir(self) -> Path:
+        return self.path("leases")
+
+    @property
+    def telemetry_dir(self) -> Path:
+        return self.path("telemetry")
+
+    def project_dir(self, project: str | None = None) -> Path:
+        return self.path("projects", self.project(project))
+
+    def status_stream(self, project: str | None = None) -> Stream:
+        from atlas_files.documents import Stream
+
+        p = self.project(project)
+        return Stream(self.path("projects", p, "status"), "status", f"the status of {p}")
+
+    def artifact_stream(self, name: str, project: str | None = None) -> Stream:
+        from atlas_files.documents import Stream
+
+        p = self.project(project)
+        check_name(name, "topic name")
+        if name == "status":
+            raise BadInput(
+                "'status' is the name of the status stream, not a topic",
+                hint="use `atlas status show|write`, or choose another topic name",
+            )
+        return Stream(self.path("projects", p, "artifacts", name), name, name)
+
+    # -- the core API: status, artifacts, receipts, feed ----------------------------------
+
+    def put(
+        self,
+        name: str,
+        body: str,
+        *,
+        author: str | None,
+        project: str | None = None,
+        expect: int | None = None,
+        summary: str | None = None,
+        proposal: bool = False,
+        links: Sequence[str] = (),
+    ) -> Version:
+        from atlas_files import artifacts
+
+        return artifacts.put(
+            self, name, body, author=author, project=project, expect=expect,
+            summary=summary, proposal=proposal, links=links,
+        )
+
+    def get(
+        self,
+        name: str,
+        *,
+        reader: str | None = None,
+        version: int | None = None,
+        project: str | None = None,
+    ) -> Version:
+        from atlas_files import artifacts
+
+        return artifacts.get(self, name, reader=reader, version=version, project=project)
+
+    def ls(self, project: str | None = None) -> list[TopicSummary]:
+        from atlas_files import artifacts
+
+        return artifacts.ls(self, project)
+
+    def history(self, name: str, project: str | None = None) -> list[Version]:
+        from atlas_files import artifacts
+
+        return artifacts.history(self, name, project)
+
+    def diff(
+        self,
+        name: str,
+        old: int | None = None,
+        new: int | None = None,
+        project: str | None = None,
+    ) -> str:
+        from atlas_files import artifacts
+
+        return artifacts.diff(self, name, old, new, project)
+
+    def status_show(
+        self, *, reader: str | None = None, project: str | None = None
+    ) -> Version | None:
+        from atlas_files import status
+
+        return status.show(self, reader=reader, project=project)
+
+    def status_write(
+        self,
+        body: str,
+        *,
+        author: str | None,
+        project: str | None = None,
+        expect: int | None = None,
+        summary: str | None = None,
+    ) -> tuple[Version, list[str]]:
+        from atlas_files import status
+
+        return status.write(
+            self, body, author=author, project=project, expect=expect, summary=summary
+        )
+
+    def status_log(self, project: str | None = None) -> list[Version]:
+        from atlas_files import status
+
+        return status.log(self, project)
+
+    def feed(self, identity: str | None, *, mark_read: bool = False) -> list[FeedItem]:
+        from atlas_files import feed
+
+        return feed.feed(self, identity, mark_read=mark_read)
+
+    def receipts(self, identity: str) -> dict[str, int]:
+        from atlas_files import receipts
+
+        return receipts.read(self, check_name(identity, "identity"))
+
+    def iter_projects(self) -> Iterable[str]:
+        return iter(self.config.projects)
+
+    def describe(self) -> dict[str, Any]:
+        return {"root": str(self.root), "projects": list(self.config.projects)}
