@@ -27,9 +27,15 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("atlas: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:
+        # Two plain lines like every other user error, not click's four-line block.
+        command = exc.ctx.command_path if exc.ctx is not None else "atlas"
+        click.echo(f"atlas: error: {exc.format_message()}", err=True)
+        click.echo(f"atlas: hint: see `{command} --help`", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
-        exc.show()
-        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+        click.echo(f"atlas: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         click.echo("atlas: interrupted", err=True)
         sys.exit(130)

@@ -1,0 +1,71 @@
+"""The artifact channel through the real CLI: put, get, ls, history, diff, JSON keys."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from typing import Any
+
+from atlas_files import frontmatter
+from atlas_files.record import Record
+
+
+def test_put_get_ls_history_diff(record: Record, atlas: Callable[..., Any]) -> None:
+    r = atlas("put", "plan", "--json", "--summary", "first", identity="ann", input="a\nb\n")
+    assert r.returncode == 0
+    out = r.json()
+    assert set(out) >= {"name", "version", "path"} and out["version"] == 1
+    path = record.root / "projects" / "web" / "artifacts" / "plan" / "plan.v0001.md"
+    assert os.path.samefile(out["path"], path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    parsed = frontmatter.parse(path.read_bytes())
+    assert parsed.digest_ok is True and parsed.body == b"a\nb\n"
+    assert parsed.meta["author"] == "ann" and parsed.meta["based_on"] == 0
+    atlas("put", "plan", identity="ann", input="a\nc\n")
+    got = atlas("get", "plan", "--json").json()
+    for key in ("name", "version", "author", "written_at", "based_on", "summary", "body",
+                "corrected_by", "retracted"):
+        assert key in got
+    assert got["version"] == 2 and got["body"] == "a\nc\n" and got["based_on"] == 1
+    text = atlas("get", "plan").stdout
+    assert text.splitlines()[0].startswith("plan v2, written just now by ann")
+    assert atlas("get", "plan", "--body-only").stdout == "a\nc\n"
+    ls = atlas("ls", "--json").json()
+    assert [t["name"] for t in ls["topics"]] == ["plan"]
+    assert set(ls["topics"][0]) >= {"name", "version", "author", "written_at", "summary",
+                                    "proposal"}
+    hist = atlas("history", "plan", "--json").json()
+    assert [v["version"] for v in hist["versions"]] == [2, 1]
+    d = atlas("diff", "plan").stdout
+    assert "--- plan@v1" in d and "-b" in d and "+c" in d
+    assert "+a" in atlas("diff", "plan", "0", "1").stdout
+
+
+def test_body_from_a_file(record: Record, atlas: Callable[..., Any], tmp_path: Any) -> None:
+    f = tmp_path / "handoff.md"
+    f.write_text("# Handoff\n\nall done\n")
+    assert atlas("put", "handoff", "-f", str(f), identity="ann").returncode == 0
+    doc = record.get("handoff")
+    assert doc.body == "# Handoff\n\nall done\n" and doc.summary == "Handoff"
+
+
+def test_projects_are_separate(record: Record, atlas: Callable[..., Any]) -> None:
+    atlas("-p", "ml", "put", "plan", identity="ann", input="ml plan\n")
+    assert atlas("ls", "--json").json()["topics"] == []
+    assert atlas("-p", "ml", "ls", "--json").json()["topics"][0]["name"] == "plan"
+    r = atlas("-p", "nope", "ls")
+    assert r.returncode == 2 and "no project 'nope'" in r.stderr
+
+
+def test_init_writes_readme_gitignore_and_adds_projects(record: Record,
+                                                        atlas: Callable[..., Any]) -> None:
+    readme = (record.root / "README.md").read_text()
+    assert "Read first, write last" in readme and "stop sign" in readme
+    gitignore = (record.root / ".gitignore").read_text()
+    assert "receipts/" in gitignore and "telemetry/" in gitignore
+    atlas("put", "plan", identity="ann", input="keep me\n")
+    r = atlas("init", str(record.root), "--project", "ops")
+    assert r.returncode == 0
+    assert Record(record.root).config.projects == ("web", "ml", "ops")
+    assert Record(record.root).get("plan").body == "keep me\n"

@@ -1,0 +1,161 @@
+"""Bad input is refused before anything is touched: exit 2, a plain message, no traceback."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import run_atlas, snapshot
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from atlas_files.errors import BadInput
+from atlas_files.names import check_name
+from atlas_files.record import Record
+
+BAD_NAMES = ["..", "a..b", "a/b", "../escape", "Plan", "", "-lead", ".hidden",
+             "x" * 101, "white space", "émoji"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_bad_topic_names_are_refused_and_nothing_is_written(
+    record: Record, atlas: Callable[..., Any], name: str
+) -> None:
+    before = snapshot(record.root)
+    r = atlas("put", name, identity="ann", input="body\n")
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.startswith("atlas: error:")
+    assert len(r.stderr.strip().splitlines()) <= 2
+    assert snapshot(record.root) == before
+
+
+@pytest.mark.parametrize("name", ["Ann", "a/b", "..", "x" * 101])
+def test_bad_identities_and_projects_are_refused(
+    record: Record, atlas: Callable[..., Any], name: str
+) -> None:
+    before = snapshot(record.root)
+    assert atlas("put", "plan", identity=name, input="b\n").returncode == 2
+    assert atlas("-p", name, "put", "plan", identity="ann", input="b\n").returncode == 2
+    assert snapshot(record.root) == before
+
+
+def test_a_write_without_an_identity_is_refused(record: Record, atlas: Callable[..., Any]) -> None:
+    before = snapshot(record.root)
+    r = atlas("put", "plan", input="body\n")
+    assert r.returncode == 2 and "--as" in r.stderr
+    r = atlas("status", "write", input="body\n")
+    assert r.returncode == 2 and "ATLAS_AS" in r.stderr
+    assert snapshot(record.root) == before
+
+
+def test_identity_from_the_environment(record: Record, atlas: Callable[..., Any]) -> None:
+    r = atlas("put", "plan", input="body\n", env={"ATLAS_AS": "envy"})
+    assert r.returncode == 0
+    assert record.get("plan").author == "envy"
+
+
+def test_a_missing_record_is_a_clear_error(tmp_path: Path) -> None:
+    r = run_atlas("ls", cwd=tmp_path)
+    assert r.returncode == 2 and "no record here" in r.stderr and "atlas init" in r.stderr
+    r = run_atlas("ls", record=tmp_path / "nope")
+    assert r.returncode == 2 and "no record at" in r.stderr
+
+
+def test_the_record_is_found_by_env_and_by_walking_up(record: Record, tmp_path: Path) -> None:
+    record.put("plan", "x\n", author="ann")
+    deep = record.root / "projects" / "web"
+    assert "plan" in run_atlas("ls", cwd=deep).stdout
+    assert "plan" in run_atlas("ls", cwd=tmp_path, env={"ATLAS_RECORD": str(record.root)}).stdout
+
+
+def test_a_non_utf8_body_is_refused(record: Record, atlas: Callable[..., Any],
+                                    tmp_path: Path) -> None:
+    before = snapshot(record.root)
+    r = atlas("put", "plan", identity="ann", input=b"caf\xe9\n")
+    assert r.returncode == 2 and "not UTF-8" in r.stderr
+    f = tmp_path / "latin1.txt"
+    f.write_bytes(b"\xff\xfe")
+    r = atlas("put", "plan", "-f", str(f), identity="ann")
+    assert r.returncode == 2 and "latin1.txt" in r.stderr
+    assert snapshot(record.root) == before
+
+
+def test_an_unknown_topic_or_version_is_bad_input(record: Record,
+                                                  atlas: Callable[..., Any]) -> None:
+    r = atlas("get", "nothing")
+    assert r.returncode == 2 and "atlas ls" in r.stderr
+    record.put("plan", "x\n", author="ann")
+    r = atlas("get", "plan", "--version", "7")
+    assert r.returncode == 2 and "no v7" in r.stderr
+
+
+def test_broken_front_matter_names_the_file(record: Record, atlas: Callable[..., Any]) -> None:
+    written = record.put("plan", "x\n", author="ann")
+    os.chmod(written.path, stat.S_IWUSR | stat.S_IRUSR)
+    written.path.write_text("---\nname: [unclosed\n---\nbody\n")
+    r = atlas("get", "plan")
+    assert r.returncode == 2
+    assert "plan.v0001.md" in r.stderr and "atlas check" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_an_in_place_edit_is_reported_on_read(record: Record, atlas: Callable[..., Any]) -> None:
+    written = record.put("plan", "the truth\n", author="ann")
+    assert not os.access(written.path, os.W_OK) or os.geteuid() == 0
+    assert stat.S_IMODE(written.path.stat().st_mode) == 0o444
+    data = written.path.read_bytes().replace(b"the truth", b"a rewrite")
+    os.chmod(written.path, 0o644)
+    written.path.write_bytes(data)
+    r = atlas("get", "plan")
+    assert r.returncode == 0 and "edited in place" in r.stderr
+    assert atlas("get", "plan", "--json").json()["digest_ok"] is False
+
+
+def test_the_record_never_follows_a_symlink_out_of_itself(
+    record: Record, atlas: Callable[..., Any], tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (record.root / "projects" / "web" / "artifacts" / "evil").symlink_to(outside)
+    r = atlas("put", "evil", identity="ann", input="x\n")
+    assert r.returncode == 2 and "outside the record" in r.stderr
+    assert list(outside.iterdir()) == []
+
+
+def test_a_nul_in_a_name_is_refused_by_the_library(record: Record) -> None:
+    before = snapshot(record.root)
+    for bad in ("a\x00b", "\x00"):
+        with pytest.raises(BadInput):
+            record.put(bad, "x\n", author="ann")
+        with pytest.raises(BadInput):
+            record.put("plan", "x\n", author=bad)
+    assert snapshot(record.root) == before
+
+
+def test_check_name_accepts_good_names() -> None:
+    for name in ("a", "plan", "gpubox.gpu0", "eval_results-2", "9" * 100):
+        assert check_name(name) == name
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(max_size=120), body=st.binary(max_size=300))
+def test_arbitrary_names_and_bodies_never_give_a_traceback(
+    record: Record, name: str, body: bytes
+) -> None:
+    try:
+        check_name(name)
+        valid_name = True
+    except BadInput:
+        valid_name = False
+    if "\x00" in name or name.startswith("-"):
+        return  # an OS argument cannot carry NUL; a leading dash is an option to click
+    r = run_atlas("put", name, record=record.root, identity="fuzz", input=body, timeout=60)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode in (0, 2, 3), r.stderr
+    if not valid_name:
+        assert r.returncode == 2
