@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -108,6 +107,8 @@ def history(record: Record, name: str, project: str | None = None) -> list[Versi
 
 
 def unified_diff(old: Version | None, new: Version) -> str:
+    import difflib
+
     old_lines = old.body.splitlines(keepends=True) if old else []
     old_label = f"{old.name}@v{old.version}" if old else "/dev/null"
     lines = difflib.unified_diff(

@@ -82,21 +82,28 @@ class Stream:
     def path(self, version: int) -> Path:
         return self.folder / version_filename(self.name, version)
 
-    def versions(self) -> list[int]:
+    def scan(self) -> tuple[list[int], list[str]]:
+        """The version numbers (sorted) and temp-file names, from one folder listing."""
         try:
             names = os.listdir(self.folder)
         except FileNotFoundError:
-            return []
+            return [], []
         except NotADirectoryError:
             raise DamagedFile(f"{self.folder} should be a folder") from None
-        pattern = version_pattern(self.name)
+        match = version_pattern(self.name).match
         found = []
+        temps = []
         for entry in names:
-            m = pattern.match(entry)
+            m = match(entry)
             if m:
                 found.append(int(m.group(1)))
+            elif fsio.is_temp(entry):
+                temps.append(entry)
         found.sort()
-        return found
+        return found, temps
+
+    def versions(self) -> list[int]:
+        return self.scan()[0]
 
     def latest(self) -> int:
         versions = self.versions()
@@ -123,8 +130,13 @@ class Stream:
         proposal: bool = False,
         links: Sequence[str] = (),
         written_at: str | None = None,
+        temps: list[str] | None = None,
     ) -> Version:
-        """Publish version ``based_on + 1``; raise VersionConflict if it exists already."""
+        """Publish version ``based_on + 1``; raise VersionConflict if it exists already.
+
+        ``temps`` are temp-file names seen in the folder: crash debris among them is
+        removed (None: look for it).
+        """
         version = based_on + 1
         raw = body.encode("utf-8")
         meta: dict[str, Any] = {
@@ -141,7 +153,8 @@ class Stream:
         if links:
             meta["links"] = list(links)
         self.folder.mkdir(parents=True, exist_ok=True)
-        fsio.clean_debris(self.folder)
+        if temps is None or temps:
+            fsio.clean_debris(self.folder, temps)
         path = self.path(version)
         try:
             fsio.publish_exclusive(path, frontmatter.render(meta, raw))
@@ -252,10 +265,16 @@ def write_checked(
     """
     from atlas_files import receipts
 
-    latest = stream.latest()
+    versions, temps = stream.scan()
+    latest = versions[-1] if versions else 0
     never_read = False
     if expect is None:
         read_version = receipts.read(record, author).get(key)
+        if latest and (read_version or 0) < latest and author_of(stream, latest) == author:
+            # A write counts as a read of what it wrote: the author's next write expects
+            # its own version. Derived here rather than stored, so a write costs no
+            # receipt update.
+            read_version = latest
         if read_version is None:
             never_read = latest > 0
             read_version = 0
@@ -270,11 +289,19 @@ def write_checked(
     if never_read or expect < latest:
         raise stream.conflict(expect, never_read=never_read)
     written = stream.write(
-        body, author=author, based_on=expect, summary=summary, proposal=proposal, links=links
+        body, author=author, based_on=expect, summary=summary, proposal=proposal, links=links,
+        temps=temps,
     )
-    # A write counts as a read of what it wrote: the author's next write expects it.
     receipts.mark(record, author, {key: written.version})
     return written
+
+
+def author_of(stream: Stream, version: int) -> str | None:
+    """Who wrote ``version``; None if the file cannot be read."""
+    try:
+        return stream.read(version).author
+    except BadInput:
+        return None
 
 
 def read_marked(

@@ -65,6 +65,8 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
             seen = read.get(key, 0)
             if latest > seen:
                 doc = stream.read(latest)
+                if doc.author == identity:
+                    continue  # a write counts as a read of what it wrote
                 items.append(FeedItem(
                     kind, project, stream.name, latest, seen, doc.author, doc.written_at,
                     doc.summary,

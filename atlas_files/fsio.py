@@ -18,8 +18,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import secrets
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,11 +25,11 @@ from pathlib import Path
 TEMP_PREFIX = ".atlas-tmp-"
 # Debris from another host (whose processes we cannot see) is removed only when old.
 FOREIGN_TEMP_AGE_S = 3600.0
-_HOST = hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+_HOST = hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
 
 
 def _temp_name() -> str:
-    return f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-{secrets.token_hex(4)}"
+    return f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def fsync_dir(folder: Path) -> None:
@@ -47,7 +45,7 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_temp(folder: Path, data: bytes, mode: int) -> Path:
+def _write_temp(folder: Path, data: bytes, mode: int, durable: bool = True) -> Path:
     tmp = folder / _temp_name()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -56,7 +54,8 @@ def _write_temp(folder: Path, data: bytes, mode: int) -> Path:
             written = os.write(fd, view)
             view = view[written:]
         os.fchmod(fd, mode)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):
@@ -83,17 +82,23 @@ def publish_exclusive(path: Path, data: bytes, *, mode: int = 0o444) -> Path:
     return path
 
 
-def replace_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> Path:
-    """Replace the live row at ``path``: a reader sees the old file or the new, never part."""
+def replace_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> Path:
+    """Replace the live row at ``path``: a reader sees the old file or the new, never part.
+
+    ``durable=False`` skips the fsyncs: a process crash still leaves the old row or the new
+    one, but a power cut may lose the update (or, on some file systems, empty the row).
+    Only for rows whose loss errs on the safe side, such as read receipts.
+    """
     folder = path.parent
-    tmp = _write_temp(folder, data, mode)
+    tmp = _write_temp(folder, data, mode, durable)
     try:
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
     return path
 
 
@@ -127,13 +132,17 @@ def temp_is_debris(path: Path, *, max_age_s: float = FOREIGN_TEMP_AGE_S) -> bool
     return False
 
 
-def clean_debris(folder: Path) -> list[Path]:
-    """Remove temp files in ``folder`` left by crashed writers; returns what was removed."""
+def clean_debris(folder: Path, names: list[str] | None = None) -> list[Path]:
+    """Remove temp files in ``folder`` left by crashed writers; returns what was removed.
+
+    ``names`` is the folder's listing when the caller has just read it.
+    """
     removed: list[Path] = []
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return removed
+    if names is None:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return removed
     for name in names:
         if is_temp(name):
             p = folder / name

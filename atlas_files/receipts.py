@@ -4,6 +4,11 @@ This is state, not a document: the row is replaced atomically, never versioned. 
 own processes may update it at the same moment, so the read-modify-write is done under a
 lock on that reader's row; versions only ever move forward (a receipt keeps the highest
 version read), so the order in which two updates land cannot lose a read.
+
+Rows are replaced without fsync: a receipt is re-creatable state. A power cut can lose its
+last updates (never a document), and losing one errs on the safe side: the feed offers
+those versions again and the stop sign asks for a fresh read before the next write. An
+empty row (what some file systems leave after a power cut) reads as no receipts.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ def read(record: Record, identity: str) -> dict[str, int]:
         data = path.read_bytes()
     except FileNotFoundError:
         return {}
+    if not data.strip():
+        return {}
     try:
         row = json.loads(data)
         marks = row["read"]
@@ -69,5 +76,5 @@ def mark(record: Record, identity: str, marks: Mapping[str, int]) -> dict[str, i
                 "read": dict(sorted(current.items())),
             }
             data = json.dumps(row, indent=1, ensure_ascii=False).encode() + b"\n"
-            fsio.replace_atomic(_path(record, identity), data)
+            fsio.replace_atomic(_path(record, identity), data, durable=False)
     return current

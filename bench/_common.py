@@ -1,0 +1,43 @@
+"""Helpers shared by the benchmark scripts: timing runs side by side."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+
+def time_command(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+    return time.perf_counter() - start
+
+
+def interleaved(commands: dict[str, Sequence[str]], rounds: int,
+                env: dict[str, str] | None = None) -> dict[str, float]:
+    """Median wall time of each command, run in turns so drift hits all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for name, argv in commands.items():  # warm the page cache once
+        time_command(argv, env)
+    for _ in range(rounds):
+        for name, argv in commands.items():
+            samples[name].append(time_command(argv, env))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def atlas_argv() -> list[str]:
+    """The installed console script, as an agent would call it."""
+    script = shutil.which("atlas")
+    return [script] if script else [sys.executable, "-m", "atlas_files"]
+
+
+def best_of(fn: Callable[[], float], runs: int = 3) -> float:
+    return min(fn() for _ in range(runs))
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}

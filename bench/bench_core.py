@@ -1,0 +1,131 @@
+"""Record-core benchmarks: CLI cold start, library put throughput, ls and feed at scale.
+
+    python bench/bench_core.py [--rounds 15] [--topics 1000] [--versions 100] [--puts 300]
+
+Every figure is a ratio against a baseline measured in the same run, or a plain time for
+the targets that are absolute (ls and feed on a large record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import atlas_argv, clean_env, interleaved  # noqa: E402
+
+from atlas_files import frontmatter, fsio  # noqa: E402
+from atlas_files.record import Record  # noqa: E402
+
+
+def cold_start(rounds: int, tmp: Path) -> None:
+    record = Record.init(tmp / "cold", ["web"])
+    record.status_write("A status to show.\n", author="bench")
+    env = clean_env() | {"ATLAS_RECORD": str(record.root), "ATLAS_AS": "bench"}
+    py = sys.executable
+    times = interleaved({
+        "python -c pass": [py, "-c", "pass"],
+        "python -c 'import click, yaml'": [py, "-c", "import click, yaml"],
+        "atlas --version": [*atlas_argv(), "--version"],
+        "atlas status show": [*atlas_argv(), "status", "show"],
+    }, rounds, env)
+    floor = times["python -c 'import click, yaml'"]
+    bare = times["python -c pass"]
+    print("cold start (median of", rounds, "runs each, interleaved)")
+    for name, t in times.items():
+        print(f"  {name:<32} {t * 1000:7.1f} ms   x{t / floor:5.2f} of click+yaml"
+              f"   x{t / bare:5.2f} of python -c pass")
+    for name in ("atlas --version", "atlas status show"):
+        ratio = times[name] / floor
+        print(f"  target {name}: <= 1.5x click+yaml -> {ratio:.2f}x "
+              f"{'OK' if ratio <= 1.5 else 'MISSED'}")
+
+
+def raw_loop(folder: Path, n: int, data: bytes) -> float:
+    """The same syscalls a put makes to publish, with nothing else around them."""
+    folder.mkdir()
+    start = time.perf_counter()
+    for i in range(n):
+        tmp = folder / f".tmp-{i}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, data)
+        os.fsync(fd)
+        os.close(fd)
+        os.link(tmp, folder / f"doc.v{i + 1:04d}.md")
+        os.unlink(tmp)
+        fsio.fsync_dir(folder)
+    return time.perf_counter() - start
+
+
+def put_throughput(n: int, tmp: Path) -> None:
+    body = ("line of a handoff document\n" * 40)
+    raw = raw_loop(tmp / "raw", n, frontmatter.render({"name": "doc"}, body.encode()))
+    record = Record.init(tmp / "puts", ["web"])
+    start = time.perf_counter()
+    for _ in range(n):
+        record.put("doc", body, author="bench")
+    lib = time.perf_counter() - start
+    print(f"put throughput ({n} writes, one process)")
+    print(f"  raw syscall loop (temp, fsync, link, unlink, dir fsync): {n / raw:8.1f} /s")
+    print(f"  Record.put (stop-sign check, publish, receipt update):  {n / lib:8.1f} /s")
+    ratio = raw / lib
+    print(f"  ratio library/raw: {ratio:.2f} (target >= 0.5) {'OK' if ratio >= 0.5 else 'MISSED'}")
+
+
+def big_record(root: Path, topics: int, versions: int) -> Record:
+    """Write a record of topics x versions directly (the way a long-lived record looks)."""
+    record = Record.init(root, ["web"])
+    base = record.root / "projects" / "web" / "artifacts"
+    for t in range(topics):
+        name = f"topic-{t:05d}"
+        folder = base / name
+        folder.mkdir()
+        for v in range(1, versions + 1):
+            body = f"version {v} of {name}\n{secrets.token_hex(16)}\n".encode()
+            meta = {"name": name, "version": v, "based_on": v - 1, "author": f"w{v % 7}",
+                    "written_at": "2026-11-01T00:00:00.000000Z", "summary": f"v{v}",
+                    "digest": frontmatter.digest_of(body)}
+            (folder / f"{name}.v{v:04d}.md").write_bytes(frontmatter.render(meta, body))
+    return record
+
+
+def ls_and_feed(topics: int, versions: int, rounds: int, tmp: Path) -> None:
+    start = time.perf_counter()
+    record = big_record(tmp / "big", topics, versions)
+    print(f"ls and feed on {topics} topics x {versions} versions "
+          f"(record written in {time.perf_counter() - start:.1f} s)")
+    env = clean_env() | {"ATLAS_RECORD": str(record.root), "ATLAS_AS": "reader"}
+    py = sys.executable
+    times = interleaved({
+        "python -c 'import click, yaml'": [py, "-c", "import click, yaml"],
+        "atlas ls": [*atlas_argv(), "ls"],
+        "atlas feed": [*atlas_argv(), "feed"],
+    }, rounds, env)
+    for name, t in times.items():
+        print(f"  {name:<32} {t:6.3f} s")
+    for name in ("atlas ls", "atlas feed"):
+        t = times[name]
+        print(f"  target {name}: <= 0.3 s -> {t:.3f} s {'OK' if t <= 0.3 else 'MISSED'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--puts", type=int, default=300)
+    parser.add_argument("--topics", type=int, default=1000)
+    parser.add_argument("--versions", type=int, default=100)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="atlas-bench-") as name:
+        tmp = Path(name)
+        cold_start(args.rounds, tmp)
+        put_throughput(args.puts, tmp)
+        ls_and_feed(args.topics, args.versions, max(5, args.rounds // 3), tmp)
+
+
+if __name__ == "__main__":
+    main()
