@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.artifacts import diff_stream
 from atlas_files.documents import Version, read_marked, write_checked
 from atlas_files.record import require_identity
 
@@ -58,4 +57,6 @@ def log(record: Record, project: str | None = None) -> list[Version]:
 
 
 def diff(record: Record, old: int | None, new: int | None, project: str | None = None) -> str:
+    from atlas_files.artifacts import diff_stream
+
     return diff_stream(record.status_stream(project), old, new)

@@ -7,7 +7,6 @@ Subcommands live in their own modules and are imported only when invoked, so
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -63,13 +62,16 @@ class LazyGroup(click.Group):
         return command if isinstance(command, click.Command) else None
 
 
-@dataclass
 class Context:
     """What the global options say; the record is found only when a command needs it."""
 
-    record_path: str | None
-    identity: str | None
-    project: str | None
+    # A plain class, not a dataclass: building a dataclass costs a millisecond or two of
+    # every invocation's cold start.
+    def __init__(self, record_path: str | None, identity: str | None,
+                 project: str | None) -> None:
+        self.record_path = record_path
+        self.identity = identity
+        self.project = project
 
     @cached_property
     def record(self) -> Record:
