@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.documents import Version, parse_version, read_marked, version_pattern, write_checked
+from atlas_files.documents import Stream, Version, parse_version, read_marked, write_checked
 from atlas_files.errors import BadInput, NotFound
+from atlas_files.names import is_name
 from atlas_files.record import require_identity
 
 if TYPE_CHECKING:
@@ -72,28 +73,46 @@ def get(
 
 
 def topic_names(record: Record, project: str | None = None) -> list[str]:
-    folder = record.path("projects", record.project(project), "artifacts")
+    return [stream.name for stream in topic_streams(record, project)]
+
+
+def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
+    """The project's topics, sorted by name, from one listing of the artifacts folder.
+
+    Folders whose names are no topic names, and symlinks leading outside the record, are
+    left out here; `atlas check` reports them.
+    """
+    p = record.project(project)
+    folder = record.path("projects", p, "artifacts")
     try:
-        entries = os.listdir(folder)
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except FileNotFoundError:
         return []
-    return sorted(e for e in entries if not e.startswith("."))
+    streams = []
+    for entry in entries:
+        if entry.name.startswith(".") or not is_name(entry.name) or entry.name == "status":
+            continue
+        if entry.is_symlink():
+            try:
+                record.path("projects", p, "artifacts", entry.name)
+            except BadInput:
+                continue
+        if entry.is_dir():
+            streams.append(Stream(folder / entry.name, entry.name, entry.name))
+    return streams
 
 
 def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
     """Every topic with its latest version; reads one file per topic, not every version."""
     out = []
-    for name in topic_names(record, project):
-        try:
-            stream = record.artifact_stream(name, project)
-        except BadInput:
-            continue  # a folder with a name that is no topic name: `atlas check` reports it
-        latest = stream.latest()
+    for stream in topic_streams(record, project):
+        latest = stream.latest_for_reading()
         if latest == 0:
             continue
         doc = stream.read(latest)
         out.append(
-            TopicSummary(name, latest, doc.author, doc.written_at, doc.summary, doc.proposal)
+            TopicSummary(stream.name, latest, doc.author, doc.written_at, doc.summary,
+                         doc.proposal)
         )
     return out
 
@@ -137,7 +156,7 @@ def diff_stream(stream: object, old: int | None, new: int | None) -> str:
     from atlas_files.documents import Stream
 
     assert isinstance(stream, Stream)
-    latest = stream.latest()
+    latest = stream.latest_for_reading()
     if latest == 0:
         raise NotFound(f"{stream.label} has no versions yet")
     if old is None:

@@ -21,6 +21,9 @@ from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict
 # The order front matter keys are written in; readers accept any order.
 FIELDS = ("name", "version", "based_on", "author", "written_at", "summary", "digest")
 MAX_SUMMARY = 200
+# A live row beside the versions naming the latest one: a hint for readers, never trusted
+# by writers (see Stream.latest_for_reading). Kept out of git by the record's .gitignore.
+LATEST_HINT = ".atlas-latest"
 
 
 def version_filename(name: str, version: int) -> str:
@@ -80,39 +83,70 @@ class Stream:
     label: str  # how messages name it: "plan" or "the status of project web"
 
     def path(self, version: int) -> Path:
-        return self.folder / version_filename(self.name, version)
+        return Path(self._file(version))
+
+    def _file(self, version: int) -> str:
+        # String paths on the hot read path: pathlib costs microseconds per join, and
+        # `atlas ls` joins several paths for every topic of the record.
+        return f"{self.folder}{os.sep}{self.name}.v{version:04d}.md"
+
+    def _listing(self) -> list[str]:
+        try:
+            return os.listdir(self.folder)
+        except FileNotFoundError:
+            return []
+        except NotADirectoryError:
+            raise DamagedFile(f"{self.folder} should be a folder") from None
+
+    def _numbers(self, names: list[str]) -> list[int]:
+        # Comprehensions of plain string tests, not a regex per name: `atlas ls` and
+        # `atlas feed` scan every topic folder of the record.
+        prefix = self.name + ".v"
+        start = len(prefix)
+        digits = [e[start:-3] for e in names if e.startswith(prefix) and e.endswith(".md")]
+        return [int(d) for d in digits if d.isdigit() and d.isascii()]
 
     def scan(self) -> tuple[list[int], list[str]]:
         """The version numbers (sorted) and temp-file names, from one folder listing."""
-        try:
-            names = os.listdir(self.folder)
-        except FileNotFoundError:
-            return [], []
-        except NotADirectoryError:
-            raise DamagedFile(f"{self.folder} should be a folder") from None
-        match = version_pattern(self.name).match
-        found = []
-        temps = []
-        for entry in names:
-            m = match(entry)
-            if m:
-                found.append(int(m.group(1)))
-            elif fsio.is_temp(entry):
-                temps.append(entry)
+        names = self._listing()
+        found = self._numbers(names)
         found.sort()
-        return found, temps
+        return found, [e for e in names if e.startswith(fsio.TEMP_PREFIX)]
 
     def versions(self) -> list[int]:
-        return self.scan()[0]
+        found = self._numbers(self._listing())
+        found.sort()
+        return found
 
     def latest(self) -> int:
-        versions = self.versions()
-        return versions[-1] if versions else 0
+        """The highest version, from the folder listing (what writers use)."""
+        return max(self._numbers(self._listing()), default=0)
+
+    def latest_for_reading(self) -> int:
+        """The highest version, found from the hint file in O(1) file operations.
+
+        Readers that visit every topic (`ls`, `feed`) cannot afford to list every
+        folder. The hint is written after each publish and may lag (a crash between the
+        two, a hand-written version), so the versions after it are probed until one is
+        missing; a missing or implausible hint falls back to the listing. Writers never
+        trust it: the stop sign compares against the listing.
+        """
+        try:
+            with open(f"{self.folder}{os.sep}{LATEST_HINT}", "rb") as fh:
+                hinted = int(fh.read())
+        except (OSError, ValueError):
+            return self.latest()
+        if hinted < 1 or not os.path.exists(self._file(hinted)):
+            return self.latest()
+        while os.path.exists(self._file(hinted + 1)):
+            hinted += 1
+        return hinted
 
     def read(self, version: int) -> Version:
         path = self.path(version)
         try:
-            data = path.read_bytes()
+            with open(self._file(version), "rb") as fh:
+                data = fh.read()
         except FileNotFoundError:
             raise NotFound(
                 f"{self.label} has no v{version}",
@@ -160,6 +194,7 @@ class Stream:
             fsio.publish_exclusive(path, frontmatter.render(meta, raw))
         except FileExistsError:
             raise self.conflict(based_on) from None
+        fsio.replace_atomic(self.folder / LATEST_HINT, b"%d\n" % version, durable=False)
         return Version(
             name=self.name, version=version, based_on=based_on, author=author,
             written_at=meta["written_at"], summary=meta["summary"], body=body, path=path,
@@ -311,7 +346,7 @@ def read_marked(
     from atlas_files import receipts
 
     if version is None:
-        version = stream.latest()
+        version = stream.latest_for_reading()
         if version == 0:
             raise NotFound(f"{stream.label} has no versions yet", hint="`atlas ls` lists topics")
     doc = stream.read(version)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.artifacts import topic_names
+from atlas_files.artifacts import topic_streams
 from atlas_files.errors import BadInput
 from atlas_files.names import check_name
 
@@ -51,17 +51,13 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
     items: list[FeedItem] = []
     for project in record.config.projects:
         streams: list[tuple[str, Stream]] = [("status", record.status_stream(project))]
-        for name in topic_names(record, project):
-            try:
-                streams.append(("artifact", record.artifact_stream(name, project)))
-            except BadInput:
-                continue
+        streams += [("artifact", stream) for stream in topic_streams(record, project)]
         for kind, stream in streams:
             key = (
                 receipts.status_key(project) if kind == "status"
                 else receipts.artifact_key(project, stream.name)
             )
-            latest = stream.latest()
+            latest = stream.latest_for_reading()
             seen = read.get(key, 0)
             if latest > seen:
                 doc = stream.read(latest)

@@ -74,7 +74,13 @@ def publish_exclusive(path: Path, data: bytes, *, mode: int = 0o444) -> Path:
     folder = path.parent
     tmp = _write_temp(folder, data, mode)
     try:
-        os.link(tmp, path)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            # Over NFS a LINK whose reply was lost is retried and reports "exists" for
+            # the link it made itself: then the name is ours, not another writer's.
+            if not os.path.samefile(tmp, path):
+                raise
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -30,6 +30,7 @@ GITIGNORE = """\
 receipts/
 telemetry/
 .atlas-tmp-*
+.atlas-latest
 *.lock
 """
 
@@ -50,6 +51,7 @@ class Record:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
         self._real_root = os.path.realpath(self.root)
+        self._safe: set[Path] = {self.root}  # paths known not to lead outside
         if not (self.root / CONFIG_NAME).is_file():
             raise NotFound(
                 f"no record at {self.root} (it has no {CONFIG_NAME})",
@@ -161,14 +163,26 @@ class Record:
     # -- paths ----------------------------------------------------------------------------
 
     def path(self, *parts: str) -> Path:
-        """A path inside the record; refuses one that a symlink leads outside it."""
-        p = self.root.joinpath(*parts)
-        real = os.path.realpath(p)
-        if real != self._real_root and not real.startswith(self._real_root + os.sep):
-            raise BadInput(
-                f"{p} leads outside the record (through a symlink); refusing to follow it",
-                hint="replace the symlink with a real folder inside the record",
-            )
+        """A path inside the record; refuses one that a symlink leads outside it.
+
+        Each component is checked once per Record with one lstat; only a symlink is
+        resolved (a full realpath per call would cost `atlas ls` a dozen syscalls a topic).
+        """
+        p = self.root
+        for part in parts:
+            p = p / part
+            if p in self._safe:
+                continue
+            if os.path.islink(p):
+                real = os.path.realpath(p)
+                if real != self._real_root and not real.startswith(self._real_root + os.sep):
+                    raise BadInput(
+                        f"{p} leads outside the record (through a symlink); refusing to "
+                        "follow it",
+                        hint="replace the symlink with a real folder inside the record",
+                    )
+            if os.path.isdir(p):  # only folders are cached: a file may be replaced later
+                self._safe.add(p)
         return p
 
     @property

@@ -21,7 +21,7 @@ def interleaved(commands: dict[str, Sequence[str]], rounds: int,
                 env: dict[str, str] | None = None) -> dict[str, float]:
     """Median wall time of each command, run in turns so drift hits all alike."""
     samples: dict[str, list[float]] = {name: [] for name in commands}
-    for name, argv in commands.items():  # warm the page cache once
+    for argv in commands.values():  # warm the page cache once
         time_command(argv, env)
     for _ in range(rounds):
         for name, argv in commands.items():

@@ -69,3 +69,32 @@ def test_init_writes_readme_gitignore_and_adds_projects(record: Record,
     assert r.returncode == 0
     assert Record(record.root).config.projects == ("web", "ml", "ops")
     assert Record(record.root).get("plan").body == "keep me\n"
+
+
+def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> None:
+    from atlas_files.documents import LATEST_HINT
+
+    for text in ("one\n", "two\n"):
+        record.put("plan", text, author="ann")
+    folder = record.root / "projects" / "web" / "artifacts" / "plan"
+    # A hand-written v3 that no hint mentions (as an agent with file access would add it).
+    body = b"three, by hand\n"
+    meta = {"name": "plan", "version": 3, "based_on": 2, "author": "hand",
+            "written_at": "2026-11-29T10:00:00Z", "summary": "by hand"}
+    (folder / "plan.v0003.md").write_bytes(frontmatter.render(meta, body))
+    assert [t.version for t in record.ls()] == [3]
+    assert record.get("plan").body == "three, by hand\n"
+    for junk in (b"garbage", b"99", b"0", b""):
+        (folder / LATEST_HINT).write_bytes(junk)
+        assert [t.version for t in record.ls()] == [3]
+    (folder / LATEST_HINT).unlink()
+    assert [i.version for i in record.feed("newcomer")] == [3]
+    # Writers never trust the hint: the stop sign still sees v3.
+    (folder / LATEST_HINT).write_bytes(b"1")
+    record.get("plan", reader="bob", version=2)
+    import pytest
+
+    from atlas_files.errors import VersionConflict
+
+    with pytest.raises(VersionConflict, match="v3 by hand"):
+        record.put("plan", "stale\n", author="bob")
