@@ -64,10 +64,10 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
         say(f"new to {who}: {listed}")
     record.feed("carol", mark_read=True)
     say("carol marked her feed read")
-    s = record.status_show(reader="bob", project="web")
-    assert s is not None
+    current = record.status_show(reader="bob", project="web")
+    assert current is not None
     s2, _ = record.status_write(
-        s.body + "Plan at v3 (alice merged bob's handoff step). Evaluation next.\n",
+        current.body + "Plan at v3 (alice merged bob's handoff step). Evaluation next.\n",
         author="bob", project="web", summary="plan merged; evaluation next",
     )
-    say(f"bob read the web status v{s.version} first and wrote v{s2.version} last")
+    say(f"bob read the web status v{current.version} first and wrote v{s2.version} last")

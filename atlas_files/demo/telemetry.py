@@ -1,0 +1,45 @@
+"""Demo scene: an outside prober visits this machine and one it cannot reach."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from atlas_files import telemetry
+from atlas_files.record import Record
+from atlas_files.telemetry import nvml
+
+# `.invalid` never resolves (RFC 2606), so this probe fails the same way everywhere.
+UNREACHABLE_PROBE = ("ssh -o BatchMode=yes -o ConnectTimeout=3 gpubox.invalid "
+                     "atlas telemetry sample --json")
+
+
+def _show(row: telemetry.RowView) -> list[str]:
+    head = f"  {row.machine}: observed by {row.observer} at {row.observed_at}"
+    if row.stale:
+        head += " (STALE)"
+    if not row.reachable:
+        return [head, f"    reachable: false, error: {row.error}"]
+    lines = [head, "    reachable: true"]
+    lines += ["    " + ln for ln in nvml.describe({"nvml": row.nvml, "gpus": row.gpus})]
+    return lines
+
+
+def scene(record: Record, say: Callable[[str], None]) -> None:
+    say("\n== telemetry: one live row per machine, written by an outside prober ==")
+    telemetry.add_machine(record, "this-machine", "local", timeout="30s", interval="5m")
+    telemetry.add_machine(record, "gpubox", UNREACHABLE_PROBE, timeout="10s", interval="5m")
+    say("atlas.yaml now lists two machines: this-machine (probe: local) and gpubox "
+        f"(probe: {UNREACHABLE_PROBE})")
+    say("prober-1 probes both side by side; each probe command has its own timeout")
+    for outcome in telemetry.probe_once(record, "prober-1", ["this-machine", "gpubox"]):
+        state = "reachable" if outcome.reachable else "UNREACHABLE"
+        say(f"  wrote telemetry/{outcome.path.name}: {state} ({outcome.duration_s:.1f}s)")
+    say("the rows, as `atlas telemetry ls` reads them (staleness computed now):")
+    for row in telemetry.ls(record):
+        for line in _show(row):
+            say(line)
+    busy = telemetry.busy_gpus(record)
+    say(f"GPUs in use by the last rows: {', '.join(g['resource'] for g in busy) or 'none'}; "
+        "`atlas lease ls` shows them beside the leases")
+    say("an unreachable machine is a row saying so, with the reason and who saw it: a fact, "
+        "not a silence. Rows are replaced, never versioned, and kept out of git.")
