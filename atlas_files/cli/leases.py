@@ -1,0 +1,233 @@
+"""`atlas lease`: claim, renew, release, break, ls, show."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import click
+
+from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.cli.render import emit_json
+from atlas_files.leases import ADVISORY
+
+LEASE_HELP = f"""Advisory leases: a sign-up sheet for shared machines, GPUs and datasets.
+
+Before a long run, look at what others hold (`atlas lease ls`), then claim the resource,
+saying why and for how long. A lease expires by itself when its time is up; a holder that
+vanishes frees the resource by doing nothing. Every change is one compare-and-set and makes
+a new generation; the generation is a fencing token that work under the lease can carry.
+
+{ADVISORY}
+
+Exit codes: 2 bad input or over the lease cap (nothing written), 4 held by another or the
+lease moved on since you read it (nothing written).
+"""
+
+WHEN = "DURATION"
+
+
+def _duration(text: str | None) -> float | None:
+    from atlas_files import timeutil
+
+    return timeutil.parse_duration(text) if text is not None else None
+
+
+def _holder(ctx: Context) -> str:
+    from atlas_files.record import require_identity
+
+    return require_identity(ctx.identity)
+
+
+def _left(seconds: float | None) -> str:
+    from atlas_files import timeutil
+
+    return timeutil.format_duration(seconds or 0)
+
+
+def _describe(lease: Any) -> str:
+    if lease.held:
+        return (f"{lease.resource}: held by {lease.holder} for {_left(lease.expires_in_s)} more "
+                f"(until {lease.expires_at}, generation {lease.generation})")
+    if lease.generation == 0:
+        return f"{lease.resource}: free (never claimed)"
+    last = f", last held by {lease.last_holder}" if lease.last_holder else ""
+    return f"{lease.resource}: free ({lease.ended}{last}; generation {lease.generation})"
+
+
+def _report(verb: str, lease: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json({**lease.to_json(), "action": lease.last_action})
+        return
+    click.echo(f"{verb} {_describe(lease)}")
+    if lease.why:
+        click.echo(f"why: {lease.why}")
+    if lease.clock_warning:
+        click.echo(f"clock warning: {lease.clock_warning}")
+
+
+@click.group(help=LEASE_HELP)
+def lease() -> None:
+    pass
+
+
+@lease.command("claim")
+@click.argument("resource")
+@click.option("--for", "duration", required=True, metavar=WHEN,
+              help="How long: 45s, 90m, 2h, 1h30m; at most the record's lease cap (4h default).")
+@click.option("--why", required=True, metavar="TEXT", help="What you will use it for (one line).")
+@json_option
+@pass_ctx
+def claim(ctx: Context, resource: str, duration: str, why: str, as_json: bool) -> None:
+    """Claim RESOURCE (e.g. gpubox.gpu0) for DURATION. Exit 4 if another holds it; a claim
+    of a lease you already hold renews it."""
+    from atlas_files import leases
+
+    holder = _holder(ctx)
+    seconds = _duration(duration)
+    assert seconds is not None
+    result = leases.claim(ctx.record, resource, holder=holder, duration_s=seconds, why=why)
+    _report("renewed" if result.last_action == "renew" else "claimed", result, as_json)
+
+
+@lease.command("renew")
+@click.argument("resource")
+@click.option("--for", "duration", metavar=WHEN, help="New duration from now (default: as before).")
+@click.option("--generation", type=click.IntRange(min=0), metavar="N",
+              help="Only if the lease is still at generation N (the one you hold).")
+@json_option
+@pass_ctx
+def renew(ctx: Context, resource: str, duration: str | None, generation: int | None,
+          as_json: bool) -> None:
+    """Extend your lease of RESOURCE from now. Exit 4 if someone else holds it or it moved
+    past the generation you hold; exit 2 if you do not hold it."""
+    from atlas_files import leases
+
+    holder = _holder(ctx)
+    result = leases.renew(ctx.record, resource, holder=holder, duration_s=_duration(duration),
+                          generation=generation)
+    _report("renewed", result, as_json)
+
+
+@lease.command("release")
+@click.argument("resource")
+@click.option("--generation", type=click.IntRange(min=0), metavar="N",
+              help="Only if the lease is still at generation N (the one you hold).")
+@json_option
+@pass_ctx
+def release(ctx: Context, resource: str, generation: int | None, as_json: bool) -> None:
+    """Give RESOURCE back now. Refused unless you hold it (exit 4 or 2, nothing written)."""
+    from atlas_files import leases
+
+    holder = _holder(ctx)
+    result = leases.release(ctx.record, resource, holder=holder, generation=generation)
+    _report("released", result, as_json)
+
+
+@lease.command("break")
+@click.argument("resource")
+@click.option("--why", required=True, metavar="TEXT",
+              help="Why the holder's lease is taken over (e.g. its process is gone).")
+@click.option("--for", "duration", metavar=WHEN, help="How long you hold it after (default 1h).")
+@click.option("--generation", type=click.IntRange(min=0), metavar="N",
+              help="Only if the lease is still at generation N (the one you looked at).")
+@json_option
+@pass_ctx
+def break_(ctx: Context, resource: str, why: str, duration: str | None,
+           generation: int | None, as_json: bool) -> None:
+    """Take over RESOURCE from a holder that is gone, before its lease expires. The break,
+    its reason and the previous holder stay in the history."""
+    from atlas_files import leases
+
+    holder = _holder(ctx)
+    result = leases.break_lease(ctx.record, resource, holder=holder, why=why,
+                                duration_s=_duration(duration), generation=generation)
+    _report("took over", result, as_json)
+    if not as_json:
+        click.echo("the break, its reason and the previous holder are in "
+                   f"`atlas lease show {resource}`")
+
+
+def _telemetry_text(usage: dict[str, Any] | None) -> str:
+    if not usage:
+        return ""
+    from atlas_files import timeutil
+
+    seen = usage.get("age_s")
+    age = f"seen {timeutil.format_duration(seen)} ago" if isinstance(seen, int | float) else ""
+    stale = ", STALE" if usage.get("stale") else ""
+    if usage.get("reachable") is False:
+        return f"[telemetry: {usage.get('machine')} unreachable at last probe{stale}]"
+    used, total = usage.get("memory_used_mib"), usage.get("memory_total_mib")
+    return f"[GPU memory {used} of {total} MiB in use, {age}{stale}]"
+
+
+@lease.command("ls")
+@json_option
+@pass_ctx
+def ls(ctx: Context, as_json: bool) -> None:
+    """Every lease with its state computed now, GPU telemetry beside it, and the limits."""
+    from atlas_files import leases
+
+    sheet = leases.sheet(ctx.record)
+    if as_json:
+        emit_json(sheet.to_json())
+        return
+    from atlas_files.cli.render import warn
+
+    for problem in sheet.problems:
+        warn(problem)
+    if not sheet.leases:
+        click.echo("no leases yet.")
+    for item in sheet.leases:
+        if item.held:
+            text = (f"{item.resource:<24} held by {item.holder:<12} {_left(item.expires_in_s):>6}"
+                    f" left  gen {item.generation:<4} {item.why}")
+        else:
+            last = f"; last held by {item.last_holder}" if item.last_holder else ""
+            text = f"{item.resource:<24} free ({item.ended}{last})  gen {item.generation}"
+        usage = _telemetry_text(sheet.telemetry.get(item.resource))
+        click.echo(f"{text}  {usage}" if usage else text)
+        if item.clock_warning:
+            click.echo(f"    clock warning: {item.clock_warning}")
+    if sheet.unleased_busy:
+        click.echo("busy but unleased, by telemetry (someone is using these without a lease):")
+        for g in sheet.unleased_busy:
+            click.echo(f"  {g['resource']:<22} {_telemetry_text(g)}")
+    click.echo("")
+    click.echo(textwrap.fill(ADVISORY, 92))
+
+
+@lease.command("show")
+@click.argument("resource")
+@json_option
+@pass_ctx
+def show(ctx: Context, resource: str, as_json: bool) -> None:
+    """RESOURCE's lease now and its whole history: who held it, for what, how it ended."""
+    from atlas_files import leases
+
+    current, history = leases.show(ctx.record, resource)
+    if as_json:
+        emit_json({**current.to_json(), "advisory": ADVISORY,
+                   "history": [g.to_json() for g in history]})
+        return
+    click.echo(_describe(current))
+    if current.why:
+        click.echo(f"why: {current.why}")
+    if current.claimed_at:
+        click.echo(f"claimed at {current.claimed_at}")
+    if current.clock_warning:
+        click.echo(f"clock warning: {current.clock_warning}")
+    if not history:
+        return
+    click.echo("history, oldest first:")
+    for g in history:
+        who = g.holder or f"(free; by {g.written_by})"
+        line = f"  g{g.generation:<4} {g.action:<8} {who:<16} {g.written_at}"
+        if g.why:
+            line += f"  {g.why}"
+        if g.action == "break" and g.previous:
+            line += f"  [took over from {g.previous.get('holder')}]"
+        if g.ended:
+            line += f"  -> {g.ended}"
+        click.echo(line)

@@ -1,0 +1,291 @@
+"""Advisory leases: a sign-up sheet for shared machines, GPUs and datasets.
+
+Before a long run a worker claims the resource, says why and for how long, and looks at
+what others have claimed. A lease expires by itself: its state is computed whenever it is
+read, so no cleanup job exists whose silent death could leave a resource blocked forever.
+Every change is one compare-and-set (the exclusive creation of the next generation's file,
+see leases_store), never a read followed by a blind write. The generation number doubles
+as a fencing token: work done under a lease can carry it, and a consumer that has seen
+generation 34 can refuse 33.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from atlas_files import leases_store as store
+from atlas_files import leases_view, timeutil
+from atlas_files.errors import BadInput, DamagedFile, LeaseHeld
+from atlas_files.leases_store import Generation
+from atlas_files.leases_view import Lease, Sheet, left_text, state_of
+from atlas_files.names import check_name
+
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+
+__all__ = [
+    "ADVISORY", "Generation", "Lease", "Sheet", "break_lease", "claim", "current", "ls",
+    "release", "renew", "sheet", "show", "state_of",
+]
+
+# Printed verbatim wherever a lease is read: `atlas lease --help`, every `lease ls` (text
+# and the JSON `advisory` key), the lease schema's description and the generated site.
+ADVISORY = (
+    "Leases are advisory: a lease is an entry on a shared sign-up sheet and nothing "
+    "enforces it, so a worker that ignores the sheet is not stopped. Only the claim itself "
+    "is atomic: two readers can both see a resource free in the same second, and only one "
+    "of their claims will succeed. An empty list does not prove a machine is idle: a worker "
+    "that took no lease is invisible here. Expiry trusts the clocks of the machines that "
+    "write and read the lease; where they disagree, a lease can read as expired too early "
+    "or as held too long."
+)
+
+MAX_WHY = 500
+DEFAULT_BREAK_S = 3600.0
+# A claim that loses its compare-and-set reads again and tries once more; this bounds how
+# often, so a resource churned by many writers answers "busy" instead of spinning.
+CLAIM_TRIES = 50
+
+# -- checks done before any file is touched -------------------------------------------------
+
+
+def _check_duration(record: Record, duration_s: float) -> float:
+    cap = float(record.config.lease_cap_s)
+    if not duration_s or duration_s <= 0:
+        raise BadInput("a lease needs a duration above zero", hint="e.g. --for 90m")
+    if duration_s > cap:
+        raise BadInput(
+            f"{timeutil.format_duration(duration_s)} is longer than this record's lease cap "
+            f"of {timeutil.format_duration(cap)}; nothing was claimed",
+            hint="ask for at most the cap and renew before it runs out (lease_cap in "
+            "atlas.yaml can raise the cap up to 24h)",
+        )
+    return float(duration_s)
+
+
+def _check_why(why: str | None, flag: str = "--why") -> str:
+    text = (why or "").strip()
+    if not text:
+        raise BadInput(f"say why: {flag} TEXT is required", hint="e.g. --why 'training run 7'")
+    if "\n" in text or "\r" in text:
+        raise BadInput(f"{flag} must be one line", hint="put details in a status or artifact")
+    if len(text) > MAX_WHY:
+        raise BadInput(f"{flag} is {len(text)} characters; at most {MAX_WHY}",
+                       hint="say it shorter and link the details from a status or artifact")
+    return text
+
+
+def _times(at: datetime, duration_s: float) -> tuple[str, str]:
+    return timeutil.format_time(at), timeutil.format_time(at + timedelta(seconds=duration_s))
+
+
+def _summary(gen: Generation) -> dict[str, Any]:
+    return {"generation": gen.generation, "action": gen.action, "holder": gen.holder,
+            "why": gen.why, "expires_at": gen.expires_at}
+
+
+def held_error(lease: Lease) -> LeaseHeld:
+    return LeaseHeld(
+        f"{lease.resource} is held by {lease.holder} for {left_text(lease)} more (until "
+        f"{lease.expires_at}, generation {lease.generation}): {lease.why}",
+        hint=f"wait for it to expire or be released; if {lease.holder} is gone, "
+        f"`atlas lease break {lease.resource} --why TEXT` takes it over and records why",
+    )
+
+
+def _moved(resource: str, mine: int, now: Lease) -> LeaseHeld:
+    who = f"held by {now.holder}" if now.held else "free"
+    return LeaseHeld(
+        f"the lease of {resource} moved on: you acted on generation {mine}, but it is at "
+        f"generation {now.generation} ({who}); nothing was changed",
+        hint=f"read it again with `atlas lease show {resource}`; work done under generation "
+        f"{mine} is stale",
+    )
+
+
+def _read(record: Record, resource: str) -> tuple[Path, Generation | None, datetime, Lease]:
+    where = store.folder(record, resource)
+    gen = store.newest(where, resource)
+    at = timeutil.now()
+    return where, gen, at, state_of(resource, gen, at, record.config.clock_tolerance_s)
+
+
+def _publish(record: Record, where: Path, gen: Generation, at: datetime) -> Lease:
+    gen = store.publish(where, gen)
+    return state_of(gen.resource, gen, at, record.config.clock_tolerance_s)
+
+
+# -- the four writes -------------------------------------------------------------------------
+
+
+def claim(record: Record, resource: str, *, holder: str, duration_s: float, why: str) -> Lease:
+    """Take ``resource`` for ``duration_s`` seconds; LeaseHeld if another holds it.
+
+    A claim by the current holder renews. The claim succeeds only if the generation it
+    read is still the newest; if another writer created the next one first, it reads again.
+    """
+    check_name(resource, "resource name")
+    holder = check_name(holder, "identity")
+    duration_s = _check_duration(record, duration_s)
+    why = _check_why(why)
+    for _ in range(CLAIM_TRIES):
+        where, gen, at, lease = _read(record, resource)
+        if lease.held and lease.holder != holder:
+            raise held_error(lease)
+        claimed_at, expires_at = _times(at, duration_s)
+        mine = lease.held and gen is not None
+        new = Generation(
+            resource=resource, generation=lease.generation + 1,
+            action="renew" if mine else "claim", holder=holder, why=why,
+            claimed_at=gen.claimed_at if mine and gen else claimed_at, expires_at=expires_at,
+            duration_s=duration_s, written_at=claimed_at, written_by=holder,
+            previous=_summary(gen) if gen else None,
+        )
+        try:
+            return _publish(record, where, new, at)
+        except FileExistsError:
+            continue
+    raise LeaseHeld(
+        f"{resource} changed {CLAIM_TRIES} times while this claim was being made",
+        hint=f"it is busy; look with `atlas lease show {resource}` and try again later",
+    )
+
+
+def _own(record: Record, resource: str, holder: str, generation: int | None,
+         verb: str) -> tuple[Path, Generation, datetime, Lease]:
+    """The newest generation, if ``holder`` holds it (or held it last and it expired)."""
+    check_name(resource, "resource name")
+    where, gen, at, lease = _read(record, resource)
+    if generation is not None and generation != lease.generation:
+        if generation > lease.generation:
+            raise BadInput(f"{resource} has no generation {generation} (it is at "
+                           f"{lease.generation})", hint=f"`atlas lease show {resource}`")
+        raise _moved(resource, generation, lease)
+    if gen is None:
+        raise BadInput(f"cannot {verb} {resource}: nobody has ever claimed it",
+                       hint=f"claim it with `atlas lease claim {resource} --for D --why T`")
+    if lease.held and lease.holder != holder:
+        raise held_error(lease)
+    if not gen.holds or gen.holder != holder:
+        raise BadInput(
+            f"cannot {verb} {resource}: you ({holder}) do not hold it; it is free at "
+            f"generation {lease.generation}, nothing was changed",
+            hint=f"claim it with `atlas lease claim {resource} --for D --why T`",
+        )
+    return where, gen, at, lease
+
+
+def renew(record: Record, resource: str, *, holder: str, duration_s: float | None = None,
+          generation: int | None = None) -> Lease:
+    """Extend ``holder``'s lease by ``duration_s`` from now (default: its last duration).
+
+    Conditional on ``holder`` holding the newest generation (``generation`` too, if
+    given). A lease that expired but that nobody took since can still be renewed.
+    """
+    holder = check_name(holder, "identity")
+    if duration_s is not None:
+        _check_duration(record, duration_s)
+    where, gen, at, lease = _own(record, resource, holder, generation, "renew")
+    duration = _check_duration(record, duration_s or gen.duration_s or DEFAULT_BREAK_S)
+    start, expires_at = _times(at, duration)
+    new = Generation(
+        resource=resource, generation=gen.generation + 1, action="renew", holder=holder,
+        why=gen.why, claimed_at=gen.claimed_at if lease.held else start,
+        expires_at=expires_at, duration_s=duration, written_at=start, written_by=holder,
+        previous=_summary(gen),
+    )
+    try:
+        return _publish(record, where, new, at)
+    except FileExistsError:
+        raise _moved(resource, gen.generation, _read(record, resource)[3]) from None
+
+
+def release(record: Record, resource: str, *, holder: str, generation: int | None = None) -> Lease:
+    """Give ``resource`` back; conditional on ``holder`` holding the newest generation."""
+    holder = check_name(holder, "identity")
+    where, gen, at, _ = _own(record, resource, holder, generation, "release")
+    now = timeutil.format_time(at)
+    new = Generation(
+        resource=resource, generation=gen.generation + 1, action="release", holder=None,
+        why=None, claimed_at=None, expires_at=None, duration_s=None, written_at=now,
+        written_by=holder, previous=_summary(gen),
+    )
+    try:
+        return _publish(record, where, new, at)
+    except FileExistsError:
+        raise _moved(resource, gen.generation, _read(record, resource)[3]) from None
+
+
+def break_lease(record: Record, resource: str, *, holder: str, why: str,
+                duration_s: float | None = None, generation: int | None = None) -> Lease:
+    """Take over an unexpired lease whose holder is gone; the break, its reason and the
+    previous holder are recorded in the new generation. A damaged newest generation can
+    be broken too."""
+    check_name(resource, "resource name")
+    holder = check_name(holder, "identity")
+    why = _check_why(why)
+    cap = float(record.config.lease_cap_s)
+    duration = _check_duration(record, duration_s or min(DEFAULT_BREAK_S, cap))
+    where = store.folder(record, resource)
+    listing = store.generations(where)
+    try:
+        gen = store.read(where, resource, listing[-1][1]) if listing else None
+        damaged = None
+    except DamagedFile as exc:
+        gen, damaged = None, exc.message
+    at = timeutil.now()
+    number = listing[-1][0] if listing else 0
+    if generation is not None and generation != number:
+        raise _moved(resource, generation, state_of(resource, gen, at, 0))
+    lease = state_of(resource, gen, at, record.config.clock_tolerance_s)
+    if damaged is None and not lease.held:
+        raise BadInput(f"{resource} is free ({lease.ended}); there is nothing to break",
+                       hint=f"claim it with `atlas lease claim {resource} --for D --why T`")
+    if lease.holder == holder:
+        raise BadInput(f"you ({holder}) hold {resource} already",
+                       hint="renew or release it instead of breaking it")
+    start, expires_at = _times(at, duration)
+    previous: dict[str, Any] = (
+        _summary(gen) if gen else {"generation": number, "damaged": damaged}
+    )
+    if gen:
+        previous["expires_in_s"] = lease.expires_in_s
+    new = Generation(
+        resource=resource, generation=number + 1, action="break", holder=holder, why=why,
+        claimed_at=start, expires_at=expires_at, duration_s=duration, written_at=start,
+        written_by=holder, previous=previous,
+    )
+    try:
+        return _publish(record, where, new, at)
+    except FileExistsError:
+        raise _moved(resource, number, _read(record, resource)[3]) from None
+
+
+# -- reads ------------------------------------------------------------------------------------
+
+
+def current(record: Record, resource: str) -> Lease:
+    """The lease of ``resource`` now (free, generation 0, if never claimed)."""
+    return _read(record, resource)[3]
+
+
+def ls(record: Record) -> list[Lease]:
+    """Every resource that ever had a lease, by name; damaged ones are left out (see
+    ``problems``)."""
+    return problems_and_leases(record)[1]
+
+
+def show(record: Record, resource: str) -> tuple[Lease, list[Generation]]:
+    """The lease now and every generation, oldest first, each saying how it ended."""
+    return leases_view.show(record, resource)
+
+
+def problems_and_leases(record: Record) -> tuple[list[str], list[Lease]]:
+    return leases_view.problems_and_leases(record)
+
+
+def sheet(record: Record) -> Sheet:
+    """The whole sign-up sheet, with GPU telemetry beside the leases that name a GPU."""
+    return leases_view.sheet(record)

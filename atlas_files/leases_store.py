@@ -1,0 +1,236 @@
+"""How a lease lies on disk: one immutable file per generation, the newest is the state.
+
+``leases/<resource>/g00000007.json`` is generation 7 of that resource's lease. A change
+(claim, renew, release, break) is the exclusive creation of the next generation's file, so
+of two writers that read generation N only one can create N+1: that create is the lease's
+compare-and-set. Every earlier generation stays as history. The newest is found from the
+folder listing alone; only that one file is opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from atlas_files import fsio, timeutil
+from atlas_files.errors import DamagedFile
+from atlas_files.names import check_name
+
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+
+ACTIONS = ("claim", "renew", "release", "break")
+# Eight digits keep a default listing in generation order for any lease a person will
+# meet; the number is parsed as an integer, so g100000000 still reads correctly.
+GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
+KIND = "lease"
+
+
+def generation_filename(generation: int) -> str:
+    return f"g{generation:08d}.json"
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generation file, as written. ``ended`` is filled in by history reads only."""
+
+    resource: str
+    generation: int
+    action: str  # claim | renew | release | break
+    holder: str | None  # None after a release
+    why: str | None
+    claimed_at: str | None
+    expires_at: str | None
+    duration_s: float | None
+    written_at: str
+    written_by: str
+    previous: Mapping[str, Any] | None = field(default=None, compare=False)
+    path: Path | None = field(default=None, compare=False)
+    ended: str | None = field(default=None, compare=False)
+
+    @property
+    def holds(self) -> bool:
+        """True if this generation names a holder (it may still have expired)."""
+        return self.holder is not None and self.action != "release"
+
+    def expires(self) -> datetime | None:
+        return timeutil.parse_time(self.expires_at) if self.expires_at else None
+
+    def to_file(self) -> dict[str, Any]:
+        return {
+            "kind": KIND,
+            "resource": self.resource,
+            "generation": self.generation,
+            "action": self.action,
+            "holder": self.holder,
+            "why": self.why,
+            "claimed_at": self.claimed_at,
+            "expires_at": self.expires_at,
+            "duration_s": self.duration_s,
+            "written_at": self.written_at,
+            "written_by": self.written_by,
+            "previous": dict(self.previous) if self.previous is not None else None,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.to_file()
+        del data["kind"]
+        data["ended"] = self.ended
+        data["path"] = str(self.path) if self.path else None
+        return data
+
+
+def folder(record: Record, resource: str) -> Path:
+    """The folder of ``resource``'s generations; the name is checked before any path."""
+    check_name(resource, "resource name")
+    return record.path("leases", resource)
+
+
+def _names(where: Path) -> list[str]:
+    try:
+        return os.listdir(where)
+    except FileNotFoundError:
+        return []
+    except NotADirectoryError:
+        raise DamagedFile(f"{where} should be a folder of lease generations") from None
+
+
+def _parse_listing(where: Path, names: list[str]) -> list[tuple[int, str]]:
+    found = []
+    debris = False
+    for name in names:
+        m = GENERATION_RE.match(name)
+        if m:
+            found.append((int(m.group(1)), name))
+        elif fsio.is_temp(name):
+            debris = True
+    if debris:
+        fsio.clean_debris(where)
+    found.sort()
+    return found
+
+
+def generations(where: Path) -> list[tuple[int, str]]:
+    """(number, file name) of each generation in ``where``, ascending, from the listing.
+
+    Temp files seen in the listing are crash debris or writes in flight; debris is
+    removed here (the listing is needed anyway, so a clean folder costs nothing extra).
+    """
+    return _parse_listing(where, _names(where))
+
+
+# Past this name, generations need nine digits and name order stops being number order.
+_LAST_EIGHT_DIGITS = generation_filename(99_999_999)
+
+
+def newest_name(where: Path) -> tuple[int, str] | None:
+    """The newest generation's (number, file name), from the listing alone.
+
+    Every claim and every `lease ls` row pays for this, and a busy lease has thousands of
+    generations, so the common case is answered by C-level min/max over the names: temp
+    files start with "." and sort first, zero-padded generations sort by number.
+    """
+    names = _names(where)
+    if not names:
+        return None
+    if min(names).startswith("."):
+        fsio.clean_debris(where)
+    top = max(names)
+    m = GENERATION_RE.match(top)
+    if m and top < _LAST_EIGHT_DIGITS:
+        return int(m.group(1)), top
+    listing = _parse_listing(where, names)  # a stray file, or a lease past 10^8 changes
+    return listing[-1] if listing else None
+
+
+def _damaged(path: Path, what: str) -> DamagedFile:
+    return DamagedFile(
+        f"lease generation {path} is damaged: {what}",
+        hint="generations are never edited; run `atlas check`. `atlas lease break "
+        "RESOURCE --why TEXT` takes the resource over past a damaged generation",
+    )
+
+
+def _opt_str(data: Mapping[str, Any], key: str, path: Path) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _damaged(path, f"{key} should be text or null")
+    return value
+
+
+def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
+    """Read one generation file; anything that is not one raises DamagedFile."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _damaged(path, f"not UTF-8 JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise _damaged(path, "not a JSON object")
+    m = GENERATION_RE.match(path.name)
+    number = raw.get("generation")
+    if not isinstance(number, int) or (m and int(m.group(1)) != number):
+        raise _damaged(path, "its generation does not match its file name")
+    if raw.get("action") not in ACTIONS:
+        raise _damaged(path, f"action should be one of {', '.join(ACTIONS)}")
+    if resource is not None and raw.get("resource") != resource:
+        raise _damaged(path, f"it names resource {raw.get('resource')!r}, not {resource!r}")
+    times = {k: _opt_str(raw, k, path) for k in ("claimed_at", "expires_at", "written_at")}
+    for key, value in times.items():
+        if value is not None:
+            try:
+                timeutil.parse_time(value)
+            except ValueError:
+                raise _damaged(path, f"{key} is not a time: {value!r}") from None
+    duration = raw.get("duration_s")
+    if duration is not None and not isinstance(duration, int | float):
+        raise _damaged(path, "duration_s should be a number")
+    previous = raw.get("previous")
+    holder = _opt_str(raw, "holder", path)
+    if raw["action"] != "release" and (holder is None or times["expires_at"] is None):
+        raise _damaged(path, f"a {raw['action']} names a holder and an expiry")
+    return Generation(
+        resource=str(raw.get("resource")),
+        generation=number,
+        action=raw["action"],
+        holder=holder,
+        why=_opt_str(raw, "why", path),
+        claimed_at=times["claimed_at"],
+        expires_at=times["expires_at"],
+        duration_s=float(duration) if duration is not None else None,
+        written_at=times["written_at"] or "",
+        written_by=_opt_str(raw, "written_by", path) or "",
+        previous=previous if isinstance(previous, dict) else None,
+        path=path,
+    )
+
+
+def read(where: Path, resource: str, name: str) -> Generation:
+    path = where / name
+    return parse(path, path.read_bytes(), resource)
+
+
+def newest(where: Path, resource: str) -> Generation | None:
+    found = newest_name(where)
+    return read(where, resource, found[1]) if found else None
+
+
+def encode(data: Mapping[str, Any]) -> bytes:
+    """One key per line, for a person reading the file; each value through json's C
+    encoder, which ``indent=`` would replace with its slow pure-Python one."""
+    lines = [f"  {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}" for k, v in data.items()]
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode("utf-8")
+
+
+def publish(where: Path, gen: Generation) -> Generation:
+    """Exclusively create ``gen``'s file. FileExistsError: another writer got there first."""
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / generation_filename(gen.generation)
+    data = encode(gen.to_file())
+    fsio.publish_exclusive(path, data)
+    return replace(gen, path=path)

@@ -1,0 +1,187 @@
+"""Reading leases: the state computed at read time, history, and the whole sheet.
+
+Nothing here writes. A lease's state (held or free) is never stored: it is computed from
+the newest generation and this machine's clock each time it is read, which is why a
+holder that vanishes frees the resource by doing nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from atlas_files import leases_store as store
+from atlas_files import timeutil
+from atlas_files.errors import BadInput
+from atlas_files.leases_store import Generation
+
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A resource's lease as read at one moment: ``state`` is computed, never stored."""
+
+    resource: str
+    generation: int  # the newest generation; 0 if never claimed
+    state: str  # "held" or "free"
+    holder: str | None  # None when free
+    why: str | None
+    claimed_at: str | None
+    expires_at: str | None
+    expires_in_s: float | None  # None when free
+    last_action: str | None  # claim | renew | release | break of the newest generation
+    last_holder: str | None  # who held it last, also once it is free
+    ended: str | None  # why it is free: "expired", "released", "never claimed"
+    clock_warning: str | None
+    read_at: str
+
+    @property
+    def held(self) -> bool:
+        return self.state == "held"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resource": self.resource,
+            "holder": self.holder,
+            "why": self.why,
+            "generation": self.generation,
+            "claimed_at": self.claimed_at,
+            "expires_at": self.expires_at,
+            "state": self.state,
+            "expires_in_s": self.expires_in_s,
+            "last_action": self.last_action,
+            "last_holder": self.last_holder,
+            "ended": self.ended,
+            "clock_warning": self.clock_warning,
+            "read_at": self.read_at,
+        }
+
+
+def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: float) -> Lease:
+    """The lease ``gen`` describes, read at time ``at`` by this machine's clock."""
+    read_at = timeutil.format_time(at)
+    if gen is None:
+        return Lease(resource, 0, "free", None, None, None, None, None, None, None,
+                     "never claimed", None, read_at)
+    warning = _clock_warning(gen, at, tolerance_s) if gen.holds else None
+    expires = gen.expires()
+    if gen.holds and expires is not None and at < expires:
+        left = round((expires - at).total_seconds(), 3)
+        return Lease(resource, gen.generation, "held", gen.holder, gen.why, gen.claimed_at,
+                     gen.expires_at, left, gen.action, gen.holder, None, warning, read_at)
+    last = gen.holder if gen.holds else (gen.previous or {}).get("holder")
+    ended = "expired" if gen.holds else "released"
+    return Lease(resource, gen.generation, "free", None, None, None, None, None, gen.action,
+                 last, ended, warning, read_at)
+
+
+def _clock_warning(gen: Generation, at: datetime, tolerance_s: float) -> str | None:
+    stamps = [s for s in (gen.claimed_at, gen.written_at) if s]
+    ahead = max((timeutil.parse_time(s) - at).total_seconds() for s in stamps) if stamps else 0
+    if ahead <= tolerance_s:
+        return None
+    return (
+        f"generation {gen.generation} was written {timeutil.format_duration(ahead)} in the "
+        f"future by this machine's clock (tolerance {timeutil.format_duration(tolerance_s)}): "
+        "the writer's clock or this one is wrong, so this lease's expiry cannot be trusted"
+    )
+
+
+def left_text(lease: Lease) -> str:
+    return timeutil.format_duration(lease.expires_in_s or 0)
+
+
+def problems_and_leases(record: Record) -> tuple[list[str], list[Lease]]:
+    """(what could not be read, the leases that could): one damaged generation must not
+    hide every other lease from a reader deciding where to run."""
+    try:
+        names = sorted(os.listdir(record.leases_dir))
+    except FileNotFoundError:
+        return [], []
+    problems, out = [], []
+    at = timeutil.now()
+    for name in names:
+        if name.startswith(".") or not (record.leases_dir / name).is_dir():
+            continue
+        try:
+            where = store.folder(record, name)
+            gen = store.newest(where, name)
+        except (BadInput, OSError) as exc:
+            problems.append(str(exc))
+            continue
+        if gen is not None:
+            out.append(state_of(name, gen, at, record.config.clock_tolerance_s))
+    return problems, out
+
+
+def show(record: Record, resource: str) -> tuple[Lease, list[Generation]]:
+    """The lease now and every generation, oldest first, each saying how it ended."""
+    where = store.folder(record, resource)
+    listing = store.generations(where)
+    gens = [store.read(where, resource, name) for _, name in listing]
+    at = timeutil.now()
+    lease = state_of(resource, gens[-1] if gens else None, at, record.config.clock_tolerance_s)
+    out = []
+    for i, gen in enumerate(gens):
+        nxt = gens[i + 1] if i + 1 < len(gens) else None
+        out.append(replace(gen, ended=_ending(gen, nxt, lease)))
+    return lease, out
+
+
+def _ending(gen: Generation, nxt: Generation | None, lease: Lease) -> str | None:
+    if not gen.holds:
+        return None
+    if nxt is None:
+        if lease.held:
+            return f"holds it now, {left_text(lease)} left"
+        return f"expired at {gen.expires_at}"
+    if nxt.action == "renew":
+        return f"renewed by {nxt.written_by} as generation {nxt.generation}"
+    if nxt.action == "release":
+        return f"released by {nxt.written_by}"
+    if nxt.action == "break":
+        return f"broken by {nxt.holder}: {nxt.why}"
+    return f"expired at {gen.expires_at}; then claimed by {nxt.holder}"
+
+
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """Every lease, and beside each one that names a GPU (``<machine>.gpu<N>``) what that
+    machine's last telemetry row says about it. Telemetry shows load, never intent: a
+    GPU busy without a lease is listed, and a leased GPU may still sit idle."""
+
+    leases: tuple[Lease, ...]
+    telemetry: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    unleased_busy: tuple[dict[str, Any], ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        from atlas_files.leases import ADVISORY
+
+        return {
+            "advisory": ADVISORY,
+            "leases": [
+                {**lease.to_json(), "telemetry": self.telemetry.get(lease.resource)}
+                for lease in self.leases
+            ],
+            "unleased_busy": list(self.unleased_busy),
+            "problems": list(self.problems),
+        }
+
+
+def sheet(record: Record) -> Sheet:
+    problems, leases = problems_and_leases(record)
+    try:
+        from atlas_files.telemetry import busy_gpus, resource_usage
+    except ImportError:  # telemetry is its own layer; the sheet works without it
+        return Sheet(tuple(leases), problems=tuple(problems))
+    usage = {lease.resource: resource_usage(record, lease.resource) for lease in leases}
+    held = {lease.resource for lease in leases if lease.held}
+    busy = tuple(g for g in busy_gpus(record) if g.get("resource") not in held)
+    return Sheet(tuple(leases), usage, busy, tuple(problems))
