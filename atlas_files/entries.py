@@ -1,0 +1,235 @@
+"""Append-only entries: one immutable file per entry, named by a collision-free id.
+
+Decisions and corrections are entries. An id is the writer's clock to the microsecond
+plus 32 random bits (``dec-20261129t110512123456z-1a2b3c4d``): no counter is shared, so
+two writers at once, or two git branches merged later, never produce the same name, and
+sorting the names sorts the entries by time. The file is published with an exclusive
+create; in the rare case that the name exists, a fresh random part is drawn.
+
+An entry is Markdown with front matter: every field lives in the front matter (readable in
+a diff), and ``digest`` is the sha256 of the fields and the body together, so an edit of
+any field after publication is detectable. The digest catches accidents and hand edits; it
+is no protection against someone who recomputes it.
+
+Fields are checked by hand before writing (the modules that build entries do that); the
+JSON Schemas in schemas/ are applied by ``validate`` (for `atlas check`), which alone pays
+for importing jsonschema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import unicodedata
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from atlas_files import frontmatter, fsio, timeutil
+from atlas_files.errors import BadInput, DamagedFile
+from atlas_files.names import ENTRY_ID_PATTERN
+
+SUFFIX = ".md"
+PREFIXES = {"decision": "dec", "correction": "cor", "retraction": "cor"}
+# The schema that describes each kind of entry.
+SCHEMA_OF = {"decision": "decision", "correction": "correction", "retraction": "correction"}
+_FILE_RE = re.compile(ENTRY_ID_PATTERN[:-1] + re.escape(SUFFIX) + "$")
+_PUBLISH_TRIES = 8
+
+
+def _random_part() -> str:
+    return secrets.token_hex(4)
+
+
+def new_id(prefix: str, at: datetime) -> str:
+    """``<prefix>-<yyyymmdd>t<hhmmss><microseconds>z-<8 hex>`` for the time ``at``."""
+    stamp = at.astimezone(UTC).strftime("%Y%m%dt%H%M%S%fz")
+    return f"{prefix}-{stamp}-{_random_part()}"
+
+
+def entry_filename(entry_id: str) -> str:
+    return entry_id + SUFFIX
+
+
+def is_entry_file(name: str) -> bool:
+    return bool(_FILE_RE.match(name))
+
+
+def digest_of_entry(meta: dict[str, Any], body: bytes) -> str:
+    """sha256 over the canonical JSON of every field but ``digest``, then the body."""
+    fields = {k: v for k, v in meta.items() if k != "digest" and v is not None}
+    canonical = json.dumps(
+        fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
+    )
+    h = hashlib.sha256(canonical.encode("utf-8", "surrogatepass"))
+    h.update(b"\n")
+    h.update(body)
+    return "sha256:" + h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One published entry as read from its file."""
+
+    id: str
+    kind: str
+    meta: dict[str, Any] = field(repr=False)
+    body: str
+    path: Path
+    digest_ok: bool | None  # None: the file states no digest (hand-written, not stamped)
+
+    @property
+    def name_ok(self) -> bool:
+        """The file is named after the id it holds (a copied-and-renamed file is not)."""
+        return self.path.name == entry_filename(self.id)
+
+
+# -- checking text before anything is written ---------------------------------------------
+
+
+def clean_text(value: str | None, what: str, *, one_line: bool, limit: int) -> str:
+    """``value`` stripped; refuse it empty, too long, not UTF-8, or with control characters.
+
+    Text from a command line may hold lone surrogates (bytes that were not UTF-8) and text
+    from anywhere may hold control characters; neither can be stored readably.
+    """
+    if value is None or not value.strip():
+        raise BadInput(f"{what} is empty; it is required", hint=f"give {what} as text")
+    text = value.strip().replace("\r\n", "\n")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(
+            f"{what} is not valid UTF-8 text", hint=f"write {what} again as UTF-8 text"
+        ) from None
+    if one_line and len(text.splitlines()) > 1:
+        raise BadInput(
+            f"{what} must be one line", hint="keep it to one line; longer text belongs in --why"
+        )
+    allowed = "" if one_line else "\n\t"
+    for ch in text:
+        if ch not in allowed and unicodedata.category(ch) in ("Cc", "Cs"):
+            raise BadInput(
+                f"{what} contains the control character {ch!r}",
+                hint=f"write {what} without control characters",
+            )
+    if len(text) > limit:
+        raise BadInput(
+            f"{what} is {len(text)} characters, over the limit of {limit}",
+            hint="shorten it; link a topic version (--link NAME@vN) that holds the detail",
+        )
+    return text
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "") -> Entry:
+    """Publish a new entry of ``kind`` in ``folder``: id, time and digest are stamped here.
+
+    ``fields`` must already be checked. Raises nothing on a name collision: another random
+    part is drawn (two entries never share a name, and neither is lost).
+    """
+    prefix = PREFIXES[kind]
+    raw = body.encode("utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+    fsio.clean_debris(folder)
+    for _ in range(_PUBLISH_TRIES):
+        at = timeutil.now()
+        entry_id = new_id(prefix, at)
+        meta: dict[str, Any] = {"id": entry_id, "kind": kind, "at": timeutil.format_time(at)}
+        meta.update({k: v for k, v in fields.items() if v is not None})
+        meta["digest"] = digest_of_entry(meta, raw)
+        path = folder / entry_filename(entry_id)
+        try:
+            fsio.publish_exclusive(path, frontmatter.render(meta, raw))
+        except FileExistsError:
+            continue
+        return Entry(entry_id, kind, meta, body, path, True)
+    raise RuntimeError(f"could not find a free entry name in {folder}")  # pragma: no cover
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def read_entry(path: Path) -> Entry:
+    """Read one entry file; raises DamagedFile if it cannot be read as an entry at all.
+
+    A file that reads but whose digest no longer matches its fields is returned with
+    ``digest_ok`` False: it was edited after publication.
+    """
+    if path.is_symlink():
+        raise DamagedFile(
+            f"{path} is a symlink; an entry is a plain file, and the record never follows "
+            "a link that may lead outside it",
+            hint="replace the link with the entry itself",
+        )
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise DamagedFile(f"{path} is a folder, not an entry") from None
+    try:
+        parsed = frontmatter.parse(data)
+    except frontmatter.FrontMatterError as exc:
+        raise DamagedFile(
+            f"{path}:{exc.line}: {exc}",
+            hint="entries are never edited; restore the file from git, or record a "
+            "correction instead",
+        ) from None
+    meta = parsed.meta
+    try:
+        body = parsed.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise DamagedFile(f"{path}: the body is not UTF-8 text") from None
+    entry_id = meta.get("id")
+    kind = meta.get("kind")
+    if not isinstance(entry_id, str) or not isinstance(kind, str) or kind not in PREFIXES:
+        raise DamagedFile(
+            f"{path}: front matter lacks a valid id or kind (decision, correction, "
+            "retraction)",
+            hint="run `atlas check` on the record to see what is wrong",
+        )
+    stated = meta.get("digest")
+    digest_ok = None if stated is None else stated == digest_of_entry(meta, parsed.body)
+    return Entry(entry_id, kind, meta, body, path, digest_ok)
+
+
+def entry_paths(folder: Path) -> list[Path]:
+    """The entry files in ``folder``, oldest first (ids sort by time). One listing.
+
+    Only plain files count: a symlink could lead outside the record, and an entry is never
+    one (`atlas check` reports it).
+    """
+    try:
+        with os.scandir(folder) as it:
+            names = [e.name for e in it
+                     if is_entry_file(e.name) and e.is_file(follow_symlinks=False)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return [folder / n for n in sorted(names)]
+
+
+def iter_entries(
+    folder: Path, on_damaged: Callable[[Path, str], None] | None = None
+) -> Iterator[Entry]:
+    """Every readable entry in ``folder``, oldest first; unreadable ones go to ``on_damaged``."""
+    for path in entry_paths(folder):
+        try:
+            yield read_entry(path)
+        except (DamagedFile, OSError) as exc:
+            if on_damaged is not None:
+                on_damaged(path, str(exc))
+
+
+def validate(entry: Entry) -> list[tuple[str, str]]:
+    """(JSON path, message) for each way the entry fails its kind's JSON Schema."""
+    from atlas_files import schemas
+
+    meta = {k: (timeutil.format_time(v) if isinstance(v, datetime) else v)
+            for k, v in entry.meta.items()}
+    return schemas.errors(SCHEMA_OF[entry.kind], meta)

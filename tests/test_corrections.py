@@ -1,0 +1,264 @@
+"""Corrections and retractions show wherever the corrected item is read; the proposal gate."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import Result, snapshot
+
+from atlas_files import corrections, decisions, entries
+from atlas_files.errors import DamagedFile
+from atlas_files.record import Record
+
+
+def _decide(atlas: Callable[..., Result], *extra: str) -> str:
+    r = atlas("decide", "--topic", "loader", "--recommended", "C", "--chosen", "Python",
+              "--relation", "disagreed", "--why", "nobody reads C", "--json", *extra,
+              identity="bob")
+    assert r.returncode == 0, r.stderr
+    return str(r.json()["id"])
+
+
+def test_a_correction_shows_on_the_topic_version_in_get(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    record.put("plan", "stages E and F are open\n", author="ann")
+    record.put("plan", "stages E and F are closed\n", author="ann", expect=1)
+    before = (record.root / "projects/web/artifacts/plan/plan.v0001.md").read_bytes()
+    what = "Example 1 is my error: I wrote that stages E and F were open, having read a " \
+           "broken README."
+    r = atlas("correct", "plan@v1", "--what", what, identity="ann")
+    assert r.returncode == 0, r.stderr
+
+    got = atlas("get", "plan", "--version", "1", "--json").json()
+    [mark] = got["corrected_by"]
+    assert (mark["author"], mark["what"]) == ("ann", what)
+    assert mark["id"].startswith("cor-") and got["retracted"] is None
+    text = atlas("get", "plan", "--version", "1").stdout
+    assert "CORRECTED by ann" in text and what in text
+    # The corrected version itself is never touched, and v2 carries no mark.
+    assert (record.root / "projects/web/artifacts/plan/plan.v0001.md").read_bytes() == before
+    assert atlas("get", "plan", "--json").json()["corrected_by"] == []
+
+
+def test_a_correction_shows_on_the_status_in_status_show(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    record.status_write("stages E and F are open\n", author="ann", project="ml")
+    r = atlas("-p", "ml", "correct", "status@v1", "--what", "they were closed", identity="cy")
+    assert r.returncode == 0, r.stderr
+    got = atlas("-p", "ml", "status", "show", "--json").json()
+    assert [(c["author"], c["what"]) for c in got["corrected_by"]] == [("cy", "they were closed")]
+    text = atlas("-p", "ml", "status", "show").stdout
+    assert "CORRECTED by cy" in text and "they were closed" in text
+    # The web status has nothing to do with it.
+    record.status_write("web status\n", author="ann", project="web")
+    assert atlas("-p", "web", "status", "show", "--json").json()["corrected_by"] == []
+
+
+def test_a_correction_shows_on_the_decision_in_decisions(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    first = _decide(atlas)
+    second = _decide(atlas)
+    r = atlas("correct", first, "--what", "the recommendation came from ann, not from bob",
+              identity="bob")
+    assert r.returncode == 0, r.stderr
+    rows = {d["id"]: d for d in atlas("decisions", "--json").json()["decisions"]}
+    [mark] = rows[first]["corrected_by"]
+    assert (mark["author"], mark["what"]) == ("bob", "the recommendation came from ann, not "
+                                              "from bob")
+    assert rows[second]["corrected_by"] == []
+    text = atlas("decisions").stdout
+    block = text[text.index(first):text.index(second)]
+    assert "CORRECTED" in block and "the recommendation came from ann" in block
+    assert "CORRECTED" not in text[text.index(second):]
+
+
+def test_a_correction_can_itself_be_corrected(record: Record) -> None:
+    record.put("plan", "p\n", author="ann")
+    c1 = corrections.correct(record, "plan@v1", what="v1 is wrong about E", author="ann")
+    c2 = corrections.correct(record, c1.id, what="no, it was wrong about F", author="ann")
+    assert [c.id for c in corrections.list_corrections(record)] == [c1.id, c2.id]
+    assert corrections.corrections_of(record, "web", c1.id) == [c2]
+
+
+def test_a_retracted_version_is_shown_as_retracted(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    record.put("eval-results", "accuracy 0.81\n", author="carol")
+    r = atlas("retract", "eval-results@v1", "--why", "the test set leaked into training",
+              identity="carol")
+    assert r.returncode == 0, r.stderr
+    got = atlas("get", "eval-results", "--json").json()
+    assert got["retracted"]["author"] == "carol"
+    assert got["retracted"]["why"] == "the test set leaked into training"
+    text = atlas("get", "eval-results").stdout
+    assert "RETRACTED by carol" in text and "leaked" in text
+    assert corrections.retracted_refs(record, "web") == {"eval-results@v1"}
+    assert corrections.retracted_refs(record, "ml") == set()
+
+    before = snapshot(record.root)
+    again = atlas("retract", "eval-results@v1", "--why", "twice", identity="carol")
+    assert again.returncode == 2 and "already retracted" in again.stderr
+    assert snapshot(record.root) == before
+
+
+def test_a_decision_linking_a_retracted_version_is_warned_about(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    record.put("eval-results", "accuracy 0.81\n", author="carol")
+    corrections.retract(record, "eval-results@v1", why="leaked", author="carol")
+    r = atlas("decide", "--topic", "ship", "--recommended", "ship", "--chosen", "ship",
+              "--relation", "agreed", "--why", "0.81 is enough", "--link", "eval-results@v1",
+              identity="bob")
+    assert r.returncode == 0 and "retracted conclusion" in r.stderr
+
+
+REFUSED = {
+    "a version that does not exist": ("correct", "plan@v2", "--what", "w"),
+    "a topic that does not exist": ("correct", "nothing@v1", "--what", "w"),
+    "a status version that does not exist": ("correct", "status@v1", "--what", "w"),
+    "an id that does not exist": (
+        "correct", "dec-20261129t110512123456z-1a2b3c4d", "--what", "w"),
+    "a correction id that does not exist": (
+        "correct", "cor-20261129t110512123456z-1a2b3c4d", "--what", "w"),
+    "no reference at all": ("correct", "plan", "--what", "w"),
+    "no what": ("correct", "plan@v1"),
+    "a blank what": ("correct", "plan@v1", "--what", "  "),
+    "retract without why": ("retract", "plan@v1"),
+    "retract a version that does not exist": ("retract", "plan@v9", "--why", "w"),
+    "retract a decision": ("retract", "DECISION", "--why", "w"),
+    "correct in another project": ("-p", "ml", "correct", "plan@v1", "--what", "w"),
+}
+
+
+@pytest.mark.parametrize("args", REFUSED.values(), ids=list(REFUSED))
+def test_refused_corrections_exit_2_and_write_nothing(
+    atlas: Callable[..., Result], record: Record, args: tuple[str, ...]
+) -> None:
+    record.put("plan", "p\n", author="ann")
+    decision = decisions.decide(record, topic="t", recommended="r", chosen="c",
+                                relation="agreed", why="w", author="ann")
+    args = tuple(decision.id if a == "DECISION" else a for a in args)
+    before = snapshot(record.root)
+    r = atlas(*args, identity="ann")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith("atlas: error: ") and "Traceback" not in r.stderr
+    assert snapshot(record.root) == before
+
+
+def test_a_hand_edit_of_a_decision_is_a_digest_mismatch(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    first = _decide(atlas)
+    second = _decide(atlas)
+    path = record.root / "projects/web/decisions" / f"{first}.md"
+    assert entries.read_entry(path).digest_ok is True
+    os.chmod(path, 0o644)
+    path.write_text(path.read_text().replace('"relation": "disagreed"', "x")
+                    .replace('relation: "disagreed"', 'relation: "agreed"'))
+    entry = entries.read_entry(path)
+    assert entry.digest_ok is False and entry.meta["relation"] == "agreed"
+
+    rows = {d["id"]: d for d in atlas("decisions", "--json").json()["decisions"]}
+    assert rows[first]["digest_ok"] is False and rows[second]["digest_ok"] is True
+    r = atlas("decisions")
+    assert r.returncode == 0 and "edited after it was written" in r.stderr
+    assert "EDITED" in r.stdout[r.stdout.index(first):r.stdout.index(second)]
+
+
+def test_a_hand_edit_of_a_correction_is_a_digest_mismatch(record: Record) -> None:
+    record.put("plan", "p\n", author="ann")
+    c = corrections.correct(record, "plan@v1", what="v1 is wrong", author="ann")
+    os.chmod(c.path, 0o644)
+    c.path.write_text(c.path.read_text().replace("v1 is wrong", "v1 is right"))
+    assert entries.read_entry(c.path).digest_ok is False
+    [read] = corrections.list_corrections(record)
+    assert read.digest_ok is False and read.text == "v1 is right"
+
+
+def test_an_unreadable_entry_is_reported_and_the_rest_still_listed(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    kept = _decide(atlas)
+    broken = record.root / "projects/web/decisions/dec-20261129t110512123456z-1a2b3c4d.md"
+    broken.write_text("not an entry at all\n")
+    r = atlas("decisions", "--json")
+    assert r.returncode == 0
+    assert [d["id"] for d in r.json()["decisions"]] == [kept]
+    assert len(r.json()["unreadable"]) == 1 and "left out" in r.stderr
+
+
+def test_the_proposal_gate(atlas: Callable[..., Result], record: Record) -> None:
+    record.put("plan", "a plain version\n", author="ann")
+    r = atlas("put", "idea", "--proposal", "--summary", "read the claim store", input="x\n",
+              identity="chat")
+    assert r.returncode == 0, r.stderr
+
+    def states(*args: str) -> dict[str, str]:
+        topics = atlas("ls", "--json", *args).json()["topics"]
+        return {t["name"]: t["state"] for t in topics}
+
+    assert states() == {"plan": "", "idea": "proposed"}
+    assert states("--accepted") == {"plan": ""}
+    assert "[proposal]" in atlas("ls").stdout
+    assert atlas("get", "idea", "--json").json()["accepted_by"] is None
+
+    before = snapshot(record.root)
+    for bad in ("plan@v1", "idea@v2", "status@v1", "idea"):
+        r = atlas("decide", "--topic", "idea", "--recommended", "take it", "--chosen",
+                  "take it", "--relation", "agreed", "--why", "w", "--accepts", bad,
+                  identity="editor")
+        assert r.returncode == 2 and r.stderr.startswith("atlas: error: "), bad
+    assert snapshot(record.root) == before
+
+    decision = _decide(atlas, "--accepts", "idea@v1")
+    assert states() == {"plan": "", "idea": "accepted"}
+    assert states("--accepted") == {"plan": "", "idea": "accepted"}
+    assert "[accepted]" in atlas("ls").stdout
+    assert atlas("get", "idea", "--json").json()["accepted_by"] == decision
+    assert f"ACCEPTED by decision {decision}" in atlas("get", "idea").stdout
+    log = atlas("decisions", "--json").json()["decisions"]
+    assert log[-1]["accepts"] == "idea@v1"
+
+
+def test_a_retracted_proposal_cannot_be_accepted(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    record.put("idea", "x\n", author="chat", proposal=True)
+    corrections.retract(record, "idea@v1", why="superseded by a better idea", author="chat")
+    before = snapshot(record.root)
+    r = atlas("decide", "--topic", "idea", "--recommended", "a", "--chosen", "a",
+              "--relation", "agreed", "--why", "w", "--accepts", "idea@v1", identity="ed")
+    assert r.returncode == 2 and "retracted" in r.stderr
+    assert snapshot(record.root) == before
+
+
+def test_marks_follow_new_entries_within_one_process(record: Record) -> None:
+    """The per-process cache never hides an entry written after the first read."""
+    record.put("plan", "p\n", author="ann")
+    assert corrections.marks_json(record, "web", "artifact", "plan", 1)["corrected_by"] == []
+    corrections.correct(record, "plan@v1", what="first", author="ann")
+    corrections.correct(record, "plan@v1", what="second", author="bob")
+    marks = corrections.marks_json(record, "web", "artifact", "plan", 1)
+    assert [m["what"] for m in marks["corrected_by"]] == ["first", "second"]
+    corrections.retract(record, "plan@v1", why="gone", author="ann")
+    assert corrections.marks_json(record, "web", "artifact", "plan", 1)["retracted"]["why"] \
+        == "gone"
+
+
+def test_an_entry_that_is_a_symlink_is_never_followed(
+    atlas: Callable[..., Result], record: Record, tmp_path: Path
+) -> None:
+    kept = _decide(atlas)
+    outside = tmp_path / "outside.md"
+    outside.write_bytes((record.root / "projects/web/decisions" / f"{kept}.md").read_bytes())
+    link = record.root / "projects/web/decisions/dec-20261129t110512123456z-1a2b3c4d.md"
+    link.symlink_to(outside)
+    assert [d["id"] for d in atlas("decisions", "--json").json()["decisions"]] == [kept]
+    with pytest.raises(DamagedFile):
+        entries.read_entry(link)

@@ -1,0 +1,61 @@
+"""The decisions demo scene records what the issue asks for, and leaves a valid record."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from conftest import run_atlas
+
+from atlas_files import corrections, decisions, entries
+from atlas_files.demo import decisions as scene_module
+from atlas_files.record import Record
+
+
+@pytest.fixture
+def demo_record(tmp_path: Path) -> tuple[Record, list[str]]:
+    record = Record.init(tmp_path / "demo", ["web", "ml"])
+    said: list[str] = []
+    if importlib.util.find_spec("atlas_files.demo.core") is not None:
+        from atlas_files.demo import core
+
+        core.scene(record, lambda line: None)
+    scene_module.scene(record, said.append)
+    return record, said
+
+
+def test_the_scene_records_three_relations_a_correction_and_an_accepted_proposal(
+    demo_record: tuple[Record, list[str]],
+) -> None:
+    record, said = demo_record
+    log = decisions.list_decisions(record, "ml") + decisions.list_decisions(record, "web")
+    assert {d.relation for d in log} == {"agreed", "disagreed", "timed-out"}
+    assert all(d.why for d in log)
+    disagreed = next(d for d in log if d.relation == "disagreed")
+    assert "timing" in disagreed.why
+
+    [fix] = corrections.list_corrections(record, "ml")
+    corrected = record.status_stream("ml").read(int(fix.ref.split("@v")[1]))
+    assert fix.kind == "correction" and fix.author == corrected.author  # its own bad write
+
+    accepting = [d for d in log if d.accepts]
+    assert len(accepting) == 1
+    name, version = accepting[0].accepts.split("@v")  # type: ignore[union-attr]
+    assert corrections.proposal_state(record, "ml", name, int(version), True) == "accepted"
+
+    text = "\n".join(said)
+    assert "exit 2" in text and "accepted" in text and "corrected" in text
+
+
+def test_the_scene_leaves_only_valid_entries(demo_record: tuple[Record, list[str]]) -> None:
+    record, _ = demo_record
+    for project in ("web", "ml"):
+        for sub in ("decisions", "corrections"):
+            for path in entries.entry_paths(record.root / "projects" / project / sub):
+                entry = entries.read_entry(path)
+                assert entry.digest_ok is True and entry.name_ok
+                assert entries.validate(entry) == [], path
+    if importlib.util.find_spec("atlas_files.cli.check") is not None:
+        r = run_atlas("check", "--json", record=record.root)
+        assert r.returncode == 0, r.stdout + r.stderr

@@ -1,0 +1,134 @@
+"""Many writers at once, and git branches merged later: no entry collides, none is lost."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import run_atlas
+
+from atlas_files import corrections, decisions, entries
+from atlas_files.fsio import TEMP_PREFIX
+from atlas_files.record import Record
+
+WRITER = r"""
+import os, sys, time
+from atlas_files.record import Record
+from atlas_files import decisions
+root, who, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+record = Record(root)
+while not os.path.exists(go):
+    time.sleep(0.001)
+for i in range(count):
+    d = decisions.decide(record, topic=f"race {who}", recommended=f"r{i}", chosen=f"c{i}",
+                         relation="agreed", why=f"{who} {i}", author=who)
+    print(d.id)
+"""
+
+
+def test_eight_processes_times_one_hundred_decisions_keep_all_800(record: Record) -> None:
+    go = record.root.parent / "go"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(record.root), f"w{n}", "100", str(go)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        )
+        for n in range(8)
+    ]
+    time.sleep(0.5)  # let every writer reach the start line
+    go.touch()
+    printed: list[str] = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err.decode()
+        printed += out.decode().split()
+
+    folder = record.root / "projects" / "web" / "decisions"
+    names = os.listdir(folder)
+    assert not [n for n in names if n.startswith(TEMP_PREFIX)]
+    files = [n for n in names if entries.is_entry_file(n)]
+    assert len(printed) == 800 and len(set(printed)) == 800
+    assert len(files) == 800 and {n[:-3] for n in files} == set(printed)
+
+    log = decisions.list_decisions(record)
+    assert len(log) == 800
+    assert {(d.author, d.why) for d in log} == {
+        (f"w{n}", f"w{n} {i}") for n in range(8) for i in range(100)
+    }
+    assert all(d.digest_ok for d in log)
+    # Each writer's own decisions stay in the order it wrote them.
+    for n in range(8):
+        mine = [int(d.why.split()[1]) for d in log if d.author == f"w{n}"]
+        assert mine == sorted(mine)
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("ATLAS_", "GIT_"))},
+        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "tester", "GIT_AUTHOR_EMAIL": "tester@example.invalid",
+        "GIT_COMMITTER_NAME": "tester", "GIT_COMMITTER_EMAIL": "tester@example.invalid",
+    }
+    proc = subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=cwd,
+                          capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+    return proc
+
+
+def test_two_clones_decide_on_their_own_branches_and_merge_without_conflict(
+    tmp_path: Path,
+) -> None:
+    origin = tmp_path / "origin"
+    origin.mkdir()
+    _git(origin, "init", "-q")
+    rec = Record.init(origin / "rec", ["web"])
+    rec.put("plan", "the plan\n", author="ann", project="web")
+    _git(origin, "add", "-A")
+    _git(origin, "commit", "-q", "-m", "a record with a plan")
+
+    clones = {}
+    for side in ("a", "b"):
+        _git(tmp_path, "clone", "-q", str(origin), side)
+        clones[side] = tmp_path / side
+        _git(clones[side], "checkout", "-q", "-b", f"branch-{side}")
+
+    written: dict[str, list[str]] = {"a": [], "b": []}
+    for round_ in range(3):
+        for side, who in (("a", "ann"), ("b", "bob")):
+            r = run_atlas("decide", "--topic", f"topic {round_}", "--recommended", "x",
+                          "--chosen", f"{side} {round_}", "--relation", "disagreed",
+                          "--why", f"{who} decided on branch {side}", "--link", "plan@v1",
+                          "--json", record=clones[side] / "rec", identity=who)
+            assert r.returncode == 0, r.stderr
+            written[side].append(r.json()["id"])
+    fix = run_atlas("correct", written["b"][0], "--what", "my first one was a typo",
+                    "--json", record=clones["b"] / "rec", identity="bob")
+    assert fix.returncode == 0, fix.stderr
+    for side in ("a", "b"):
+        _git(clones[side], "add", "-A")
+        _git(clones[side], "commit", "-q", "-m", f"decisions on {side}")
+
+    _git(clones["b"], "push", "-q", "origin", "branch-b")
+    _git(clones["a"], "fetch", "-q", "origin", "branch-b")
+    merge = _git(clones["a"], "merge", "--no-edit", "origin/branch-b")
+    assert "CONFLICT" not in merge.stdout
+    assert _git(clones["a"], "status", "--porcelain").stdout == ""
+
+    merged = Record(clones["a"] / "rec")
+    log = decisions.list_decisions(merged, "web")
+    assert [d.id for d in log] == sorted(written["a"] + written["b"])
+    assert all(d.digest_ok for d in log)
+    by_id = {d.id: d for d in log}
+    assert [(c.author, c.text) for c in by_id[written["b"][0]].corrected_by] == [
+        ("bob", "my first one was a typo")]
+    assert len(corrections.list_corrections(merged, "web")) == 1
+    # And the merged record keeps working: a new decision lands next to the rest.
+    r = run_atlas("decide", "--topic", "after the merge", "--recommended", "x", "--chosen",
+                  "x", "--relation", "agreed", "--why", "both branches are in",
+                  record=merged.root, identity="ann")
+    assert r.returncode == 0, r.stderr
+    assert len(decisions.list_decisions(merged, "web")) == 7
