@@ -200,6 +200,14 @@ class Record:
     def project_dir(self, project: str | None = None) -> Path:
         return self.path("projects", self.project(project))
 
+    def has_entries(self, project: str, kind: str) -> bool:
+        """Whether ``projects/<project>/<kind>/`` (decisions, corrections) holds any entry."""
+        try:
+            with os.scandir(self.path("projects", project, kind)) as it:
+                return any(not e.name.startswith(".") for e in it)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+
     def status_stream(self, project: str | None = None) -> Stream:
         from atlas_files.documents import Stream
 

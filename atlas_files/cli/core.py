@@ -19,11 +19,16 @@ def _age(written_at: str) -> str:
         return f"at {written_at}"
 
 
-def _marks(ctx: Context, kind: str, name: str, version: int) -> dict[str, Any]:
-    """Corrections and retraction shown wherever a version is read."""
+def _marks(ctx: Context, kind: str, name: str, version: int,
+           proposal: bool = False) -> dict[str, Any]:
+    """Corrections, retraction and acceptance shown wherever a version is read."""
+    project = ctx.record.project(ctx.project)
+    if not proposal and not ctx.record.has_entries(project, "corrections"):
+        # Nothing was ever corrected here: skip importing the entry machinery, which
+        # would cost every `atlas status show` a noticeable slice of its cold start.
+        return {"corrected_by": [], "retracted": None, "accepted_by": None}
     from atlas_files import corrections
 
-    project = ctx.record.project(ctx.project)
     return corrections.marks_json(ctx.record, project, kind, name, version)
 
 
@@ -110,7 +115,7 @@ def status_show(ctx: Context, version: int | None, as_json: bool) -> None:
             click.echo(f"project {project} has no status yet; write the first with "
                        "`atlas status write`")
         return
-    marks = _marks(ctx, "status", "status", doc.version)
+    marks = _marks(ctx, "status", "status", doc.version)  # a status is never a proposal
     if as_json:
         emit_json({"project": project, **_version_json(doc, marks)})
         return
@@ -239,7 +244,7 @@ def _check_links(ctx: Context, links: tuple[str, ...]) -> list[str]:
 def get(ctx: Context, name: str, version: int | None, body_only: bool, as_json: bool) -> None:
     """Read topic NAME (the latest version), and record the read for --as."""
     doc = ctx.record.get(name, reader=ctx.identity, version=version, project=ctx.project)
-    marks = _marks(ctx, "artifact", name, doc.version)
+    marks = _marks(ctx, "artifact", name, doc.version, doc.proposal)
     if as_json:
         emit_json(_version_json(doc, marks))
         return
