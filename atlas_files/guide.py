@@ -60,8 +60,16 @@ machine is idle: a worker that took no lease is invisible there.
 ## 5. Decisions, corrections, retractions
 
 Decisions (`projects/<project>/decisions/`) record what was recommended, what was chosen,
-and why they stand where they do. If you find you wrote something wrong, say so with
-`atlas correct` or `atlas retract`: a correction is a new entry, nothing is edited away.
+and why they stand where they do, each as its own field; the relation (agreed, disagreed,
+timed-out) is stated, never inferred. Each decision is one file that is never edited. To
+add one by hand, create a new file named like
+`dec-20260131t120000000000z-1a2b3c4d.md` (UTC date, `t`, time to the microsecond, `z`,
+eight random hex digits) holding the fields of `decision.schema.json` as front matter,
+without `digest` (`atlas check --fix` stamps it).
+
+If you find you wrote something wrong, say so with `atlas correct REF --what TEXT` or
+`atlas retract NAME@vN --why TEXT`: a correction is a new entry, nothing is edited away,
+and the corrected item is marked wherever it is read.
 
 ## 6. What the checks reject
 
