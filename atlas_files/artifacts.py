@@ -117,6 +117,32 @@ def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
     return out
 
 
+def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicSummary, str]]:
+    """Each topic at its newest version that stands: not an open proposal, not retracted.
+
+    A topic whose latest version is a proposal nobody accepted yet is shown at the version
+    before it that stands (if any): the gate keeps a proposal out, not the topic.
+    Returns (summary, state) with state "accepted" or "" (never a proposal).
+    """
+    from atlas_files import corrections
+
+    p = record.project(project)
+    retracted = corrections.retracted_refs(record, p)
+    out = []
+    for stream in topic_streams(record, p):
+        for version in range(stream.latest_for_reading(), 0, -1):
+            if f"{stream.name}@v{version}" in retracted:
+                continue
+            doc = stream.read(version)
+            state = corrections.proposal_state(record, p, stream.name, version, doc.proposal)
+            if state == "proposed":
+                continue
+            out.append((TopicSummary(stream.name, version, doc.author, doc.written_at,
+                                     doc.summary, doc.proposal), state))
+            break
+    return out
+
+
 def history(record: Record, name: str, project: str | None = None) -> list[Version]:
     stream = record.artifact_stream(name, project)
     versions = stream.versions()

@@ -98,3 +98,23 @@ def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> 
 
     with pytest.raises(VersionConflict, match="v3 by hand"):
         record.put("plan", "stale\n", author="bob")
+
+
+def test_ls_accepted_shows_what_stands(record: Record, atlas: Callable[..., Any]) -> None:
+    atlas("put", "plan", identity="ann", input="settled plan\n")
+    atlas("put", "plan", "--proposal", identity="ann", input="a bolder plan\n")
+    atlas("put", "idea", "--proposal", identity="ann", input="only an idea\n")
+    rows = {t["name"]: t for t in atlas("ls", "--json").json()["topics"]}
+    assert rows["plan"]["version"] == 2 and rows["plan"]["state"] == "proposed"
+    assert rows["idea"]["state"] == "proposed"
+    assert "[proposal]" in atlas("ls").stdout
+    standing = atlas("ls", "--accepted", "--json").json()["topics"]
+    assert [(t["name"], t["version"]) for t in standing] == [("plan", 1)]
+    r = atlas("decide", "--topic", "plan", "--recommended", "bolder", "--chosen", "bolder",
+              "--relation", "agreed", "--why", "it reads well", "--accepts", "plan@v2",
+              identity="bob")
+    assert r.returncode == 0, r.stderr
+    standing = atlas("ls", "--accepted", "--json").json()["topics"]
+    assert [(t["name"], t["version"], t["state"]) for t in standing] == [
+        ("plan", 2, "accepted")
+    ]

@@ -256,20 +256,26 @@ def get(ctx: Context, name: str, version: int | None, body_only: bool, as_json: 
 
 
 @click.command()
-@click.option("--accepted", is_flag=True, help="Only accepted versions (not open proposals).")
+@click.option("--accepted", is_flag=True,
+              help="Only what stands: each topic at its newest version that is neither an "
+              "open proposal nor retracted.")
 @json_option
 @pass_ctx
 def ls(ctx: Context, accepted: bool, as_json: bool) -> None:
-    """Every topic of the project with its latest version, author, age and summary."""
-    from atlas_files import corrections
+    """Every topic of the project with its latest version, author, age and summary.
 
-    project = ctx.record.project(ctx.project)
-    rows = []
-    for t in ctx.record.ls(ctx.project):
-        state = corrections.proposal_state(ctx.record, project, t.name, t.version, t.proposal)
-        if accepted and state == "proposed":
-            continue
-        rows.append((t, state))
+    Proposals are marked [proposal] until a decision accepts them (`atlas decide
+    --accepts NAME@vN`), then [accepted].
+    """
+    from atlas_files import artifacts, corrections
+
+    record = ctx.record
+    project = record.project(ctx.project)
+    if accepted:
+        rows = artifacts.ls_accepted(record, project)
+    else:
+        rows = [(t, corrections.proposal_state(record, project, t.name, t.version, t.proposal))
+                for t in record.ls(project)]
     if as_json:
         emit_json({"project": project, "topics": [
             {**t.to_json(), "state": state} for t, state in rows
