@@ -108,6 +108,26 @@ def replace_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool 
     return path
 
 
+def read_nofollow(path: Path | str) -> bytes:
+    """The bytes of the file at ``path``, refusing to follow a symlink in its last part.
+
+    A record never follows a symlink out of itself; folders are checked by Record.path,
+    and every record file is opened through here. Raises FileNotFoundError, or OSError
+    (ELOOP) for a symlink, which callers report as a damaged file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def is_temp(name: str) -> bool:
     return name.startswith(TEMP_PREFIX)
 

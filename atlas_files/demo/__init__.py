@@ -24,6 +24,24 @@ SCENES = (
 )
 
 
+def atlas_cli(record: Record, who: str | None, *args: str,
+              body: str | None = None) -> tuple[int, str, str]:
+    """Run the real `atlas` command as ``who``: (exit code, stdout, stderr).
+
+    Scenes show some steps through the CLI because the exit code is the point.
+    """
+    import subprocess
+    import sys
+
+    identity = ["--as", who] if who else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "atlas_files", "--record", str(record.root), *identity, *args],
+        input=(body or "").encode(), capture_output=True,
+    )
+    return (proc.returncode, proc.stdout.decode("utf-8", "replace").strip(),
+            proc.stderr.decode("utf-8", "replace").strip())
+
+
 def run(directory: Path, say: Say) -> Record:
     record = Record.init(directory, ["web", "ml"])
     say(f"created a record at {record.root} with projects web and ml")

@@ -2,20 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 
+from atlas_files.demo import atlas_cli
 from atlas_files.record import Record
-
-
-def atlas_cli(record: Record, who: str, *args: str, body: str | None = None) -> tuple[int, str]:
-    """Run the real `atlas` command as ``who``; returns (exit code, stderr)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", who, *args],
-        input=(body or "").encode(), capture_output=True,
-    )
-    return proc.returncode, proc.stderr.decode("utf-8", "replace").strip()
 
 
 def scene(record: Record, say: Callable[[str], None]) -> None:
@@ -41,7 +31,7 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
     )
     say(f"bob wrote plan v{v.version} while alice was thinking")
 
-    code, err = atlas_cli(record, "alice", "put", "plan", "--summary", "alice's change",
+    code, _, err = atlas_cli(record, "alice", "put", "plan", "--summary", "alice's change",
                           body="# Plan\n\n1. Build the loader (done).\n")
     say(f"alice: atlas put plan -> exit {code}")
     for line in err.splitlines():
