@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.documents import Stream, Version, parse_version, read_marked, write_checked
-from atlas_files.errors import BadInput, NotFound
+from atlas_files.documents import Stream, Version, read_marked, write_checked
+from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import is_name
 from atlas_files.record import require_identity
 
@@ -33,6 +33,16 @@ class TopicSummary:
         }
 
 
+@dataclass(frozen=True)
+class Diff:
+    """A unified diff of two versions' bodies (``old`` 0: the empty text before v1)."""
+
+    name: str
+    old: int
+    new: int
+    text: str
+
+
 def put(
     record: Record,
     name: str,
@@ -47,10 +57,15 @@ def put(
 ) -> Version:
     author = require_identity(author)
     stream = record.artifact_stream(name, project)
-    key = receipts.artifact_key(record.project(project), name)
+    p = record.project(project)
+    if links:
+        from atlas_files.corrections import resolve_ref
+
+        # What a version builds on must exist, or the link is dangling from birth.
+        links = [resolve_ref(record, p, link, "--link") for link in links]
     return write_checked(
-        record, stream, key, body, author=author, expect=expect, summary=summary,
-        proposal=proposal, links=links,
+        record, stream, receipts.artifact_key(p, name), body, author=author, expect=expect,
+        summary=summary, proposal=proposal, links=links,
     )
 
 
@@ -63,7 +78,7 @@ def get(
     project: str | None = None,
 ) -> Version:
     stream = record.artifact_stream(name, project)
-    if version is None and stream.latest() == 0:
+    if version is None and stream.latest_for_reading() == 0:
         raise NotFound(
             f"no topic named {name!r} in project {record.project(project)}",
             hint="`atlas ls` lists the topics; `atlas put` creates one",
@@ -103,13 +118,21 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
 
 
 def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
-    """Every topic with its latest version; reads one file per topic, not every version."""
+    """Every topic with its latest version; reads one file per topic, not every version.
+
+    A topic whose latest version cannot be read is left out with a warning: one damaged
+    file never hides the others.
+    """
     out = []
     for stream in topic_streams(record, project):
         latest = stream.latest_for_reading()
         if latest == 0:
             continue
-        doc = stream.read(latest)
+        try:
+            doc = stream.read(latest)
+        except BadInput as exc:
+            warn(f"{exc.message} (left out of this listing; `atlas check` tells more)")
+            continue
         out.append(
             TopicSummary(stream.name, latest, doc.author, doc.written_at, doc.summary,
                          doc.proposal)
@@ -133,7 +156,11 @@ def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicS
         for version in range(stream.latest_for_reading(), 0, -1):
             if f"{stream.name}@v{version}" in retracted:
                 continue
-            doc = stream.read(version)
+            try:
+                doc = stream.read(version)
+            except BadInput as exc:
+                warn(f"{exc.message} (left out of this listing)")
+                continue
             state = corrections.proposal_state(record, p, stream.name, version, doc.proposal)
             if state == "proposed":
                 continue
@@ -172,16 +199,14 @@ def diff(
     old: int | None = None,
     new: int | None = None,
     project: str | None = None,
-) -> str:
+) -> Diff:
     """Unified diff of two versions' bodies; by default the latest against the one before."""
-    stream = record.artifact_stream(name, project)
-    return diff_stream(stream, old, new)
+    return diff_stream(record.artifact_stream(name, project), old, new)
 
 
-def diff_stream(stream: object, old: int | None, new: int | None) -> str:
-    from atlas_files.documents import Stream
-
-    assert isinstance(stream, Stream)
+def diff_stream(stream: Stream, old: int | None, new: int | None) -> Diff:
+    """OLD against NEW; OLD alone: against the latest; neither: the latest against the one
+    before it."""
     latest = stream.latest_for_reading()
     if latest == 0:
         raise NotFound(f"{stream.label} has no versions yet")
@@ -193,12 +218,4 @@ def diff_stream(stream: object, old: int | None, new: int | None) -> str:
         old_v, new_v = old, new
     newer = stream.read(new_v)
     older = stream.read(old_v) if old_v >= 1 else None
-    return unified_diff(older, newer)
-
-
-def read_file(path: os.PathLike[str]) -> Version:
-    """Read one version file wherever it lies (for checks and hooks)."""
-    from pathlib import Path
-
-    p = Path(path)
-    return parse_version(p, p.read_bytes())
+    return Diff(stream.name, old_v, new_v, unified_diff(older, newer))

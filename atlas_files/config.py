@@ -94,7 +94,19 @@ def load(path: Path) -> Config:
 
 def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
     try:
-        projects = tuple(check_name(str(p), "project name") for p in data.get("projects") or [])
+        version = data.get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:
+            raise DamagedFile(
+                f"schema_version is {version!r}; this atlas-files reads version "
+                f"{SCHEMA_VERSION}",
+                hint="a newer atlas-files wrote this record: upgrade atlas-files",
+            )
+        raw_projects = data.get("projects") or []
+        if not isinstance(raw_projects, list) or not all(
+            isinstance(p, str) for p in raw_projects
+        ):
+            raise DamagedFile("projects must be a list of project names, one per line '- name'")
+        projects = tuple(check_name(p, "project name") for p in raw_projects)
         default = data.get("default_project") or (projects[0] if projects else None)
         if default is not None:
             check_name(str(default), "project name")
@@ -104,8 +116,14 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
         tolerance = timeutil.parse_duration(
             str(data.get("clock_tolerance", DEFAULT_CLOCK_TOLERANCE))
         )
+        limit = data.get("status_limit", DEFAULT_STATUS_LIMIT)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise DamagedFile(f"status_limit is {limit!r}; it must be a whole number above 0")
+        raw_machines = data.get("machines") or {}
+        if not isinstance(raw_machines, dict):
+            raise DamagedFile("machines must be a mapping of machine name to its probe")
         machines = {}
-        for name, spec in (data.get("machines") or {}).items():
+        for name, spec in raw_machines.items():
             check_name(str(name), "machine name")
             spec = spec or {}
             if not isinstance(spec, dict) or not spec.get("probe"):
@@ -123,13 +141,15 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
             projects=projects,
             default_project=str(default) if default else "",
             lease_cap_s=lease_cap,
-            status_limit=int(data.get("status_limit", DEFAULT_STATUS_LIMIT)),
+            status_limit=limit,
             clock_tolerance_s=tolerance,
             machines=machines,
-            schema_version=int(data.get("schema_version", SCHEMA_VERSION)),
+            schema_version=SCHEMA_VERSION,
             raw=dict(data),
         )
     except AtlasError as exc:
-        raise DamagedFile(f"{path}: {exc.message}", hint="fix atlas.yaml by hand") from None
+        raise DamagedFile(f"{path}: {exc.message}",
+                          hint=exc.hint if isinstance(exc, DamagedFile) and exc.hint
+                          else "fix atlas.yaml by hand") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise DamagedFile(f"{path}: {exc}", hint="fix atlas.yaml by hand") from None

@@ -8,6 +8,7 @@ writers racing for N+1 cannot both win: the loser gets the stop sign.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Sequence
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import frontmatter, fsio, timeutil
-from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict
+from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict, warn
 
 # The order front matter keys are written in; readers accept any order.
 FIELDS = ("name", "version", "based_on", "author", "written_at", "summary", "digest")
@@ -104,7 +105,10 @@ class Stream:
         prefix = self.name + ".v"
         start = len(prefix)
         digits = [e[start:-3] for e in names if e.startswith(prefix) and e.endswith(".md")]
-        return [int(d) for d in digits if d.isdigit() and d.isascii()]
+        # Only canonical numbers (4 digits at least, no extra leading zero): `plan.v2.md`
+        # is not a version (atlas check says so), so readers and writers agree.
+        return [int(d) for d in digits
+                if d.isdigit() and d.isascii() and (len(d) == 4 or (len(d) > 4 and d[0] != "0"))]
 
     def scan(self) -> tuple[list[int], list[str]]:
         """The version numbers (sorted) and temp-file names, from one folder listing."""
@@ -145,14 +149,28 @@ class Stream:
     def read(self, version: int) -> Version:
         path = self.path(version)
         try:
-            with open(self._file(version), "rb") as fh:
-                data = fh.read()
+            data = fsio.read_nofollow(self._file(version))
         except FileNotFoundError:
             raise NotFound(
                 f"{self.label} has no v{version}",
                 hint=f"it has {_describe_versions(self.versions())}",
             ) from None
-        return parse_version(path, data, self.name)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise DamagedFile(
+                f"{path} is a symlink, and the record never follows symlinks",
+                hint="replace it with a real file; `atlas check` lists such problems",
+            ) from None
+        doc = parse_version(path, data, self.name)
+        if doc.version != version or doc.name != self.name:
+            raise DamagedFile(
+                f"{path}: its front matter says {doc.name} v{doc.version}, its file name "
+                f"says {self.name} v{version}",
+                hint="versions are never edited; `atlas check` reports this, and the fix is "
+                "a new version",
+            )
+        return doc
 
     def write(
         self,
@@ -194,7 +212,11 @@ class Stream:
             fsio.publish_exclusive(path, frontmatter.render(meta, raw))
         except FileExistsError:
             raise self.conflict(based_on) from None
-        fsio.replace_atomic(self.folder / LATEST_HINT, b"%d\n" % version, durable=False)
+        try:
+            fsio.replace_atomic(self.folder / LATEST_HINT, b"%d\n" % version, durable=False)
+        except OSError as exc:  # the version is published; a stale hint is only slower
+            warn(f"wrote {path.name}, but could not update the latest-version hint "
+                 f"({exc.strerror}); readers will find the version all the same")
         return Version(
             name=self.name, version=version, based_on=based_on, author=author,
             written_at=meta["written_at"], summary=meta["summary"], body=body, path=path,
@@ -210,7 +232,7 @@ class Stream:
         for v in shown:
             try:
                 doc = self.read(v)
-                parts.append(f"v{v} by {doc.author} ({_age(doc.written_at)})")
+                parts.append(f"v{v} by {doc.author} ({timeutil.age_of(doc.written_at)})")
             except BadInput:
                 parts.append(f"v{v} (unreadable)")
         more = f"{len(since) - len(shown)} earlier and " if len(since) > len(shown) else ""
@@ -223,13 +245,6 @@ class Stream:
             message,
             hint="read the latest version, merge your change into it, and write again",
         )
-
-
-def _age(written_at: str) -> str:
-    try:
-        return timeutil.age_text(timeutil.parse_time(written_at))
-    except ValueError:
-        return written_at
 
 
 def _describe_versions(versions: list[int]) -> str:
@@ -302,33 +317,52 @@ def write_checked(
 
     versions, temps = stream.scan()
     latest = versions[-1] if versions else 0
-    never_read = False
-    if expect is None:
+    if expect is not None:
+        if expect < 0:
+            raise BadInput(f"--expect {expect}: versions start at 0 (nothing read yet)")
+        if expect > latest:
+            raise BadInput(
+                f"you expect {stream.label} to be at v{expect}, but it is at v{latest}",
+                hint="check the number you passed to --expect (`atlas history` lists versions)",
+            )
+        if expect < latest:
+            raise stream.conflict(expect)
+    else:
         read_version = receipts.read(record, author).get(key)
+        if read_version is not None and read_version > latest:
+            # The receipt names a version that does not exist (removed by hand): it says
+            # nothing about what this writer has seen.
+            read_version = None
         if latest and (read_version or 0) < latest and author_of(stream, latest) == author:
             # A write counts as a read of what it wrote: the author's next write expects
-            # its own version. Derived here rather than stored, so a write costs no
-            # receipt update.
+            # its own version even if the receipt update after that write was lost.
             read_version = latest
-        if read_version is None:
-            never_read = latest > 0
-            read_version = 0
-        expect = read_version
-    if expect < 0:
-        raise BadInput(f"--expect {expect}: versions start at 0 (nothing read yet)")
-    if expect > latest:
-        raise BadInput(
-            f"you expect {stream.label} to be at v{expect}, but it is at v{latest}",
-            hint="check the number you passed to --expect (`atlas history` lists versions)",
-        )
-    if never_read or expect < latest:
-        raise stream.conflict(expect, never_read=never_read)
+        if read_version is None and latest > 0:
+            raise stream.conflict(0, never_read=True)
+        expect = read_version or 0
+        if expect < latest:
+            raise stream.conflict(expect)
     written = stream.write(
         body, author=author, based_on=expect, summary=summary, proposal=proposal, links=links,
         temps=temps,
     )
-    receipts.mark(record, author, {key: written.version})
+    _mark_quietly(record, author, key, written.version, f"wrote {written.path.name}")
     return written
+
+
+def _mark_quietly(record: Any, identity: str, key: str, version: int, done: str) -> None:
+    """Update a receipt after the real work is done; a failure is a warning, not an error.
+
+    The version is published (or read) already: reporting failure would invite a retry
+    that can only hit the stop sign. A lost receipt errs on the safe side.
+    """
+    from atlas_files import receipts
+
+    try:
+        receipts.mark(record, identity, {key: version})
+    except (OSError, BadInput) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else exc.message
+        warn(f"{done}, but could not update {identity}'s read receipt ({reason})")
 
 
 def author_of(stream: Stream, version: int) -> str | None:
@@ -343,13 +377,15 @@ def read_marked(
     record: Any, stream: Stream, key: str, *, reader: str | None, version: int | None
 ) -> Version:
     """Read a version (the latest by default) and record the read in ``reader``'s receipt."""
-    from atlas_files import receipts
+    if reader is not None:
+        from atlas_files.names import check_name
 
+        check_name(reader, "identity")  # before anything is read or written
     if version is None:
         version = stream.latest_for_reading()
         if version == 0:
             raise NotFound(f"{stream.label} has no versions yet", hint="`atlas ls` lists topics")
     doc = stream.read(version)
     if reader:
-        receipts.mark(record, reader, {key: doc.version})
+        _mark_quietly(record, reader, key, doc.version, f"read {doc.path.name}")
     return doc

@@ -45,3 +45,15 @@ class LeaseHeld(AtlasError):
     """The resource is held by another (or the lease changed under you)."""
 
     exit_code = 4
+
+
+class AtlasWarning(UserWarning):
+    """Something the user should know that did not stop the command (the CLI prints it as
+    `atlas: warning: ...`): a write that landed but whose receipt could not be updated, a
+    damaged file skipped in a listing."""
+
+
+def warn(message: str) -> None:
+    import warnings
+
+    warnings.warn(AtlasWarning(message), stacklevel=2)

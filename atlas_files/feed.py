@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from atlas_files import receipts
 from atlas_files.artifacts import topic_streams
-from atlas_files.errors import BadInput
+from atlas_files.errors import BadInput, warn
 from atlas_files.names import check_name
 
 if TYPE_CHECKING:
@@ -60,7 +60,11 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
             latest = stream.latest_for_reading()
             seen = read.get(key, 0)
             if latest > seen:
-                doc = stream.read(latest)
+                try:
+                    doc = stream.read(latest)
+                except BadInput as exc:
+                    warn(f"{exc.message} (left out of the feed; `atlas check` tells more)")
+                    continue
                 if doc.author == identity:
                     continue  # a write counts as a read of what it wrote
                 items.append(FeedItem(

@@ -20,16 +20,31 @@ import hashlib
 import os
 import time
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 TEMP_PREFIX = ".atlas-tmp-"
 # Debris from another host (whose processes we cannot see) is removed only when old.
 FOREIGN_TEMP_AGE_S = 3600.0
-_HOST = hashlib.sha256(os.uname().nodename.encode()).hexdigest()[:8]
+
+
+@cache
+def _host_tag() -> str:
+    """Who may judge a temp file's pid: the same host name, boot and pid namespace.
+
+    Two containers can share a host name yet number their processes apart; without the
+    namespace in the tag, one would take the other's write in flight for debris.
+    """
+    parts = [os.uname().nodename]
+    with contextlib.suppress(OSError), open("/proc/sys/kernel/random/boot_id") as fh:
+        parts.append(fh.read().strip())
+    with contextlib.suppress(OSError):
+        parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
 
 
 def _temp_name() -> str:
-    return f"{TEMP_PREFIX}{_HOST}-{os.getpid()}-{os.urandom(4).hex()}"
+    return f"{TEMP_PREFIX}{_host_tag()}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def fsync_dir(folder: Path) -> None:
@@ -72,18 +87,26 @@ def publish_exclusive(path: Path, data: bytes, *, mode: int = 0o444) -> Path:
     The published file is read-only (``mode``) so an editor warns before an in-place edit.
     """
     folder = path.parent
-    tmp = _write_temp(folder, data, mode)
-    try:
+    for attempt in (1, 2):
+        tmp = _write_temp(folder, data, mode)
         try:
-            os.link(tmp, path)
-        except FileExistsError:
-            # Over NFS a LINK whose reply was lost is retried and reports "exists" for
-            # the link it made itself: then the name is ours, not another writer's.
-            if not os.path.samefile(tmp, path):
-                raise
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                # Over NFS a LINK whose reply was lost is retried and reports "exists" for
+                # the link it made itself: then the name is ours, not another writer's.
+                if not os.path.samefile(tmp, path):
+                    raise
+            except FileNotFoundError:
+                # Our temp file was taken for debris by a cleaner that misjudged it;
+                # write it again, once.
+                if attempt == 2 or not folder.is_dir():
+                    raise
+                continue
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        break
     fsync_dir(folder)
     return path
 
@@ -153,7 +176,7 @@ def temp_is_debris(path: Path, *, max_age_s: float = FOREIGN_TEMP_AGE_S) -> bool
         return False
     if age > max_age_s:
         return True
-    if host == _HOST and pid_text.isdigit():
+    if host == _host_tag() and pid_text.isdigit():
         return not _pid_alive(int(pid_text))
     return False
 

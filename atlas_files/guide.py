@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+TITLE = "# This folder is an atlas-files record"
+# Where the guide goes when the folder already has a README of its own.
+BESIDE_NAME = "ATLAS-README.md"
+
 
 def record_readme() -> str:
-    return """\
-# This folder is an atlas-files record
+    return TITLE + """
 
 Several workers share this folder without ever meeting. Nobody remembers the others and
 nobody can ask a question and wait: what is written here is all there is. Follow these

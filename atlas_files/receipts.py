@@ -13,6 +13,7 @@ empty row (what some file systems leave after a power cut) reads as no receipts.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from atlas_files import fsio, timeutil
 from atlas_files.errors import DamagedFile
+from atlas_files.names import check_name
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -34,16 +36,24 @@ def artifact_key(project: str, name: str) -> str:
 
 
 def _path(record: Record, identity: str) -> Path:
-    return record.receipts_dir / f"{identity}.json"
+    # The identity becomes a file name: it is checked here, whoever the caller.
+    return record.receipts_dir / f"{check_name(identity, 'identity')}.json"
 
 
 def read(record: Record, identity: str) -> dict[str, int]:
     """What ``identity`` has read: receipt key -> highest version read."""
     path = _path(record, identity)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return {}
+        data = fsio.read_nofollow(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}  # no receipts yet (or no receipts folder: the update will say so)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise DamagedFile(
+            f"{path} is a symlink, and the record never follows symlinks",
+            hint=f"delete it to start {identity}'s receipts afresh",
+        ) from None
     if not data.strip():
         return {}
     try:
@@ -60,7 +70,8 @@ def read(record: Record, identity: str) -> dict[str, int]:
 
 def mark(record: Record, identity: str, marks: Mapping[str, int]) -> dict[str, int]:
     """Record that ``identity`` has read these versions; returns the updated receipts."""
-    folder = record.receipts_dir
+    path = _path(record, identity)
+    folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     with fsio.locked(folder / f".{identity}.lock"):
         current = read(record, identity)
@@ -76,5 +87,5 @@ def mark(record: Record, identity: str, marks: Mapping[str, int]) -> dict[str, i
                 "read": dict(sorted(current.items())),
             }
             data = json.dumps(row, indent=1, ensure_ascii=False).encode() + b"\n"
-            fsio.replace_atomic(_path(record, identity), data, durable=False)
+            fsio.replace_atomic(path, data, durable=False)
     return current

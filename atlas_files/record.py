@@ -8,7 +8,7 @@ symlink out of itself is enforced in one place.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,11 +19,12 @@ from atlas_files.errors import BadInput, NotFound
 from atlas_files.names import check_name
 
 if TYPE_CHECKING:
-    from atlas_files.artifacts import TopicSummary
+    from atlas_files.artifacts import Diff, TopicSummary
     from atlas_files.documents import Stream, Version
     from atlas_files.feed import FeedItem
 
 CONFIG_NAME = configmod.CONFIG_NAME
+CONFIG_LOCK = ".atlas.yaml.lock"
 GITIGNORE = """\
 # Live rows are state, not documents: they change every few minutes and would churn or
 # conflict in git. Temp files are crash debris or writes in flight.
@@ -33,6 +34,24 @@ telemetry/
 .atlas-latest
 *.lock
 """
+
+
+def _merge_gitignore(path: Path) -> None:
+    """Add the record's ignore rules to a .gitignore, keeping every line already there."""
+    try:
+        existing = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        existing = ""
+    have = {line.strip() for line in existing.splitlines()}
+    missing = [line for line in GITIGNORE.splitlines()
+               if line.strip() and not line.startswith("#") and line.strip() not in have]
+    if existing and not missing:
+        return
+    if not existing:
+        text = GITIGNORE
+    else:
+        text = existing.rstrip("\n") + "\n\n# added by `atlas init`\n" + "\n".join(missing) + "\n"
+    fsio.replace_atomic(path, text.encode())
 
 
 def require_identity(identity: str | None) -> str:
@@ -100,14 +119,20 @@ class Record:
         config_path = root / CONFIG_NAME
         if config_path.exists():
             record = cls(root)
-            data = dict(record.config.raw)
-            known = list(data.get("projects") or [])
-            added = [p for p in wanted if p not in known]
-            if added or (default_project and default_project != data.get("default_project")):
-                data["projects"] = known + added
+            wanted_all = wanted + ([default_project] if default_project else [])
+
+            def add(data: dict[str, Any]) -> dict[str, Any]:
+                known = list(data.get("projects") or [])
+                data["projects"] = known + [p for p in dict.fromkeys(wanted_all)
+                                            if p not in known]
                 if default_project:
                     data["default_project"] = default_project
-                fsio.replace_atomic(config_path, configmod.render(data))
+                return data
+
+            if any(p not in record.config.projects for p in wanted_all) or (
+                default_project and default_project != record.config.default_project
+            ):
+                record.update_config(add)
                 record = cls(root)
             for project in record.config.projects:
                 record._make_project(project)
@@ -121,8 +146,12 @@ class Record:
             projects_list.append(default)
         for folder in ("projects", "leases", "telemetry", "receipts"):
             (root / folder).mkdir(exist_ok=True)
-        fsio.replace_atomic(root / ".gitignore", GITIGNORE.encode())
-        fsio.replace_atomic(root / "README.md", guide.record_readme().encode())
+        _merge_gitignore(root / ".gitignore")
+        readme = root / "README.md"
+        if readme.exists() and not readme.read_bytes().startswith(guide.TITLE.encode()):
+            # Never replace a README someone else wrote: the guide goes beside it.
+            readme = root / guide.BESIDE_NAME
+        fsio.replace_atomic(readme, guide.record_readme().encode())
         # atlas.yaml last: its presence is what makes the folder a record.
         data = configmod.default_config(projects_list, default)
         fsio.replace_atomic(config_path, configmod.render(data))
@@ -130,6 +159,21 @@ class Record:
         for project in projects_list:
             record._make_project(project)
         return record
+
+    def update_config(self, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Rewrite atlas.yaml as ``change`` makes it, under one lock for every rewriter.
+
+        The change is applied to the file as read under the lock, so two rewriters never
+        lose each other's update. The rewrite keeps atlas-files' own header comment but
+        not comments added by hand (the file is dumped anew).
+        """
+        path = self.root / CONFIG_NAME
+        with fsio.locked(self.root / CONFIG_LOCK):
+            current = configmod.load(path)
+            data = change(dict(current.raw))
+            configmod.from_mapping(data, path)  # refuse a change that breaks the config
+            fsio.replace_atomic(path, configmod.render(data))
+        self.__dict__.pop("config", None)
 
     def _make_project(self, project: str) -> None:
         for sub in ("status", "artifacts", "decisions", "corrections"):
@@ -275,7 +319,7 @@ class Record:
         old: int | None = None,
         new: int | None = None,
         project: str | None = None,
-    ) -> str:
+    ) -> Diff:
         from atlas_files import artifacts
 
         return artifacts.diff(self, name, old, new, project)
@@ -316,9 +360,6 @@ class Record:
         from atlas_files import receipts
 
         return receipts.read(self, check_name(identity, "identity"))
-
-    def iter_projects(self) -> Iterable[str]:
-        return iter(self.config.projects)
 
     def describe(self) -> dict[str, Any]:
         return {"root": str(self.root), "projects": list(self.config.projects)}

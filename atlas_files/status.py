@@ -9,6 +9,7 @@ from atlas_files.documents import Version, read_marked, write_checked
 from atlas_files.record import require_identity
 
 if TYPE_CHECKING:
+    from atlas_files.artifacts import Diff
     from atlas_files.record import Record
 
 
@@ -18,7 +19,7 @@ def show(
 ) -> Version | None:
     """The latest status (or ``version``), None if the project has none yet."""
     stream = record.status_stream(project)
-    if version is None and stream.latest() == 0:
+    if version is None and stream.latest_for_reading() == 0:
         return None
     key = receipts.status_key(record.project(project))
     return read_marked(record, stream, key, reader=reader, version=version)
@@ -56,7 +57,8 @@ def log(record: Record, project: str | None = None) -> list[Version]:
     return [stream.read(v) for v in stream.versions()]
 
 
-def diff(record: Record, old: int | None, new: int | None, project: str | None = None) -> str:
+def diff(record: Record, old: int | None, new: int | None,
+         project: str | None = None) -> Diff:
     from atlas_files.artifacts import diff_stream
 
     return diff_stream(record.status_stream(project), old, new)

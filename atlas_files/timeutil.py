@@ -67,3 +67,11 @@ def age_text(then: datetime, at: datetime | None = None) -> str:
             words = f"{n} {unit}{'' if n == 1 else 's'}"
             return f"in {words}" if future else f"{words} ago"
     return "just now"
+
+
+def age_of(written_at: str) -> str:
+    """``age_text`` of an RFC 3339 string; the string itself if it is not a time."""
+    try:
+        return age_text(parse_time(written_at))
+    except (ValueError, TypeError, OverflowError):
+        return f"at {written_at}"

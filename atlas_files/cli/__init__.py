@@ -14,9 +14,19 @@ import click
 from atlas_files.errors import AtlasError
 
 
-def main(argv: list[str] | None = None) -> None:
-    from atlas_files.cli.app import cli
+def _show_warning(message: Warning | str, category: type[Warning], filename: str,
+                  lineno: int, file: object = None, line: str | None = None) -> None:
+    click.echo(f"atlas: warning: {message}", err=True)
 
+
+def main(argv: list[str] | None = None) -> None:
+    import warnings
+
+    from atlas_files.cli.app import cli
+    from atlas_files.errors import AtlasWarning
+
+    warnings.simplefilter("always", AtlasWarning)
+    warnings.showwarning = _show_warning
     try:
         cli.main(args=argv, prog_name="atlas", standalone_mode=False)
     except AtlasError as exc:
@@ -40,7 +50,28 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("atlas: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
-        # The reader (`atlas ls | head`) went away; that is not an error of ours.
-        sys.stderr.close()
-        sys.exit(0)
+        _quiet_broken_pipe()
+    except SystemExit as exc:
+        # click turns a closed stdout (`atlas history plan | head -1`) into exit 1, which
+        # here would mean "check found problems"; the reader leaving is no error of ours.
+        if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            _quiet_broken_pipe()
+        raise
+    except OSError as exc:
+        # The environment refused (read-only or full disk, permissions, a file where a
+        # folder should be): not a bug, and nothing half-done is left behind.
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"atlas: error: {exc.strerror or exc}{where}", err=True)
+        click.echo("atlas: hint: check that the record's folders exist, are writable by "
+                   "you, and that the disk has room", err=True)
+        sys.exit(2)
+    sys.exit(0)
+
+
+def _quiet_broken_pipe() -> None:
+    import os
+
+    # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
     sys.exit(0)

@@ -109,6 +109,10 @@ def cli(ctx: click.Context, record_path: str | None, identity: str | None,
     Exit codes: 0 ok, 1 check found problems, 2 bad input (nothing written),
     3 version conflict (nothing written), 4 held by another (lease).
     """
+    if identity:
+        from atlas_files.names import check_name
+
+        check_name(identity, "identity")  # checked once, before any command touches a file
     ctx.obj = Context(record_path or None, identity or None, project or None)
 
 

@@ -13,10 +13,7 @@ from atlas_files.cli.render import emit_json, read_body, warn
 def _age(written_at: str) -> str:
     from atlas_files import timeutil
 
-    try:
-        return timeutil.age_text(timeutil.parse_time(written_at))
-    except ValueError:
-        return f"at {written_at}"
+    return timeutil.age_of(written_at)
 
 
 def _marks(ctx: Context, kind: str, name: str, version: int,
@@ -130,15 +127,20 @@ def status_show(ctx: Context, version: int | None, as_json: bool) -> None:
 @click.option("--expect", type=click.IntRange(min=0), metavar="N",
               help="The version you read (default: the one your receipt says you read).")
 @click.option("--summary", metavar="TEXT", help="One line saying what changed.")
+@click.option("--allow-empty", is_flag=True, help="Write an empty status (refused otherwise).")
 @json_option
 @pass_ctx
 def status_write(ctx: Context, file: str | None, expect: int | None, summary: str | None,
-                 as_json: bool) -> None:
-    """Write the next status version. Refused (exit 3) if someone wrote since you read."""
+                 allow_empty: bool, as_json: bool) -> None:
+    """Write the next status version. Refused (exit 3) if someone wrote since you read.
+
+    Receipts belong to an identity: sessions that share one --as share what "read"
+    means. Give --expect N to state exactly which version this session read.
+    """
     from atlas_files.record import require_identity
 
     author = require_identity(ctx.identity)
-    body = read_body(file)
+    body = read_body(file, allow_empty)
     doc, warnings = ctx.record.status_write(
         body, author=author, project=ctx.project, expect=expect, summary=summary
     )
@@ -161,14 +163,22 @@ def status_log(ctx: Context, as_json: bool) -> None:
 
 
 @status.command("diff")
-@click.argument("old", required=False, type=int)
-@click.argument("new", required=False, type=int)
+@click.argument("old", required=False, type=click.IntRange(min=0))
+@click.argument("new", required=False, type=click.IntRange(min=1))
+@json_option
 @pass_ctx
-def status_diff(ctx: Context, old: int | None, new: int | None) -> None:
+def status_diff(ctx: Context, old: int | None, new: int | None, as_json: bool) -> None:
     """Unified diff of two status versions (default: the latest against the one before)."""
     from atlas_files import status as statusmod
 
-    click.echo(statusmod.diff(ctx.record, old, new, ctx.project), nl=False)
+    _print_diff(statusmod.diff(ctx.record, old, new, ctx.project), as_json)
+
+
+def _print_diff(d: Any, as_json: bool) -> None:
+    if as_json:
+        emit_json({"name": d.name, "from": d.old, "to": d.new, "diff": d.text})
+    else:
+        click.echo(d.text, nl=False)
 
 
 def _print_versions(docs: list[Any], as_json: bool, name: str) -> None:
@@ -193,45 +203,34 @@ def _print_versions(docs: list[Any], as_json: bool, name: str) -> None:
 @click.option("--proposal", is_flag=True,
               help="Mark this version a proposal: accepted only by a decision (--accepts).")
 @click.option("--link", "links", multiple=True, metavar="REF",
-              help="A version this one builds on (NAME@vN; repeatable).")
+              help="What this version builds on: NAME@vN, status@vN or an entry id "
+              "(repeatable; must exist).")
+@click.option("--allow-empty", is_flag=True, help="Write an empty body (refused otherwise).")
 @json_option
 @pass_ctx
 def put(ctx: Context, name: str, file: str | None, expect: int | None, summary: str | None,
-        proposal: bool, links: tuple[str, ...], as_json: bool) -> None:
+        proposal: bool, links: tuple[str, ...], allow_empty: bool, as_json: bool) -> None:
     """Write the next version of topic NAME (immutable; earlier versions stay).
 
     The write expects to create N+1, where N is the version you last read. If the topic is
     past N, or you never read a topic that exists, nothing is written and the exit code is
     3: read it (`atlas get NAME`), merge, and write again.
+
+    Receipts belong to an identity: sessions that share one --as share what "read"
+    means. Give --expect N to state exactly which version this session read.
     """
     from atlas_files.record import require_identity
 
     author = require_identity(ctx.identity)
     ctx.record.artifact_stream(name, ctx.project)  # refuse a bad name before reading stdin
-    body = read_body(file)
+    body = read_body(file, allow_empty)
     doc = ctx.record.put(name, body, author=author, project=ctx.project, expect=expect,
-                         summary=summary, proposal=proposal, links=_check_links(ctx, links))
+                         summary=summary, proposal=proposal, links=links)
     if as_json:
         emit_json({"name": doc.name, "version": doc.version, "path": str(doc.path)})
     else:
         kind = " (a proposal)" if proposal else ""
         click.echo(f"wrote {doc.name} v{doc.version}{kind} ({doc.path})")
-
-
-def _check_links(ctx: Context, links: tuple[str, ...]) -> list[str]:
-    from atlas_files.errors import NotFound
-    from atlas_files.names import VersionRef, parse_ref
-
-    out = []
-    for link in links:
-        ref = parse_ref(link)
-        if isinstance(ref, VersionRef):
-            stream = (ctx.record.status_stream(ctx.project) if ref.is_status
-                      else ctx.record.artifact_stream(ref.name, ctx.project))
-            if ref.version > stream.latest():
-                raise NotFound(f"--link {link}: no such version", hint="`atlas ls` lists topics")
-        out.append(str(ref))
-    return out
 
 
 @click.command()
@@ -303,11 +302,12 @@ def history(ctx: Context, name: str, as_json: bool) -> None:
 @click.argument("name")
 @click.argument("old", required=False, type=click.IntRange(min=0))
 @click.argument("new", required=False, type=click.IntRange(min=1))
+@json_option
 @pass_ctx
-def diff(ctx: Context, name: str, old: int | None, new: int | None) -> None:
+def diff(ctx: Context, name: str, old: int | None, new: int | None, as_json: bool) -> None:
     """Unified diff of topic NAME: OLD against NEW (default: the latest against the one
-    before; with OLD alone, OLD against the latest)."""
-    click.echo(ctx.record.diff(name, old, new, ctx.project), nl=False)
+    before; with OLD alone, OLD against the latest; 0 is the empty text before v1)."""
+    _print_diff(ctx.record.diff(name, old, new, ctx.project), as_json)
 
 
 @click.command()

@@ -17,8 +17,23 @@ def warn(message: str) -> None:
     click.echo(f"atlas: warning: {message}", err=True)
 
 
-def read_body(file: str | None) -> str:
-    """The body of a write: ``-f FILE``, ``-f -`` or piped stdin. Must be UTF-8."""
+def read_body(file: str | None, allow_empty: bool = False) -> str:
+    """The body of a write: ``-f FILE``, ``-f -`` or piped stdin. Must be UTF-8.
+
+    An empty body is refused unless asked for: a harness that runs commands with stdin at
+    /dev/null would otherwise publish an empty, immutable version.
+    """
+    body = _read_body(file)
+    if not body.strip() and not allow_empty:
+        from atlas_files.errors import BadInput
+
+        source = "stdin" if file in (None, "-") else file
+        raise BadInput(f"the body from {source} is empty; nothing was written",
+                       hint="pass the text with -f FILE or on stdin (or --allow-empty)")
+    return body
+
+
+def _read_body(file: str | None) -> str:
     from atlas_files.documents import decode_body
     from atlas_files.errors import BadInput
 
