@@ -59,14 +59,24 @@ def put(
     stream = record.artifact_stream(name, project)
     p = record.project(project)
     if links:
-        from atlas_files.corrections import resolve_ref
+        from atlas_files.corrections import resolve_refs
 
         # What a version builds on must exist, or the link is dangling from birth.
-        links = [resolve_ref(record, p, link, "--link") for link in links]
+        links = resolve_refs(record, p, links, "--link")
+    if summary is not None:
+        summary = _clean_summary(summary)
     return write_checked(
         record, stream, receipts.artifact_key(p, name), body, author=author, expect=expect,
         summary=summary, proposal=proposal, links=links,
     )
+
+
+def _clean_summary(summary: str) -> str:
+    from atlas_files.documents import MAX_SUMMARY
+    from atlas_files.text import clean_text
+
+    return clean_text(summary, "the summary (--summary)", one_line=True, limit=MAX_SUMMARY,
+                      elsewhere="the body")
 
 
 def get(

@@ -13,19 +13,24 @@ nothing was ever corrected, and the entries are read once per process otherwise.
 from __future__ import annotations
 
 import os
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import entries
+from atlas_files import entries, fsio
 from atlas_files.errors import BadInput, DamagedFile, NotFound
 from atlas_files.names import VersionRef, parse_ref
 from atlas_files.record import require_identity
+from atlas_files.text import clean_text
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
 
 MAX_TEXT = 8000
+MAX_LINKS = 50
+MAX_REF = 200  # a topic name (100) and a version, or an entry id (about 40), fit easily
 
 
 @dataclass(frozen=True)
@@ -78,18 +83,47 @@ def decisions_dir(record: Record, project: str) -> Path:
 # -- references ---------------------------------------------------------------------------
 
 
+def _published(path: Path, what: str) -> bool:
+    """Whether ``path`` is a published file; a symlink there is damage, never followed."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    if stat.S_ISLNK(mode):
+        raise DamagedFile(
+            f"{what}: {path} is a symlink; the record never follows one, so it cannot be "
+            "referenced",
+            hint="replace the link with the file itself; `atlas check` lists such links",
+        )
+    return stat.S_ISREG(mode)
+
+
 def resolve_ref(record: Record, project: str, text: str, what: str = "reference") -> str:
-    """The canonical form of a reference that exists in ``project``; NotFound if it does not.
+    """The canonical form of a reference that exists in ``project``.
 
     ``NAME@vN`` and ``status@vN`` must name a published version, an entry id a published
-    decision or correction.
+    decision or correction of the same project. Raises BadInput for text that is no
+    reference, NotFound for one that names nothing, DamagedFile for one that names a
+    symlink. ``what`` starts each message (e.g. "--link"). Writes nothing.
     """
-    ref = parse_ref(text)
+    if len(text) > MAX_REF:  # never echo a pasted document back as "the reference"
+        raise BadInput(f"{what}: a reference of {len(text)} characters; a reference is "
+                       "NAME@vN, status@vN or an entry id",
+                       hint="`atlas ls` and `atlas decisions` show what can be referenced")
+    try:
+        ref = parse_ref(text)
+    except NotFound:
+        raise
+    except BadInput as exc:
+        raise BadInput(f"{what}: {exc.message}", hint=exc.hint) from None
     if isinstance(ref, VersionRef):
         stream = (record.status_stream(project) if ref.is_status
                   else record.artifact_stream(ref.name, project))
-        if not stream.path(ref.version).is_file():
-            versions = stream.versions()
+        if not _published(stream.path(ref.version), f"{what} {ref}"):
+            try:
+                versions = stream.versions()
+            except OSError:
+                versions = []
             has = f"it is at v{versions[-1]}" if versions else "it has no versions"
             label = "the status" if ref.is_status else f"topic {ref.name!r}"
             raise NotFound(
@@ -99,12 +133,24 @@ def resolve_ref(record: Record, project: str, text: str, what: str = "reference"
         return str(ref)
     folder = decisions_dir(record, project) if ref.startswith("dec-") else \
         corrections_dir(record, project)
-    if not (folder / entries.entry_filename(ref)).is_file():
+    if not _published(folder / entries.entry_filename(ref), f"{what} {ref}"):
         raise NotFound(
             f"{what} {ref}: no such entry in project {project}",
             hint="`atlas decisions` lists decision ids; check the project (-p)",
         )
     return ref
+
+
+def resolve_refs(record: Record, project: str, refs: Iterable[str],
+                 what: str = "--link") -> list[str]:
+    """Every reference in ``refs`` resolved (see ``resolve_ref``), duplicates dropped, in
+    the order given; at most MAX_LINKS. The check that `decide --link` and `put --link`
+    share, so a link is refused the same way wherever it is written."""
+    items = [refs] if isinstance(refs, str) else list(refs)
+    if len(items) > MAX_LINKS:
+        raise BadInput(f"{len(items)} links; at most {MAX_LINKS}",
+                       hint="link a topic version that lists the rest")
+    return list(dict.fromkeys(resolve_ref(record, project, r, what) for r in items))
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -116,7 +162,8 @@ def correct(
     """Record that ``ref`` was wrong, and how. The corrected item stays as it was."""
     author = require_identity(author)
     project = record.project(project)
-    text = entries.clean_text(what, "the correction (--what)", one_line=False, limit=MAX_TEXT)
+    text = clean_text(what, "the correction (--what)", one_line=False, limit=MAX_TEXT,
+                      elsewhere="a new version of what you correct")
     target = resolve_ref(record, project, ref, "cannot correct")
     entry = entries.publish(
         corrections_dir(record, project), "correction",
@@ -128,10 +175,17 @@ def correct(
 def retract(
     record: Record, ref: str, *, why: str, author: str | None, project: str | None = None
 ) -> Correction:
-    """Record that the version ``ref`` (NAME@vN) is retracted: its conclusion no longer holds."""
+    """Record that the version ``ref`` (NAME@vN) is retracted: its conclusion no longer holds.
+
+    Refused if a retraction of ``ref`` is already there when this one is written. That is
+    a read before a write, not a compare-and-set: two writers retracting the same version
+    at the same moment both land. Both are kept; readers list every retraction and show
+    the earliest as the one that retracted the version (``retractions_of``).
+    """
     author = require_identity(author)
     project = record.project(project)
-    text = entries.clean_text(why, "the retraction's why (--why)", one_line=False, limit=MAX_TEXT)
+    text = clean_text(why, "the retraction's why (--why)", one_line=False, limit=MAX_TEXT,
+                      elsewhere="a new version of the topic")
     if not isinstance(parse_ref(ref), VersionRef):
         raise BadInput(
             f"cannot retract {ref.strip()}: only a version (NAME@vN) is retracted",
@@ -139,11 +193,13 @@ def retract(
             "`atlas correct ID --what TEXT`",
         )
     target = resolve_ref(record, project, ref, "cannot retract")
-    earlier = _index(record, project)[1].get(target)
+    earlier = retractions_of(record, project, target)
     if earlier:
         raise BadInput(
-            f"{target} is already retracted by {earlier[0].author} ({earlier[0].id})",
-            hint="nothing to do; write a new version if the conclusion changed again",
+            f"{target} was already retracted by {earlier[0].author} ({earlier[0].id}); "
+            "nothing was written",
+            hint="if the conclusion changed again, write a new version; to add to what the "
+            f"retraction says, `atlas correct {earlier[0].id} --what TEXT`",
         )
     entry = entries.publish(
         corrections_dir(record, project), "retraction",
@@ -163,7 +219,7 @@ def _fingerprint(folder: Path) -> tuple[Any, ...]:
     out = []
     for path in entries.entry_paths(folder):
         try:
-            st = path.stat()
+            st = path.lstat()
         except OSError:
             continue
         out.append((path.name, st.st_mtime_ns, st.st_size))
@@ -200,7 +256,7 @@ def _accepts_index(record: Record, project: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for path in entries.entry_paths(folder):
         try:
-            if b"accepts" not in path.read_bytes():
+            if b"accepts" not in fsio.read_nofollow(path):
                 continue
             entry = entries.read_entry(path)
         except (OSError, DamagedFile):
@@ -223,8 +279,15 @@ def corrections_of(record: Record, project: str, ref: str) -> list[Correction]:
     return list(_index(record, project)[0].get(ref, ()))
 
 
+def retractions_of(record: Record, project: str, ref: str) -> list[Correction]:
+    """Every retraction of ``ref``, oldest first. Usually one; two writers retracting at
+    the same moment both land, and neither is hidden."""
+    return list(_index(record, project)[1].get(ref, ()))
+
+
 def retraction_of(record: Record, project: str, ref: str) -> Correction | None:
-    found = _index(record, project)[1].get(ref)
+    """The earliest retraction of ``ref``: the one shown as having retracted it."""
+    found = retractions_of(record, project, ref)
     return found[0] if found else None
 
 
@@ -238,19 +301,13 @@ def accepted_by(record: Record, project: str, ref: str) -> str | None:
     return _accepts_index(record, project).get(ref)
 
 
-def _has_entries(folder: Path) -> bool:
-    try:
-        return any(entries.is_entry_file(n) for n in os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-
-
 def _is_proposal(record: Record, project: str, name: str, version: int) -> bool:
     from atlas_files import frontmatter
 
     stream = record.artifact_stream(name, project)
     try:
-        return frontmatter.parse(stream.path(version).read_bytes()).meta.get("proposal") is True
+        data = fsio.read_nofollow(stream.path(version))
+        return frontmatter.parse(data).meta.get("proposal") is True
     except (OSError, frontmatter.FrontMatterError):
         return False
 
@@ -258,18 +315,21 @@ def _is_proposal(record: Record, project: str, name: str, version: int) -> bool:
 def marks_json(record: Record, project: str, kind: str, name: str, version: int) -> dict[str, Any]:
     """The marks shown on a version wherever it is read: corrections, retraction, acceptance.
 
-    ``kind`` is "status" or "artifact". When nothing was ever corrected this costs one
-    folder listing, plus reading the version's front matter to see whether it is a
-    proposal.
+    ``kind`` is "status" or "artifact". ``retracted`` is the earliest retraction (the one
+    that retracted the version); ``retractions`` lists every one, oldest first, since two
+    writers can retract a version at the same moment. When nothing was ever corrected
+    this costs one folder listing, plus reading the version's front matter to see whether
+    it is a proposal.
     """
     ref = f"status@v{version}" if kind == "status" else f"{name}@v{version}"
-    out: dict[str, Any] = {"corrected_by": [], "retracted": None, "accepted_by": None}
-    if _has_entries(corrections_dir(record, project)):
+    out: dict[str, Any] = {"corrected_by": [], "retracted": None, "retractions": [],
+                           "accepted_by": None}
+    if record.has_entries(project, "corrections"):
         out["corrected_by"] = [c.mark_json() for c in corrections_of(record, project, ref)]
-        retraction = retraction_of(record, project, ref)
-        out["retracted"] = retraction.mark_json() if retraction else None
+        out["retractions"] = [c.mark_json() for c in retractions_of(record, project, ref)]
+        out["retracted"] = out["retractions"][0] if out["retractions"] else None
     if (kind != "status" and _is_proposal(record, project, name, version)
-            and _has_entries(decisions_dir(record, project))):
+            and record.has_entries(project, "decisions")):
         out["accepted_by"] = accepted_by(record, project, ref)
     return out
 

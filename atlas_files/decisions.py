@@ -22,6 +22,7 @@ from atlas_files import corrections, entries, timeutil
 from atlas_files.errors import BadInput, NotFound
 from atlas_files.names import check_name, parse_version_ref
 from atlas_files.record import require_identity
+from atlas_files.text import clean_text
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -35,7 +36,7 @@ RELATIONS = {
 MAX_TOPIC = 200
 MAX_CHOICE = 2000
 MAX_WHY = 8000
-MAX_LINKS = 50
+MAX_LINKS = corrections.MAX_LINKS
 
 
 @dataclass(frozen=True)
@@ -130,22 +131,18 @@ def decide(
     fields: dict[str, Any] = {
         "author": author,
         "project": project,
-        "topic": entries.clean_text(topic, "the topic (--topic)", one_line=True, limit=MAX_TOPIC),
-        "recommended": entries.clean_text(
-            recommended, "what was recommended (--recommended)", one_line=False, limit=MAX_CHOICE),
+        "topic": clean_text(topic, "the topic (--topic)", one_line=True, limit=MAX_TOPIC,
+                            elsewhere="--why"),
+        "recommended": clean_text(recommended, "what was recommended (--recommended)",
+                                  one_line=False, limit=MAX_CHOICE),
         "recommended_by": (check_name(recommended_by.strip(), "identity (--recommended-by)")
                            if recommended_by is not None else None),
-        "chosen": entries.clean_text(chosen, "what was chosen (--chosen)", one_line=False,
-                                     limit=MAX_CHOICE),
+        "chosen": clean_text(chosen, "what was chosen (--chosen)", one_line=False,
+                             limit=MAX_CHOICE),
         "relation": check_relation(relation),
-        "why": entries.clean_text(why, "the why (--why)", one_line=False, limit=MAX_WHY),
+        "why": clean_text(why, "the why (--why)", one_line=False, limit=MAX_WHY),
     }
-    if isinstance(links, str):
-        links = [links]
-    if len(links) > MAX_LINKS:
-        raise BadInput(f"{len(links)} links; at most {MAX_LINKS}")
-    resolved = [corrections.resolve_ref(record, project, link, "--link") for link in links]
-    fields["links"] = list(dict.fromkeys(resolved)) or None
+    fields["links"] = corrections.resolve_refs(record, project, links, "--link") or None
     fields["accepts"] = _check_accepts(record, project, accepts) if accepts else None
     entry = entries.publish(corrections.decisions_dir(record, project), "decision", fields)
     return _from_entry(entry, project, ())
@@ -180,13 +177,19 @@ def parse_since(value: str | datetime) -> datetime:
         pass
     try:
         seconds = timeutil.parse_duration(text)
-    except BadInput:
+    except (BadInput, OverflowError):
         raise BadInput(
             f"--since {text[:60]!r} is neither a time nor a duration",
             hint="write a time like 2026-11-29T11:00:00Z or 2026-11-29, or an age like 2h "
             "or 7d",
         ) from None
-    return timeutil.now() - timedelta(seconds=seconds)
+    try:
+        return timeutil.now() - timedelta(seconds=seconds)
+    except OverflowError:
+        raise BadInput(
+            f"--since {text[:60]!r} reaches back before the year 1",
+            hint="leave --since out to see every decision, or give a shorter age",
+        ) from None
 
 
 def list_decisions(

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import secrets
-import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import frontmatter, fsio, timeutil
-from atlas_files.errors import BadInput, DamagedFile
+from atlas_files.errors import DamagedFile
 from atlas_files.names import ENTRY_ID_PATTERN
 
 SUFFIX = ".md"
@@ -89,43 +88,6 @@ class Entry:
         return self.path.name == entry_filename(self.id)
 
 
-# -- checking text before anything is written ---------------------------------------------
-
-
-def clean_text(value: str | None, what: str, *, one_line: bool, limit: int) -> str:
-    """``value`` stripped; refuse it empty, too long, not UTF-8, or with control characters.
-
-    Text from a command line may hold lone surrogates (bytes that were not UTF-8) and text
-    from anywhere may hold control characters; neither can be stored readably.
-    """
-    if value is None or not value.strip():
-        raise BadInput(f"{what} is empty; it is required", hint=f"give {what} as text")
-    text = value.strip().replace("\r\n", "\n")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BadInput(
-            f"{what} is not valid UTF-8 text", hint=f"write {what} again as UTF-8 text"
-        ) from None
-    if one_line and len(text.splitlines()) > 1:
-        raise BadInput(
-            f"{what} must be one line", hint="keep it to one line; longer text belongs in --why"
-        )
-    allowed = "" if one_line else "\n\t"
-    for ch in text:
-        if ch not in allowed and unicodedata.category(ch) in ("Cc", "Cs"):
-            raise BadInput(
-                f"{what} contains the control character {ch!r}",
-                hint=f"write {what} without control characters",
-            )
-    if len(text) > limit:
-        raise BadInput(
-            f"{what} is {len(text)} characters, over the limit of {limit}",
-            hint="shorten it; link a topic version (--link NAME@vN) that holds the detail",
-        )
-    return text
-
-
 # -- writing ------------------------------------------------------------------------------
 
 
@@ -137,7 +99,10 @@ def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "") -> 
     """
     prefix = PREFIXES[kind]
     raw = body.encode("utf-8")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise not_a_folder(folder) from None
     fsio.clean_debris(folder)
     for _ in range(_PUBLISH_TRIES):
         at = timeutil.now()
@@ -157,22 +122,46 @@ def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "") -> 
 # -- reading ------------------------------------------------------------------------------
 
 
-def read_entry(path: Path) -> Entry:
-    """Read one entry file; raises DamagedFile if it cannot be read as an entry at all.
+def not_a_folder(folder: Path) -> DamagedFile:
+    return DamagedFile(
+        f"{folder} should be a folder of entries, but something else is in its place",
+        hint="move it aside and restore the folder (from git, if the record is in one); "
+        "`atlas check` lists what else is wrong",
+    )
 
-    A file that reads but whose digest no longer matches its fields is returned with
-    ``digest_ok`` False: it was edited after publication.
-    """
-    if path.is_symlink():
-        raise DamagedFile(
+
+def unreadable(path: Path, exc: OSError) -> DamagedFile:
+    """How a record file that cannot be opened is reported: a symlink (never followed,
+    since it may lead outside the record), a folder, or what the system said."""
+    import errno
+
+    if exc.errno == errno.ELOOP:
+        return DamagedFile(
             f"{path} is a symlink; an entry is a plain file, and the record never follows "
             "a link that may lead outside it",
             hint="replace the link with the entry itself",
         )
+    if isinstance(exc, IsADirectoryError):
+        return DamagedFile(f"{path} is a folder, not an entry",
+                           hint="move it out of the record's entry folders")
+    return DamagedFile(f"{path} cannot be read: {exc.strerror or exc}",
+                       hint="check the file's permissions; run `atlas check`")
+
+
+def read_entry(path: Path) -> Entry:
+    """Read one entry file; raises DamagedFile if it cannot be read as an entry at all.
+
+    A file that reads but whose digest no longer matches its fields is returned with
+    ``digest_ok`` False: it was edited after publication. A symlink is refused, not
+    followed (the check and the open are one system call, so nothing can swap it in
+    between).
+    """
     try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise DamagedFile(f"{path} is a folder, not an entry") from None
+        data = fsio.read_nofollow(path)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise unreadable(path, exc) from None
     try:
         parsed = frontmatter.parse(data)
     except frontmatter.FrontMatterError as exc:
@@ -200,15 +189,14 @@ def read_entry(path: Path) -> Entry:
 
 
 def entry_paths(folder: Path) -> list[Path]:
-    """The entry files in ``folder``, oldest first (ids sort by time). One listing.
+    """The files in ``folder`` named like entries, oldest first (ids sort by time). One
+    listing.
 
-    Only plain files count: a symlink could lead outside the record, and an entry is never
-    one (`atlas check` reports it).
+    Symlinks and folders with an entry's name are listed too, so that a reader reports
+    them (``read_entry`` refuses them) instead of silently leaving them out.
     """
     try:
-        with os.scandir(folder) as it:
-            names = [e.name for e in it
-                     if is_entry_file(e.name) and e.is_file(follow_symlinks=False)]
+        names = [n for n in os.listdir(folder) if is_entry_file(n)]
     except (FileNotFoundError, NotADirectoryError):
         return []
     return [folder / n for n in sorted(names)]
@@ -217,8 +205,13 @@ def entry_paths(folder: Path) -> list[Path]:
 def iter_entries(
     folder: Path, on_damaged: Callable[[Path, str], None] | None = None
 ) -> Iterator[Entry]:
-    """Every readable entry in ``folder``, oldest first; unreadable ones go to ``on_damaged``."""
-    for path in entry_paths(folder):
+    """Every readable entry in ``folder``, oldest first; unreadable ones go to ``on_damaged``
+    (so does ``folder`` itself, when a file is in its place)."""
+    paths = entry_paths(folder)
+    if not paths and on_damaged is not None and os.path.lexists(folder) \
+            and not os.path.isdir(folder):
+        on_damaged(folder, not_a_folder(folder).message)
+    for path in paths:
         try:
             yield read_entry(path)
         except (DamagedFile, OSError) as exc:

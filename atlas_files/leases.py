@@ -21,6 +21,7 @@ from atlas_files.errors import BadInput, DamagedFile, LeaseHeld
 from atlas_files.leases_store import Generation
 from atlas_files.leases_view import Lease, Sheet, left_text, state_of
 from atlas_files.names import check_name
+from atlas_files.text import clean_text
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -53,12 +54,12 @@ CLAIM_TRIES = 50
 
 def _check_duration(record: Record, duration_s: float) -> float:
     cap = float(record.config.lease_cap_s)
-    if not duration_s or duration_s <= 0:
+    if not duration_s > 0:  # also refuses NaN, which compares false to everything
         raise BadInput("a lease needs a duration above zero", hint="e.g. --for 90m")
     if duration_s > cap:
         raise BadInput(
-            f"{timeutil.format_duration(duration_s)} is longer than this record's lease cap "
-            f"of {timeutil.format_duration(cap)}; nothing was claimed",
+            f"{timeutil.format_duration(min(duration_s, 1e12))} is longer than this record's "
+            f"lease cap of {timeutil.format_duration(cap)}; nothing was claimed",
             hint="ask for at most the cap and renew before it runs out (lease_cap in "
             "atlas.yaml can raise the cap up to 24h)",
         )
@@ -66,15 +67,10 @@ def _check_duration(record: Record, duration_s: float) -> float:
 
 
 def _check_why(why: str | None, flag: str = "--why") -> str:
-    text = (why or "").strip()
-    if not text:
-        raise BadInput(f"say why: {flag} TEXT is required", hint="e.g. --why 'training run 7'")
-    if "\n" in text or "\r" in text:
-        raise BadInput(f"{flag} must be one line", hint="put details in a status or artifact")
-    if len(text) > MAX_WHY:
-        raise BadInput(f"{flag} is {len(text)} characters; at most {MAX_WHY}",
-                       hint="say it shorter and link the details from a status or artifact")
-    return text
+    """The same rule as every other free text (atlas_files.text): one line, no control
+    characters, valid UTF-8, at most MAX_WHY characters."""
+    return clean_text(why, f"the reason ({flag})", one_line=True, limit=MAX_WHY,
+                      elsewhere="a status or an artifact, and name it here")
 
 
 def _times(at: datetime, duration_s: float) -> tuple[str, str]:

@@ -92,13 +92,25 @@ def folder(record: Record, resource: str) -> Path:
     return record.path("leases", resource)
 
 
+def not_a_folder(where: Path) -> DamagedFile:
+    """``where`` (a resource's folder, or leases/ itself) has something else in its place."""
+    return DamagedFile(
+        f"{where} should be a folder of lease generations, but something else is in its "
+        "place",
+        hint="move it aside and restore the folder (from git, if the record is in one); "
+        "`atlas check` lists what else is wrong",
+    )
+
+
 def _names(where: Path) -> list[str]:
     try:
         return os.listdir(where)
     except FileNotFoundError:
         return []
     except NotADirectoryError:
-        raise DamagedFile(f"{where} should be a folder of lease generations") from None
+        # Name the part that is wrong: the resource's folder, or leases/ above it.
+        bad = where if os.path.isdir(where.parent) else where.parent
+        raise not_a_folder(bad) from None
 
 
 def _parse_listing(where: Path, names: list[str]) -> list[tuple[int, str]]:
@@ -211,8 +223,20 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
 
 
 def read(where: Path, resource: str, name: str) -> Generation:
+    """Read one generation; a symlink is damage, never followed (it may lead outside the
+    record, and a lease the record cannot vouch for must not decide who holds what)."""
+    import errno
+
     path = where / name
-    return parse(path, path.read_bytes(), resource)
+    try:
+        data = fsio.read_nofollow(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _damaged(path, "it is a symlink, and the record never follows one") from None
+        if isinstance(exc, IsADirectoryError):
+            raise _damaged(path, "it is a folder, not a file") from None
+        raise _damaged(path, f"it cannot be read ({exc.strerror or exc})") from None
+    return parse(path, data, resource)
 
 
 def newest(where: Path, resource: str) -> Generation | None:
@@ -229,7 +253,10 @@ def encode(data: Mapping[str, Any]) -> bytes:
 
 def publish(where: Path, gen: Generation) -> Generation:
     """Exclusively create ``gen``'s file. FileExistsError: another writer got there first."""
-    where.mkdir(parents=True, exist_ok=True)
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise not_a_folder(where if os.path.isdir(where.parent) else where.parent) from None
     path = where / generation_filename(gen.generation)
     data = encode(gen.to_file())
     fsio.publish_exclusive(path, data)

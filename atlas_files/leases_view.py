@@ -98,16 +98,24 @@ def left_text(lease: Lease) -> str:
 def problems_and_leases(record: Record) -> tuple[list[str], list[Lease]]:
     """(what could not be read, the leases that could): one damaged generation must not
     hide every other lease from a reader deciding where to run."""
+    problems: list[str] = []
+    out: list[Lease] = []
     try:
-        names = sorted(os.listdir(record.leases_dir))
+        folder = record.leases_dir
+        names = sorted(os.listdir(folder))
     except FileNotFoundError:
         return [], []
-    problems, out = [], []
+    except NotADirectoryError:
+        return [store.not_a_folder(record.root / "leases").message], []
+    except (BadInput, OSError) as exc:  # a symlink leading outside, no permission
+        return [f"the leases cannot be listed: {exc}"], []
     at = timeutil.now()
     for name in names:
-        if name.startswith(".") or not (record.leases_dir / name).is_dir():
+        if name.startswith("."):
             continue
         try:
+            if not os.path.isdir(folder / name):
+                raise store.not_a_folder(folder / name)
             where = store.folder(record, name)
             gen = store.newest(where, name)
         except (BadInput, OSError) as exc:
@@ -178,9 +186,12 @@ class Sheet:
 def sheet(record: Record) -> Sheet:
     problems, leases = problems_and_leases(record)
     try:
-        from atlas_files.telemetry import busy_gpus, resource_usage
+        from atlas_files.telemetry import busy_gpus, folder_problem, resource_usage
     except ImportError:  # telemetry is its own layer; the sheet works without it
         return Sheet(tuple(leases), problems=tuple(problems))
+    telemetry_problem = folder_problem(record)
+    if telemetry_problem:  # else "busy but unleased" would read as "nothing busy"
+        problems.append(telemetry_problem)
     usage = {lease.resource: resource_usage(record, lease.resource) for lease in leases}
     held = {lease.resource for lease in leases if lease.held}
     busy = tuple(g for g in busy_gpus(record) if g.get("resource") not in held)

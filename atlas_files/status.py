@@ -36,6 +36,10 @@ def write(
 ) -> tuple[Version, list[str]]:
     """Write the next status; returns it with warnings (a long status is warned, not refused)."""
     author = require_identity(author)
+    if summary is not None:
+        from atlas_files.artifacts import _clean_summary
+
+        summary = _clean_summary(summary)
     stream = record.status_stream(project)
     key = receipts.status_key(record.project(project))
     written = write_checked(

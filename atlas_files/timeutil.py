@@ -38,7 +38,11 @@ def parse_duration(text: str) -> float:
             f"bad duration {text!r}", hint="write it like 45s, 90m, 2h or 1h30m"
         )
     d, h, mi, s = (int(g) if g else 0 for g in m.groups())
-    return float(((d * 24 + h) * 60 + mi) * 60 + s)
+    try:
+        return float(((d * 24 + h) * 60 + mi) * 60 + s)
+    except OverflowError:
+        raise BadInput(f"the duration {str(text)[:40]!r} is too long",
+                       hint="write it like 45s, 90m, 2h or 1h30m") from None
 
 
 def format_duration(seconds: float) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import Result, snapshot
@@ -104,6 +106,7 @@ def test_a_retracted_version_is_shown_as_retracted(
     before = snapshot(record.root)
     again = atlas("retract", "eval-results@v1", "--why", "twice", identity="carol")
     assert again.returncode == 2 and "already retracted" in again.stderr
+    assert "nothing was written" in again.stderr
     assert snapshot(record.root) == before
 
 
@@ -262,3 +265,83 @@ def test_an_entry_that_is_a_symlink_is_never_followed(
     assert [d["id"] for d in atlas("decisions", "--json").json()["decisions"]] == [kept]
     with pytest.raises(DamagedFile):
         entries.read_entry(link)
+
+
+def test_two_retractions_that_both_landed_are_both_listed_the_earliest_shown(
+    record: Record, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The "already retracted" refusal is a read before a write: a rival retraction can
+    land between the two. Both are kept; every reader lists both and shows the earliest."""
+    import contextlib
+    import io
+
+    from atlas_files.cli import main
+
+    record.put("plan", "p\n", author="ann")
+    publish = entries.publish
+    rival: list[str] = []
+
+    def rival_first(folder: Path, kind: str, fields: dict[str, object], body: str = "") -> Any:
+        if kind == "retraction" and not rival:  # bob's write lands between check and write
+            rival.append(publish(folder, kind, {**fields, "author": "bob",
+                                                "why": "bob saw it too"}).id)
+        return publish(folder, kind, fields, body)
+
+    monkeypatch.setattr(entries, "publish", rival_first)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+            pytest.raises(SystemExit) as exit_:
+        main(["--record", str(record.root), "--as", "ann", "retract", "plan@v1", "--why",
+              "the numbers were wrong", "--json"])
+    assert exit_.value.code == 0, err.getvalue()
+    mine = json.loads(out.getvalue())
+    assert [r["id"] for r in mine["retractions"]] == [rival[0], mine["id"]]
+    assert f"retracted at the same time by bob ({rival[0]})" in err.getvalue()
+
+    marks = corrections.marks_json(record, "web", "artifact", "plan", 1)
+    assert [(m["author"], m["why"]) for m in marks["retractions"]] == [
+        ("bob", "bob saw it too"), ("ann", "the numbers were wrong")]
+    assert marks["retracted"] == marks["retractions"][0]
+    assert corrections.retraction_of(record, "web", "plan@v1").id == rival[0]  # type: ignore
+    assert [c.kind for c in corrections.list_corrections(record)] == ["retraction"] * 2
+
+
+def test_no_message_or_doc_promises_a_single_retraction() -> None:
+    """Two concurrent retractions can both land, so nothing may say there is only one."""
+    from atlas_files.cli.decisions import retract
+
+    docs = (Path(__file__).parent.parent / "docs" / "decisions.md").read_text()
+    assert "twice is refused" not in docs
+    assert "both land" in docs and "both land" in (retract.help or "")
+
+
+def test_resolve_refs_is_the_one_check_for_links(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    """What `decide --link` (and `put --link`) accept: versions and entries that exist in
+    the project, in canonical form, each once; anything else is refused, nothing written."""
+    from atlas_files.errors import BadInput, NotFound
+
+    record.put("plan", "p\n", author="ann")
+    record.status_write("s\n", author="ann")
+    dec = _decide(atlas)
+    cor = corrections.correct(record, "plan@v1", what="typo", author="ann").id
+    before = snapshot(record.root)
+    assert corrections.resolve_refs(record, "web", [" plan@v0001", "status@v1", dec, cor,
+                                                    "plan@v1"]) == [
+        "plan@v1", "status@v1", dec, cor]
+    assert corrections.resolve_refs(record, "web", "plan@v1") == ["plan@v1"]
+    for bad, error in (("plan@v2", NotFound), ("nosuch@v1", NotFound),
+                       ("status@v9", NotFound), (dec.replace("dec-", "cor-"), NotFound),
+                       ("plan@v0", BadInput), ("plan", BadInput), ("", BadInput),
+                       ("../x@v1", BadInput), ("PLAN@v1", BadInput),
+                       ("plan@v1" + " " * 300 + "x" * 100_000, BadInput)):
+        with pytest.raises(error) as caught:
+            corrections.resolve_refs(record, "web", ["plan@v1", bad], "--link")
+        assert caught.value.message.startswith("--link"), (bad, caught.value.message)
+        assert len(caught.value.message) < 400  # never the pasted text echoed back
+    with pytest.raises(NotFound):
+        corrections.resolve_refs(record, "ml", [dec])  # a decision of another project
+    with pytest.raises(BadInput):
+        corrections.resolve_refs(record, "web", ["plan@v1"] * 51)
+    assert snapshot(record.root) == before

@@ -225,3 +225,52 @@ def test_library_api_returns_frozen_decisions(record: Record) -> None:
     assert decisions.list_decisions(record, "ml") == [d]
     assert decisions.list_decisions(record, "web") == []
     assert decisions.get_decision(record, d.id, "ml") == d
+
+
+@pytest.mark.parametrize("since", ["99999999999d", "1" * 400 + "d", "9" * 30 + "s",
+                                   "", " ", "\x07", "😀", "-1d", "1e400", "9999-99-99"])
+def test_an_odd_since_exits_2_with_a_plain_message(
+    atlas: Callable[..., Result], since: str
+) -> None:
+    assert _decide(atlas).returncode == 0
+    r = atlas("decisions", "--since", since)
+    assert r.returncode == 2, (since, r.stdout, r.stderr)
+    assert r.stderr.startswith("atlas: error: --since") and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 2  # what is wrong, and the hint
+
+
+def test_a_symlinked_decision_is_reported_and_cannot_be_linked(
+    atlas: Callable[..., Result], record: Record, tmp_path: Path
+) -> None:
+    """A symlink named like an entry is listed as unreadable (never followed, never
+    silently dropped), and a --link to it is refused: it names nothing the record holds."""
+    kept = _decide(atlas, "--json").json()["id"]
+    outside = tmp_path / "outside.md"
+    forged_id = "dec-20991129t110512123456z-1a2b3c4d"
+    text = (record.root / "projects/web/decisions" / f"{kept}.md").read_text()
+    outside.write_text(text.replace(kept, forged_id))
+    (record.root / "projects/web/decisions" / f"{forged_id}.md").symlink_to(outside)
+    r = atlas("decisions", "--json")
+    assert r.returncode == 0
+    assert [d["id"] for d in r.json()["decisions"]] == [kept]
+    [unreadable] = r.json()["unreadable"]
+    assert "symlink" in unreadable and forged_id in unreadable
+    assert "symlink" in r.stderr
+    before = snapshot(record.root)
+    r = _decide(atlas, "--link", forged_id)
+    assert r.returncode == 2 and "symlink" in r.stderr and "Traceback" not in r.stderr
+    assert snapshot(record.root) == before
+
+
+def test_a_file_where_the_decisions_folder_belongs_is_reported(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    folder = record.root / "projects/web/decisions"
+    folder.rmdir()
+    folder.write_text("not a folder")
+    r = atlas("decisions", "--json")
+    assert r.returncode == 0 and r.json()["decisions"] == []
+    assert "should be a folder of entries" in r.json()["unreadable"][0]
+    r = _decide(atlas)
+    assert r.returncode == 2 and "should be a folder of entries" in r.stderr
+    assert "Traceback" not in r.stderr and "hint:" in r.stderr

@@ -59,3 +59,26 @@ def test_the_scene_leaves_only_valid_entries(demo_record: tuple[Record, list[str
     if importlib.util.find_spec("atlas_files.cli.check") is not None:
         r = run_atlas("check", "--json", record=record.root)
         assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_scene_runs_the_cli_through_the_shared_demo_runner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scenes show exit codes with one runner (atlas_files.demo.atlas_cli), not each its
+    own copy: the refused `decide` goes through it and its real exit code is shown."""
+    from atlas_files import demo
+
+    calls: list[tuple[str | None, tuple[str, ...]]] = []
+    real = demo.atlas_cli
+
+    def recording(record: Record, who: str | None, *args: str,
+                  body: str | None = None) -> tuple[int, str, str]:
+        calls.append((who, args))
+        return real(record, who, *args, body=body)
+
+    monkeypatch.setattr(demo, "atlas_cli", recording)
+    record = Record.init(tmp_path / "demo", ["web", "ml"])
+    said: list[str] = []
+    scene_module.scene(record, said.append)
+    assert [(who, args[2]) for who, args in calls] == [("bob", "decide")]
+    assert "bob: atlas decide without --relation -> exit 2, nothing written" in said

@@ -117,3 +117,22 @@ def test_library_decide_raises_only_bad_input(
         assert decisions.list_decisions(record) == []
         return
     assert decisions.list_decisions(record) == [d]
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(since=st.none() | text | st.integers(0, 10**30).map(lambda n: f"{n}d")
+       | st.sampled_from(["9" * 400 + "s", "1e400", "0001-01-01", "9999-12-31T23:59:59Z"]),
+       topic=st.none() | text, rel=st.none() | relation)
+def test_reading_the_log_with_odd_filters_never_gives_a_traceback(
+    tmp_path_factory: object, since: str | None, topic: str | None, rel: str | None
+) -> None:
+    record = _fresh(tmp_path_factory.mktemp("read"))  # type: ignore[attr-defined]
+    argv = ["--record", str(record.root), "decisions", "--json"]
+    for flag, value in (("--since", since), ("--topic", topic), ("--relation", rel)):
+        if value is not None:
+            argv += [flag, value]
+    code, err = _run(argv)
+    assert code in (0, 2), err
+    if code == 2:
+        assert err.startswith("atlas: error: ") and len(err.splitlines()) <= 2

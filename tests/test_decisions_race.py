@@ -132,3 +132,51 @@ def test_two_clones_decide_on_their_own_branches_and_merge_without_conflict(
                   record=merged.root, identity="ann")
     assert r.returncode == 0, r.stderr
     assert len(decisions.list_decisions(merged, "web")) == 7
+
+
+RETRACTOR = r"""
+import os, sys, time
+from atlas_files.record import Record
+from atlas_files import corrections
+from atlas_files.errors import BadInput
+root, who, go = sys.argv[1], sys.argv[2], sys.argv[3]
+record = Record(root)
+while not os.path.exists(go):
+    time.sleep(0.001)
+try:
+    print("landed", corrections.retract(record, "plan@v1", why=f"{who} says no",
+                                        author=who).id)
+except BadInput as exc:
+    print("refused", exc.message)
+"""
+
+
+def test_eight_concurrent_retractions_every_one_that_landed_is_listed(record: Record) -> None:
+    """"Already retracted" is checked by reading first, so several of 8 writers at once can
+    land. None is lost or hidden: the marks list every retraction that landed, oldest
+    first, and show the earliest as the retraction; the rest were refused cleanly."""
+    record.put("plan", "p\n", author="ann")
+    go = record.root.parent / "go"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    procs = [subprocess.Popen([sys.executable, "-c", RETRACTOR, str(record.root), f"w{n}",
+                               str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env, text=True)
+             for n in range(8)]
+    time.sleep(0.5)
+    go.touch()
+    landed, refused = [], 0
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        verdict, _, detail = out.strip().partition(" ")
+        if verdict == "landed":
+            landed.append(detail)
+        else:
+            assert verdict == "refused" and "already retracted" in detail, out
+            refused += 1
+    assert landed and len(landed) + refused == 8
+    listed = [c.id for c in corrections.list_corrections(record) if c.kind == "retraction"]
+    assert sorted(landed) == listed  # every write that said "landed" is there, no other
+    marks = corrections.marks_json(record, "web", "artifact", "plan", 1)
+    assert [m["id"] for m in marks["retractions"]] == listed
+    assert marks["retracted"]["id"] == listed[0]

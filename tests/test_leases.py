@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import Result, snapshot
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from atlas_files import config as configmod
@@ -313,7 +313,7 @@ def test_damaged_generation_is_reported_and_can_be_broken(
 def test_debris_of_a_crashed_writer_is_ignored_and_cleaned(record: Record) -> None:
     leases.claim(record, GPU, holder="alice", duration_s=60, why="x")
     folder = record.leases_dir / GPU
-    debris = folder / f"{fsio.TEMP_PREFIX}{fsio._HOST}-999999999-deadbeef"
+    debris = folder / f"{fsio.TEMP_PREFIX}{fsio._host_tag()}-999999999-deadbeef"
     debris.write_text("half a generation")
     assert leases.current(record, GPU).holder == "alice"
     assert not debris.exists()
@@ -328,3 +328,144 @@ def test_newest_generation_found_from_the_listing_despite_stray_files(record: Re
     now = leases.current(record, GPU)
     assert (now.generation, now.holder) == (lease.generation, "alice") == (12, "alice")
     assert leases.renew(record, GPU, holder="alice").generation == 13
+
+
+def test_a_symlinked_generation_is_damage_never_followed(
+    atlas: Callable[..., Result], record: Record, tmp_path: Path
+) -> None:
+    """A generation that is a symlink is reported as damaged, not read through: the file
+    it points at (here outside the record) never decides who holds the resource."""
+    outside = tmp_path / "forged.json"
+    forged = {"kind": "lease", "resource": GPU, "generation": 1, "action": "claim",
+              "holder": "mallory", "why": "forged", "claimed_at": "2026-01-01T00:00:00Z",
+              "expires_at": "2999-01-01T00:00:00Z", "duration_s": 60,
+              "written_at": "2026-01-01T00:00:00Z", "written_by": "mallory", "previous": None}
+    outside.write_text(json.dumps(forged))
+    folder = record.leases_dir / GPU
+    folder.mkdir()
+    (folder / "g00000001.json").symlink_to(outside)
+
+    r = atlas("lease", "ls", "--json")
+    assert r.returncode == 0, r.stderr
+    assert r.json()["leases"] == [] and "mallory" not in r.stdout
+    [problem] = r.json()["problems"]
+    assert "symlink" in problem and "g00000001.json" in problem
+    for args in (("lease", "show", GPU), ("lease", "claim", GPU, "--for", "1h", "--why", "x")):
+        r = atlas(*args, identity="bob")
+        assert r.returncode == 2 and "symlink" in r.stderr, (args, r.stderr)
+        assert "mallory" not in r.stderr and "Traceback" not in r.stderr
+    r = atlas("lease", "break", GPU, "--why", "generation 1 is a link", "--json",
+              identity="bob")
+    assert r.returncode == 0 and r.json()["holder"] == "bob"
+    assert json.loads(outside.read_text()) == forged  # the target was never touched
+
+
+def test_a_file_where_a_lease_folder_belongs_is_reported_not_a_traceback(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    leases.claim(record, "other", holder="alice", duration_s=600, why="run")
+    (record.leases_dir / GPU).write_text("not a folder")
+    r = atlas("lease", "ls")
+    assert r.returncode == 0 and "other" in r.stdout
+    assert f"{GPU} should be a folder" in r.stderr and "Traceback" not in r.stderr
+    r = atlas("lease", "claim", GPU, "--for", "1h", "--why", "x", identity="alice")
+    assert r.returncode == 2 and "should be a folder" in r.stderr
+    assert "Traceback" not in r.stderr and "hint:" in r.stderr
+
+    # leases/ itself a file: every lease command says so plainly.
+    import shutil
+
+    shutil.rmtree(record.leases_dir)
+    (record.root / "leases").write_text("not a folder")
+    r = atlas("lease", "ls", "--json")
+    assert r.returncode == 0 and r.json()["leases"] == []
+    assert any("leases should be a folder" in p for p in r.json()["problems"])
+    r = atlas("lease", "ls")
+    assert "no readable leases" in r.stdout and "no leases yet" not in r.stdout
+    for args in (("lease", "show", GPU), ("lease", "claim", GPU, "--for", "1h", "--why", "x"),
+                 ("lease", "break", GPU, "--why", "x")):
+        r = atlas(*args, identity="alice")
+        assert r.returncode == 2, (args, r.stderr)
+        assert "leases should be a folder" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("why", ["bell\a", "esc \x1b[2J clear", "nul\x00", "del\x7f",
+                                 "c1 \x85 next line", "tab\there", "\ud800 surrogate",
+                                 "two\nlines", "cr\rreturn"])
+def test_a_lease_why_follows_the_same_text_rule_as_a_decision(
+    atlas: Callable[..., Result], record: Record, why: str
+) -> None:
+    """One rule for one-line text: a --why a decision's --topic refuses is refused for a
+    lease too (exit 2, nothing written), and never printed back to a terminal."""
+    from atlas_files.errors import BadInput as Refused
+    from atlas_files.text import clean_text
+
+    with pytest.raises(Refused):
+        clean_text(why, "the topic", one_line=True, limit=200)
+    before = snapshot(record.root)
+    with pytest.raises(Refused):
+        leases.claim(record, GPU, holder="alice", duration_s=60, why=why)
+    if "\x00" not in why and "\ud800" not in why:  # argv cannot carry these two
+        r = atlas("lease", "claim", GPU, "--for", "1h", "--why", why, identity="alice")
+        assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+        assert why not in r.stdout + r.stderr
+    assert snapshot(record.root) == before
+    leases.claim(record, GPU, holder="alice", duration_s=60, why="fine: Ünïcødé ✓ 😀")
+    with pytest.raises(Refused):
+        leases.break_lease(record, GPU, holder="bob", why=why)
+
+
+ODD = st.sampled_from(["", " ", "0", "-1", "1e400", "nan", "inf", "9" * 30 + "d",
+                       "1" * 400 + "s", "1h" * 40, "é", "😀", "\x07", "4h1s", "45s"])
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(duration=ODD | st.text(max_size=20), why=ODD | st.text(max_size=20),
+       verb=st.sampled_from(["claim", "renew", "break"]))
+@example(duration="1" * 400 + "s", why="x", verb="claim")
+@example(duration="1" * 400 + "s", why="x", verb="renew")
+@example(duration="1" * 400 + "s", why="x", verb="break")
+@example(duration="1h", why="bell\a", verb="claim")
+@example(duration="1h", why="\ud800", verb="break")
+def test_odd_durations_and_reasons_never_give_a_traceback(
+    record: Record, duration: str, why: str, verb: str
+) -> None:
+    import contextlib
+    import io
+
+    from atlas_files.cli import main
+
+    args = {"claim": ["--for", duration, "--why", why], "renew": ["--for", duration],
+            "break": ["--why", why, "--for", duration]}[verb]
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        with pytest.raises(SystemExit) as exit_:
+            main(["--record", str(record.root), "--as", "fuzz", "lease", verb, GPU, *args])
+    assert exit_.value.code in (0, 2, 4), err.getvalue()
+    if exit_.value.code:
+        assert err.getvalue().startswith("atlas: error: ")
+
+
+def test_the_demo_scene_runs_the_cli_through_the_shared_demo_runner(
+    record: Record, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease scene shows bob's refused claim (exit 4) and his later claim (exit 0)
+    through the one demo runner, atlas_files.demo.atlas_cli."""
+    from atlas_files import demo
+    from atlas_files.demo import leases as scene_module
+
+    calls: list[tuple[str | None, tuple[str, ...]]] = []
+    real = demo.atlas_cli
+
+    def recording(rec: Record, who: str | None, *args: str,
+                  body: str | None = None) -> tuple[int, str, str]:
+        calls.append((who, args))
+        return real(rec, who, *args, body=body)
+
+    monkeypatch.setattr(demo, "atlas_cli", recording)
+    said: list[str] = []
+    scene_module.scene(record, said.append)
+    assert [(who, args[:2]) for who, args in calls] == [("bob", ("lease", "claim"))] * 2
+    shown = "\n".join(said)
+    assert "-> exit 4" in shown and "-> exit 0" in shown and "held by alice" in shown

@@ -226,3 +226,14 @@ def test_links_must_exist(record: Record, atlas: Callable[..., Any]) -> None:
     r = atlas("put", "next", "--link", "plan@v1", identity="ann", input="x\n")
     assert r.returncode == 0
     assert record.get("next").links == ("plan@v1",)
+
+
+def test_a_summary_with_control_characters_is_refused(record: Record,
+                                                      atlas: Callable[..., Any]) -> None:
+    before = snapshot(record.root)
+    for args in (("put", "plan"), ("status", "write")):
+        r = atlas(*args, "--summary", "ring \x07 the bell", identity="ann", input="x\n")
+        assert r.returncode == 2 and "control character" in r.stderr
+        r = atlas(*args, "--summary", "two\nlines", identity="ann", input="x\n")
+        assert r.returncode == 2
+    assert snapshot(record.root) == before

@@ -77,12 +77,55 @@ def test_failing_command_is_a_row_saying_unreachable_with_the_reason(record: Rec
     assert "No route to host" in by_name["gpubox"]["error"]
 
 
-def test_an_answer_that_is_not_a_sample_is_unreachable(record: Record) -> None:
+def test_an_answer_that_is_not_a_sample_is_reachable_with_the_problem_as_error(
+        record: Record) -> None:
+    """A machine that answered was reachable: its row says so, with no GPUs and what came
+    back as the error, and no reader calls it unreachable."""
+    from atlas_files import leases
+
     tm.add_machine(record, "chatty", "echo hello world", timeout="5s")
-    (outcome,) = tm.probe_once(record, "prober", ["chatty"])
-    assert outcome.reachable is False
-    assert outcome.error == "answered, but not with a telemetry sample (not JSON: hello world)"
-    assert schemas.errors("telemetry", _row(record, "chatty")) == []
+    res = run_atlas("telemetry", "probe", record=record.root, identity="prober")
+    assert res.returncode == 0, res.stderr
+    assert "chatty: reachable, NO SAMPLE" in res.stdout and "UNREACHABLE" not in res.stdout
+    row = _row(record, "chatty")
+    assert (row["reachable"], row["gpus"]) == (True, [])
+    assert row["error"] == "answered, but not with a telemetry sample: not JSON: hello world"
+    assert schemas.errors("telemetry", row) == []
+
+    listed = run_atlas("telemetry", "ls", record=record.root)
+    assert "chatty: reachable, NO SAMPLE" in listed.stdout and "hello world" in listed.stdout
+    assert "UNREACHABLE" not in listed.stdout
+    [view] = run_atlas("telemetry", "ls", "--json", record=record.root).json()["machines"]
+    assert (view["reachable"], view["gpus"]) == (True, [])
+    assert "not with a telemetry sample" in view["error"]
+
+    usage = tm.resource_usage(record, "chatty.gpu0")
+    assert usage is not None and usage["reachable"] is True
+    assert usage["memory_used_mib"] is None and "hello world" in usage["error"]
+    assert tm.busy_gpus(record) == []
+    leases.claim(record, "chatty.gpu0", holder="alice", duration_s=60, why="run")
+    sheet = run_atlas("lease", "ls", record=record.root)
+    assert "answered its last probe, but not with a telemetry sample" in sheet.stdout
+    assert "unreachable" not in sheet.stdout.split("Leases are advisory")[0]
+
+
+def test_an_oversized_answer_is_reachable_but_no_sample(record: Record) -> None:
+    tm.add_machine(record, "flood", "head -c 5000000 /dev/zero | tr '\\0' x", timeout="10s")
+    (outcome,) = tm.probe_once(record, "prober", ["flood"])
+    assert outcome.reachable is True and "more than 4 MiB" in (outcome.error or "")
+    assert schemas.errors("telemetry", _row(record, "flood")) == []
+
+
+def test_a_row_that_claims_a_sample_must_carry_nvml(record: Record) -> None:
+    """The schema still tells a sample from a non-answer: reachable without an error
+    needs its readings; an error with reachable true allows no GPUs."""
+    base = {"machine": "m", "observed_at": "2026-11-29T11:00:00Z", "observer": "p",
+            "reachable": True, "gpus": []}
+    assert schemas.errors("telemetry", {**base, "error": None})
+    assert schemas.errors("telemetry", {**base, "error": "answered, but not ..."}) == []
+    gpu: dict[str, object] = {"index": 0, "uuid": None, "name": None,
+                              "memory_used_mib": 1, "memory_total_mib": 2, "processes": []}
+    assert schemas.errors("telemetry", {**base, "error": "x", "gpus": [gpu]})
 
 
 @pytest.mark.parametrize("command", [
@@ -320,12 +363,15 @@ def test_demo_scene_shows_a_reachable_local_row_and_an_unreachable_one(
     said: list[str] = []
     scene.scene(record, said.append)
     local, remote = _row(record, "this-machine"), _row(record, "gpubox")
+    notice = _row(record, "webbox")
     assert local["reachable"] is True and local["observer"] == "prober-1"
     assert remote["reachable"] is False and remote["error"]
-    for row in (local, remote):
+    assert notice["reachable"] is True and "not with a telemetry sample" in notice["error"]
+    for row in (local, remote, notice):
         assert schemas.errors("telemetry", row) == []
     text = "\n".join(said)
     assert "reachable: false, error: the probe command" in text
+    assert "webbox.json: reachable, but no sample" in text
     assert ("nvml: unavailable" in text) != bool(local["gpus"])
 
 
@@ -350,3 +396,79 @@ def test_a_row_that_cannot_be_written_stops_neither_the_round_nor_the_loop(
     res = run_atlas("telemetry", "probe", record=record.root, identity="prober")
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert "good: reachable" in res.stdout
+
+
+def test_a_symlinked_row_is_damage_never_followed(record: Record, tmp_path: Path) -> None:
+    """A row that is a symlink is reported as damaged; what it points at is never read."""
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps({
+        "machine": "box", "observed_at": timeutil.format_time(timeutil.now()),
+        "observer": "mallory", "reachable": True, "error": None,
+        "nvml": {"available": True, "reason": None},
+        "gpus": [{"index": 0, "uuid": None, "name": "X", "memory_used_mib": 70000,
+                  "memory_total_mib": 80000, "processes": [{"pid": 1}]}]}))
+    record.telemetry_dir.mkdir(exist_ok=True)
+    (record.telemetry_dir / "box.json").symlink_to(forged)
+    listed = run_atlas("telemetry", "ls", "--json", record=record.root)
+    assert listed.returncode == 0, listed.stderr
+    [row] = listed.json()["machines"]
+    assert row["reachable"] is None and row["gpus"] == [] and "symlink" in row["error"]
+    assert "mallory" not in listed.stdout
+    text = run_atlas("telemetry", "ls", "box", record=record.root)
+    assert text.returncode == 0 and "symlink" in text.stdout
+    assert tm.busy_gpus(record) == [] and tm.resource_usage(record, "box.gpu0") is None
+
+    tm.add_machine(record, "box", ANSWER)
+    (outcome,) = tm.probe_once(record, "prober", ["box"])
+    assert outcome.reachable and not (record.telemetry_dir / "box.json").is_symlink()
+    assert json.loads(forged.read_text())["observer"] == "mallory"  # never written through
+
+
+def test_a_file_where_the_telemetry_folder_belongs_is_reported(record: Record) -> None:
+    import shutil
+
+    tm.add_machine(record, "box", ANSWER)
+    shutil.rmtree(record.telemetry_dir)
+    (record.root / "telemetry").write_text("not a folder")
+    for args in (("telemetry", "ls"), ("telemetry", "ls", "--json"), ("lease", "ls")):
+        res = run_atlas(*args, record=record.root)
+        assert res.returncode == 0 and "Traceback" not in res.stderr, (args, res.stderr)
+        assert "telemetry should be the folder of telemetry rows" in res.stdout + res.stderr
+    data = run_atlas("telemetry", "ls", "--json", record=record.root).json()
+    assert data["problems"] and data["machines"][0]["reachable"] is None
+    before = snapshot(record.root)
+    res = run_atlas("telemetry", "probe", record=record.root, identity="prober")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "telemetry should be the folder" in res.stderr and "hint:" in res.stderr
+    assert snapshot(record.root) == before
+
+
+@pytest.mark.parametrize("every", ["", "nan", "inf", "-5", "1e400", "1" * 400 + "s",
+                                   "\x07", "ünï", "5 m"])
+def test_odd_every_values_exit_2_without_a_traceback(record: Record, every: str) -> None:
+    tm.add_machine(record, "box", ANSWER)
+    before = snapshot(record.root)
+    res = run_atlas("telemetry", "probe", "--every", every, record=record.root,
+                    identity="prober", timeout=20)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("atlas: error: ") and "Traceback" not in res.stderr
+    assert snapshot(record.root) == before
+
+
+def test_a_very_long_every_waits_instead_of_crashing(record: Record) -> None:
+    """time.sleep() refuses waits past about 292 years; the loop sleeps in bounded steps,
+    so a huge --every is a long wait until stopped, not a traceback after round one."""
+    tm.add_machine(record, "box", ANSWER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", "p",
+         "telemetry", "probe", "--every", "9" * 30 + "d"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )
+    _wait_for_file(record.telemetry_dir / "box.json")
+    time.sleep(1.0)
+    assert proc.poll() is None, proc.communicate()[1]  # still waiting for round two
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "stopped after 1 round" in err

@@ -23,7 +23,7 @@ def _marks(ctx: Context, kind: str, name: str, version: int,
     if not proposal and not ctx.record.has_entries(project, "corrections"):
         # Nothing was ever corrected here: skip importing the entry machinery, which
         # would cost every `atlas status show` a noticeable slice of its cold start.
-        return {"corrected_by": [], "retracted": None, "accepted_by": None}
+        return {"corrected_by": [], "retracted": None, "retractions": [], "accepted_by": None}
     from atlas_files import corrections
 
     return corrections.marks_json(ctx.record, project, kind, name, version)
@@ -35,7 +35,8 @@ def _version_json(doc: Any, marks: dict[str, Any]) -> dict[str, Any]:
         "written_at": doc.written_at, "based_on": doc.based_on, "summary": doc.summary,
         "proposal": doc.proposal, "links": list(doc.links), "body": doc.body,
         "digest_ok": doc.digest_ok, "corrected_by": marks.get("corrected_by", []),
-        "retracted": marks.get("retracted"), "accepted_by": marks.get("accepted_by"),
+        "retracted": marks.get("retracted"), "retractions": marks.get("retractions", []),
+        "accepted_by": marks.get("accepted_by"),
     }
 
 
@@ -52,6 +53,8 @@ def _header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
     if retracted:
         lines.append(f"RETRACTED by {retracted['author']} ({retracted['id']}): "
                      f"{retracted['why']}")
+    for r in marks.get("retractions", [])[1:]:
+        lines.append(f"also retracted by {r['author']} ({r['id']}): {r['why']}")
     for c in marks.get("corrected_by", []):
         lines.append(f"CORRECTED by {c['author']} ({c['id']}): {c['what']}")
     return lines

@@ -166,13 +166,21 @@ def retract(ctx: Context, ref: str, why: str | None, as_json: bool) -> None:
     """Retract the version NAME@vN: its conclusion no longer holds.
 
     The version stays, shown as retracted; `atlas check` reports whatever still links to
-    it ("builds on a retracted conclusion").
+    it ("builds on a retracted conclusion"). A version already retracted when you write is
+    refused (exit 2); two retractions written at the same moment can both land, and then
+    both are kept and listed, the earliest shown as the retraction.
     """
     from atlas_files import corrections
 
     c = corrections.retract(ctx.record, ref, why=why or "", author=ctx.identity,
                             project=ctx.project)
+    every = corrections.retractions_of(ctx.record, c.project, c.ref)
+    others = [r for r in every if r.id != c.id]
+    if others:
+        who = ", ".join(f"{r.author} ({r.id})" for r in others)
+        warn(f"{c.ref} was retracted at the same time by {who}: every retraction is kept "
+             f"and listed; the earliest, {every[0].id}, is shown as the retraction")
     if as_json:
-        emit_json(c.to_json())
+        emit_json({**c.to_json(), "retractions": [r.mark_json() for r in every]})
         return
     click.echo(f"recorded retraction {c.id} of {c.ref}")

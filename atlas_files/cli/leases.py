@@ -29,8 +29,18 @@ WHEN = "DURATION"
 
 def _duration(text: str | None) -> float | None:
     from atlas_files import timeutil
+    from atlas_files.errors import BadInput
 
-    return timeutil.parse_duration(text) if text is not None else None
+    if text is None:
+        return None
+    if len(text) > 40:  # no duration a lease cap allows is this long; do not echo it all
+        raise BadInput(f"bad duration {text[:40]!r}...: {len(text)} characters",
+                       hint="write it like 45s, 90m, 2h or 1h30m")
+    try:
+        return timeutil.parse_duration(text)
+    except OverflowError:  # more digits than a float holds: far beyond any lease cap
+        raise BadInput(f"the duration {text!r} is far longer than any lease cap",
+                       hint="e.g. --for 90m; `atlas lease --help` says what the cap is") from None
 
 
 def _holder(ctx: Context) -> str:
@@ -158,6 +168,9 @@ def _telemetry_text(usage: dict[str, Any] | None) -> str:
     stale = ", STALE" if usage.get("stale") else ""
     if usage.get("reachable") is False:
         return f"[telemetry: {usage.get('machine')} unreachable at last probe{stale}]"
+    if usage.get("error"):
+        return (f"[telemetry: {usage.get('machine')} answered its last probe, but not with "
+                f"a telemetry sample{stale}]")
     used, total = usage.get("memory_used_mib"), usage.get("memory_total_mib")
     return f"[GPU memory {used} of {total} MiB in use, {age}{stale}]"
 
@@ -178,7 +191,8 @@ def ls(ctx: Context, as_json: bool) -> None:
     for problem in sheet.problems:
         warn(problem)
     if not sheet.leases:
-        click.echo("no leases yet.")
+        click.echo("no readable leases (see the warnings above)." if sheet.problems
+                   else "no leases yet.")
     for item in sheet.leases:
         if item.held:
             text = (f"{item.resource:<24} held by {item.holder:<12} {_left(item.expires_in_s):>6}"

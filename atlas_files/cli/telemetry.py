@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import click
@@ -16,7 +17,8 @@ def telemetry() -> None:
 
     `sample` prints this machine's GPUs (it writes nothing); `probe` visits the machines
     listed in atlas.yaml and writes each one's row, `reachable: false` with the reason when
-    a machine does not answer; `ls` reads the rows. A row shows what was seen at its time:
+    a machine does not answer (`reachable: true` with an error when it answers, but not
+    with a sample); `ls` reads the rows. A row shows what was seen at its time:
     one older than 3 probe intervals is marked stale. Telemetry shows load, never intent;
     leases say who means to use a machine next.
     """
@@ -42,6 +44,8 @@ def sample(as_json: bool) -> None:
 
 
 def _outcome_line(outcome: Any) -> str:
+    if outcome.reachable and outcome.error:
+        return f"{outcome.machine}: reachable, NO SAMPLE: {outcome.error}"
     if outcome.reachable:
         nvml = outcome.row.get("nvml") or {}
         gpus = outcome.row.get("gpus") or []
@@ -63,7 +67,8 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None, as_json: b
     Runs each machine's `probe:` command from atlas.yaml (`local` runs this machine's
     sampler in a child process), side by side, each killed with its whole process group at
     its `timeout:`. A machine that fails or does not answer in time gets a row saying
-    `reachable: false` and why; the exit code is still 0, because the row was written.
+    `reachable: false` and why; one that answers, but not with a sample, `reachable: true`,
+    no GPUs, and what it answered in `error`. The exit code is still 0: the row was written.
     Requires --as (the prober's identity, stored as `observer`). With --every it keeps
     probing until interrupted (Ctrl-C or SIGTERM), one failing machine never stopping it;
     with --json it then prints one JSON document per round, one per line.
@@ -131,6 +136,8 @@ def _row_lines(row: Any) -> list[str]:
         return [f"{row.machine}: NO ROW{stale}: {row.error}"]
     if not row.reachable:
         return [f"{row.machine}: UNREACHABLE, observed {when}{stale}: {row.error}"]
+    if row.error:
+        return [f"{row.machine}: reachable, NO SAMPLE, observed {when}{stale}: {row.error}"]
     lines = [f"{row.machine}: reachable, observed {when}{stale}"]
     lines += ["  " + line for line in nvml.describe({"nvml": row.nvml, "gpus": row.gpus})]
     return lines
@@ -155,17 +162,21 @@ def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
     if wanted:
         known = set(record.config.machines)
         for name in wanted:
-            if name not in known and not probemod.rows.row_path(record, name).exists():
+            if name not in known and not os.path.lexists(probemod.rows.row_path(record, name)):
                 probemod.select(record, [name])  # raises the not-found error
     from atlas_files import telemetry as tm
 
     views = tm.ls(record, wanted or None)
+    problem = tm.folder_problem(record)
     if as_json:
-        emit_json({"limits": tm.LIMITS, "machines": [r.to_json() for r in views]})
+        emit_json({"limits": tm.LIMITS, "machines": [r.to_json() for r in views],
+                   "problems": [problem] if problem else []})
         return
+    if problem:
+        warn(problem)
     if not views:
         click.echo("no machines: add them under `machines:` in atlas.yaml, then run "
-                   "`atlas telemetry probe`")
+                   "`atlas telemetry probe`" if not problem else "no readable rows")
         return
     for row in views:
         click.echo("\n".join(_row_lines(row)))

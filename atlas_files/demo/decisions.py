@@ -3,21 +3,10 @@ a proposal that becomes accepted only through a decision."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 
-from atlas_files import corrections, decisions
+from atlas_files import corrections, decisions, demo
 from atlas_files.record import Record
-
-
-def _cli(record: Record, who: str, *args: str) -> tuple[int, str]:
-    """Run the real `atlas` command as ``who``; returns (exit code, stderr)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", who, *args],
-        capture_output=True, stdin=subprocess.DEVNULL,
-    )
-    return proc.returncode, proc.stderr.decode("utf-8", "replace").strip()
 
 
 def _latest_ref(record: Record, name: str, project: str) -> list[str]:
@@ -67,8 +56,9 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
     say(f"carol decided {d.topic!r}: same two texts as an agreement, but {d.relation} "
         f"({d.id})")
 
-    code, err = _cli(record, "bob", "-p", "web", "decide", "--topic", "release date",
-                     "--recommended", "Friday", "--chosen", "Monday", "--why", "the holiday")
+    code, _, err = demo.atlas_cli(record, "bob", "-p", "web", "decide", "--topic",
+                                  "release date", "--recommended", "Friday", "--chosen",
+                                  "Monday", "--why", "the holiday")
     say(f"bob: atlas decide without --relation -> exit {code}, nothing written")
     for line in err.splitlines()[:1]:
         say(f"    {line}")

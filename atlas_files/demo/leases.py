@@ -3,25 +3,20 @@ releases, the other takes over; a dead holder's lease is broken, and the break r
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from collections.abc import Callable
 
-from atlas_files import leases, timeutil
+from atlas_files import demo, leases, timeutil
 from atlas_files.record import Record
 
 GPU = "gpubox.gpu0"
 
 
 def _cli(record: Record, who: str, *args: str) -> tuple[int, list[str]]:
-    """Run the real `atlas` command as ``who``: the exit code is what a script would see."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", who, *args],
-        capture_output=True, stdin=subprocess.DEVNULL,
-    )
-    out = (proc.stdout + proc.stderr).decode("utf-8", "replace").strip()
-    return proc.returncode, out.splitlines()
+    """The real `atlas` command as ``who`` (the shared demo runner): the exit code is
+    what a script would see, and the lines are what it prints."""
+    code, out, err = demo.atlas_cli(record, who, *args)
+    return code, [line for line in (out + "\n" + err).splitlines() if line.strip()]
 
 
 def scene(record: Record, say: Callable[[str], None]) -> None:

@@ -11,6 +11,9 @@ from atlas_files.telemetry import nvml
 # `.invalid` never resolves (RFC 2606), so this probe fails the same way everywhere.
 UNREACHABLE_PROBE = ("ssh -o BatchMode=yes -o ConnectTimeout=3 gpubox.invalid "
                      "atlas telemetry sample --json")
+# A machine that answers, but not with a sample: it is up, and its probe command prints a
+# notice instead of running the sampler.
+NO_SAMPLER_PROBE = "echo 'sampling disabled on this host until Monday'"
 
 
 def _show(row: telemetry.RowView) -> list[str]:
@@ -19,6 +22,8 @@ def _show(row: telemetry.RowView) -> list[str]:
         head += " (STALE)"
     if not row.reachable:
         return [head, f"    reachable: false, error: {row.error}"]
+    if row.error:
+        return [head, f"    reachable: true, no GPUs read, error: {row.error}"]
     lines = [head, "    reachable: true"]
     lines += ["    " + ln for ln in nvml.describe({"nvml": row.nvml, "gpus": row.gpus})]
     return lines
@@ -28,11 +33,15 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
     say("\n== telemetry: one live row per machine, written by an outside prober ==")
     telemetry.add_machine(record, "this-machine", "local", timeout="30s", interval="5m")
     telemetry.add_machine(record, "gpubox", UNREACHABLE_PROBE, timeout="10s", interval="5m")
-    say("atlas.yaml now lists two machines: this-machine (probe: local) and gpubox "
-        f"(probe: {UNREACHABLE_PROBE})")
-    say("prober-1 probes both side by side; each probe command has its own timeout")
-    for outcome in telemetry.probe_once(record, "prober-1", ["this-machine", "gpubox"]):
-        state = "reachable" if outcome.reachable else "UNREACHABLE"
+    telemetry.add_machine(record, "webbox", NO_SAMPLER_PROBE, timeout="10s", interval="5m")
+    say("atlas.yaml now lists three machines: this-machine (probe: local), gpubox "
+        f"(probe: {UNREACHABLE_PROBE}) and webbox, which is up but does not sample "
+        f"(probe: {NO_SAMPLER_PROBE})")
+    say("prober-1 probes them side by side; each probe command has its own timeout")
+    names = ["this-machine", "gpubox", "webbox"]
+    for outcome in telemetry.probe_once(record, "prober-1", names):
+        state = ("UNREACHABLE" if not outcome.reachable
+                 else "reachable, but no sample" if outcome.error else "reachable")
         say(f"  wrote telemetry/{outcome.path.name}: {state} ({outcome.duration_s:.1f}s)")
     say("the rows, as `atlas telemetry ls` reads them (staleness computed now):")
     for row in telemetry.ls(record):

@@ -2,7 +2,8 @@
 
 * ``sample()`` reads this machine's GPUs through NVML (it only returns; it never writes).
 * ``probe_once(record, observer, machines)`` runs each machine's probe command and writes its
-  row, ``reachable: false`` with the reason when the machine did not answer.
+  row, ``reachable: false`` with the reason when the machine did not answer, or
+  ``reachable: true`` with an error when it answered something that is not a sample.
 * ``ls(record)`` reads the rows, computing age and staleness at read time.
 * ``resource_usage`` and ``busy_gpus`` put memory in use beside leases.
 
@@ -17,6 +18,7 @@ from atlas_files.telemetry.rows import (
     LIMITS,
     RowView,
     busy_gpus,
+    folder_problem,
     ls,
     parse_resource,
     resource_usage,
@@ -29,8 +31,8 @@ if TYPE_CHECKING:
     from atlas_files.telemetry.probe import Outcome
 
 __all__ = [
-    "LIMITS", "RowView", "add_machine", "busy_gpus", "ls", "parse_resource", "probe_once",
-    "resource_usage", "row_path", "sample", "view",
+    "LIMITS", "RowView", "add_machine", "busy_gpus", "folder_problem", "ls", "parse_resource",
+    "probe_once", "resource_usage", "row_path", "sample", "view",
 ]
 
 

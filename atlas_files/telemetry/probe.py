@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import config as configmod
 from atlas_files import fsio, timeutil
-from atlas_files.errors import AtlasError, BadInput, NotFound
+from atlas_files.errors import AtlasError, BadInput, DamagedFile, NotFound
 from atlas_files.names import check_name
 from atlas_files.telemetry import rows
 
@@ -132,10 +131,8 @@ def run_command(machine: Machine, rnd: _Round | None = None) -> tuple[bytes | No
             detail = _tail(stderr)
             return None, f"the probe command {how}" + (f": {detail}" if detail else "")
         out.seek(0)
-        answer = out.read(MAX_ANSWER_BYTES + 1)
-        if len(answer) > MAX_ANSWER_BYTES:
-            return None, "the probe command answered more than 4 MiB; not a telemetry sample"
-        return answer, None
+        # One byte past the limit is enough for ``readings`` to refuse an oversized answer.
+        return out.read(MAX_ANSWER_BYTES + 1), None
 
 
 def _pick(obj: Any, keys: Iterable[str]) -> dict[str, Any]:
@@ -149,6 +146,8 @@ def readings(answer: bytes) -> dict[str, Any]:
 
     Unknown keys are dropped, so a newer sampler on the far side still fits the row.
     """
+    if len(answer) > MAX_ANSWER_BYTES:
+        raise ValueError(f"more than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB of output")
     try:
         data = json.loads(answer)
     except (ValueError, UnicodeDecodeError):
@@ -172,7 +171,13 @@ def readings(answer: bytes) -> dict[str, Any]:
 
 def probe_machine(record: Record, machine: Machine, observer: str,
                   rnd: _Round | None = None) -> Outcome | None:
-    """Probe one machine and write its row; None if the round was interrupted."""
+    """Probe one machine and write its row; None if the round was interrupted.
+
+    Three outcomes: the command answered with a sample (``reachable: true``, readings, no
+    error); it answered, but with something else (``reachable: true``, no GPUs, ``error``
+    saying what came back: the machine is up, its sampler is not); or it failed or did not
+    answer in time (``reachable: false`` and why).
+    """
     from atlas_files import schemas
 
     rnd = rnd or _Round()
@@ -180,20 +185,20 @@ def probe_machine(record: Record, machine: Machine, observer: str,
     answer, error = run_command(machine, rnd)
     row: dict[str, Any] = {
         "machine": machine.name, "observed_at": timeutil.format_time(timeutil.now()),
-        "observer": observer, "reachable": False, "probe": machine.probe,
+        "observer": observer, "reachable": answer is not None, "probe": machine.probe,
         "duration_s": round(time.monotonic() - started, 3), "gpus": [], "error": error,
     }
     if answer is not None:
         try:
             found = readings(answer)
-            candidate = {**row, **found, "reachable": True, "error": None}
+            candidate = {**row, **found, "error": None}
             problems = schemas.errors("telemetry", candidate)
             if problems:
                 where, message = problems[0]
                 raise ValueError(f"{where}: {message}")
             row = candidate
         except ValueError as exc:
-            row["error"] = f"answered, but not with a telemetry sample ({exc})"
+            row["error"] = f"answered, but not with a telemetry sample: {exc}"
     if rnd.cancelled.is_set():
         return None  # an interrupted probe says nothing about the machine
     try:
@@ -240,6 +245,10 @@ def probe_once(record: Record, observer: str | None, names: Iterable[str] = (),
     who = require_identity(observer)
     machines = select(record, names or ())
     folder = record.telemetry_dir
+    problem = rows.folder_problem(record)
+    if problem:
+        raise DamagedFile(problem, hint="move it aside; `atlas telemetry probe` makes the "
+                          "folder again")
     folder.mkdir(parents=True, exist_ok=True)
     fsio.clean_debris(folder)
     rnd = _Round()
@@ -293,9 +302,9 @@ def probe_every(record: Record, observer: str | None, names: Iterable[str], ever
             # Rounds start on the ticks of one schedule; a round that overran skips the
             # ticks it missed rather than piling rounds up behind it.
             elapsed = time.monotonic() - start
-            delay = start + every_s * (elapsed // every_s + 1) - time.monotonic()
-            if delay > 0 and (rounds is None or done < rounds):
-                time.sleep(delay)
+            wake = start + every_s * (elapsed // every_s + 1)
+            while (rounds is None or done < rounds) and (delay := wake - time.monotonic()) > 0:
+                time.sleep(min(delay, 3600.0))  # sleep() refuses very long waits
     except KeyboardInterrupt:
         pass
     return done
@@ -303,13 +312,19 @@ def probe_every(record: Record, observer: str | None, names: Iterable[str], ever
 
 def parse_every(text: str) -> float:
     """``--every`` in seconds: a number (``300``, ``0.5``) or a duration (``5m``)."""
+    bad = BadInput(f"bad --every {text[:40]!r}: it must be a positive number of seconds",
+                   hint="e.g. --every 300 or --every 5m")
+    if len(text) > 40:  # a pasted blob: refuse it without echoing it whole
+        raise bad
     try:
         value = float(text)
     except ValueError:
-        value = timeutil.parse_duration(text)
+        try:
+            value = timeutil.parse_duration(text)
+        except (BadInput, OverflowError):  # OverflowError: more digits than a float holds
+            raise bad from None
     if not value > 0 or value != value or value == float("inf"):
-        raise BadInput(f"bad --every {text!r}: it must be a positive number of seconds",
-                       hint="e.g. --every 300 or --every 5m")
+        raise bad
     return value
 
 
@@ -321,17 +336,17 @@ def add_machine(record: Record, name: str, probe: str, *, timeout: str = "10s",
     if not probe.strip():
         raise BadInput("the probe command is empty", hint="give a command, or `local`")
     for text in (timeout, interval):
-        timeutil.parse_duration(text)
-    path = record.root / configmod.CONFIG_NAME
-    folder = record.telemetry_dir  # kept out of git, so its lock file is too
-    folder.mkdir(parents=True, exist_ok=True)
-    with fsio.locked(folder / ".atlas-yaml.lock"):
-        current = configmod.load(path)
-        raw = dict(current.raw)
+        try:
+            timeutil.parse_duration(text)
+        except OverflowError:
+            raise BadInput(f"the duration {text[:40]!r} is too long",
+                           hint="write it like 10s or 5m") from None
+    def change(raw: dict[str, Any]) -> dict[str, Any]:
         machines = dict(raw.get("machines") or {})
         machines[name] = {"probe": probe, "timeout": timeout, "interval": interval}
         raw["machines"] = machines
-        configmod.from_mapping(raw, path)  # refuse to write what would not load
-        fsio.replace_atomic(path, configmod.render(raw))
-    record.__dict__.pop("config", None)  # drop the cached config so the caller sees it
+        return raw
+
+    # The one lock every atlas.yaml rewriter takes (`atlas init --project` too).
+    record.update_config(change)
     return record

@@ -9,6 +9,7 @@ computed when it is read, from the machine's probe interval; nothing ever sweeps
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -79,11 +80,30 @@ def write_row(record: Record, row: dict[str, Any]) -> Path:
 
 
 def load_row(path: Path) -> dict[str, Any]:
-    """The stored row at ``path``; ValueError if it is not a JSON object."""
-    data = json.loads(path.read_bytes())
+    """The stored row at ``path``; ValueError if it is not a JSON object, or is a symlink
+    (never followed: it may lead outside the record)."""
+    import errno
+
+    try:
+        data = json.loads(fsio.read_nofollow(path))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ValueError("it is a symlink, and the record never follows one") from None
+        if isinstance(exc, IsADirectoryError):
+            raise ValueError("it is a folder, not a file") from None
+        raise
     if not isinstance(data, dict):
         raise ValueError("a telemetry row must be a JSON object")
     return data
+
+
+def folder_problem(record: Record) -> str | None:
+    """What is wrong with telemetry/ itself (a file in its place), or None."""
+    folder = record.root / "telemetry"
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        return (f"{folder} should be the folder of telemetry rows, but something else is in "
+                "its place: no row can be read or written until it is a folder again")
+    return None
 
 
 def _stale_after(record: Record, machine: str) -> float:
@@ -103,7 +123,13 @@ def view(record: Record, machine: str, at: datetime | None = None) -> RowView:
     except FileNotFoundError:
         return RowView(machine, None, None, None, None, True, stale_after,
                        error="never probed: no row yet (run `atlas telemetry probe`)")
-    except (OSError, ValueError, UnicodeDecodeError) as exc:
+    except NotADirectoryError:
+        return RowView(machine, None, None, None, None, True, stale_after,
+                       error=folder_problem(record) or f"no row: {path.parent} is no folder")
+    except OSError as exc:
+        return RowView(machine, None, None, None, None, True, stale_after,
+                       error=f"unreadable row {path.name}: {exc.strerror or exc}")
+    except (ValueError, UnicodeDecodeError) as exc:
         return RowView(machine, None, None, None, None, True, stale_after,
                        error=f"damaged row {path.name}: {exc}")
     observed = row.get("observed_at")
@@ -139,8 +165,8 @@ def machine_names(record: Record) -> list[str]:
     """Machines in atlas.yaml, then machines with a row but no longer in atlas.yaml."""
     names = list(record.config.machines)
     try:
-        files = sorted(p.name for p in record.telemetry_dir.iterdir())
-    except FileNotFoundError:
+        files = sorted(os.listdir(record.telemetry_dir))
+    except (FileNotFoundError, NotADirectoryError):  # folder_problem reports the second
         files = []
     for name in files:
         # Temp files (writes in flight, crash debris) never end in .json.
@@ -168,23 +194,22 @@ def resource_usage(record: Record, resource: str) -> dict[str, Any] | None:
     """Memory in use on the GPU a lease resource ``<machine>.gpu<N>`` names, from the
     machine's last row. None if the name is not of that shape or the machine has no row.
     If the last probe did not reach the machine, memory is None and reachable is False;
-    if it reached it and that GPU does not exist, None.
+    if the machine answered but not with a sample, memory is None, reachable is True and
+    ``error`` says what it answered; if that GPU does not exist, None.
     """
     parsed = parse_resource(resource)
     if parsed is None:
         return None
     machine, index = parsed
-    if not row_path(record, machine).is_file():
-        return None
     row = view(record, machine)
-    if row.reachable is None:
+    if row.reachable is None:  # no row, or none that can be read
         return None
     base = {
         "machine": machine, "gpu_index": index, "memory_used_mib": None,
         "memory_total_mib": None, "observed_at": row.observed_at, "age_s": row.age_s,
-        "stale": row.stale, "reachable": row.reachable,
+        "stale": row.stale, "reachable": row.reachable, "error": row.error,
     }
-    if not row.reachable:
+    if not row.reachable or (row.error and not row.gpus):
         return base
     for gpu in row.gpus:
         if isinstance(gpu, dict) and gpu.get("index") == index:
