@@ -1,0 +1,103 @@
+"""`atlas site build | serve`: the record as a browsable MkDocs + Material site."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.cli.render import emit_json, warn
+
+_STAGES = {"write": "writing pages", "build": "building the site"}
+
+
+class _Bars:
+    """One click progress bar per stage, fed by the library's progress callback."""
+
+    def __init__(self) -> None:
+        self.stage: str | None = None
+        self.bar: Any = None
+        self.done = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.close()
+            self.stage, self.done = stage, 0
+            self.bar = click.progressbar(length=total, label=_STAGES.get(stage, stage),
+                                         file=sys.stderr)
+            self.bar.__enter__()
+        if done > self.done:
+            self.bar.update(done - self.done)
+            self.done = done
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+@click.group()
+def site() -> None:
+    """The record as a browsable static site (MkDocs + Material).
+
+    The site is a snapshot taken at build time: only lease countdowns, ages and
+    telemetry staleness are recomputed in the reader's browser. Everything written by
+    agents is escaped or sanitised before it reaches a page.
+    """
+
+
+@site.command()
+@click.option("--out", "out_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Where to write mkdocs.yml, docs/ and the built site/ "
+              "(default: beside the record, <record>-site). Must lie outside the record.")
+@json_option
+@pass_ctx
+def build(ctx: Context, out_dir: str | None, as_json: bool) -> None:
+    """Write the record's MkDocs project into DIR and build it into DIR/site.
+
+    DIR/mkdocs.yml and DIR/docs/ are plain files (search and tags plugins only, no
+    hooks), so `mkdocs build` or Zensical can build the same folder again.
+    """
+    from atlas_files import sitegen
+
+    bars = None if as_json or not sys.stderr.isatty() else _Bars()
+    try:
+        result = sitegen.build(ctx.record, out_dir, progress=bars)
+    finally:
+        if bars is not None:
+            bars.close()
+    if as_json:
+        emit_json(result.to_json())
+        return
+    for problem in result.docs.problems:
+        warn(f"left out of the site: {problem}")
+    for message in result.warnings:
+        warn(f"mkdocs {message}")
+    click.echo(
+        f"built {result.docs.pages} pages ({result.docs.topics} topics, "
+        f"{result.docs.versions} versions) in {result.seconds_docs + result.seconds_mkdocs:.1f}s"
+    )
+    click.echo(f"open {result.index}")
+
+
+@site.command()
+@click.option("--out", "out_dir", metavar="DIR", type=click.Path(file_okay=False),
+              help="Where to write mkdocs.yml and docs/ (default: beside the record).")
+@click.option("--dev-addr", default="127.0.0.1:8000", show_default=True, metavar="HOST:PORT",
+              help="The address to serve on.")
+@click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
+@pass_ctx
+def serve(ctx: Context, out_dir: str | None, dev_addr: str, open_browser: bool) -> None:
+    """Serve the site with live reload until interrupted (Ctrl-C).
+
+    The record is polled every two seconds; when it changed, the docs are rewritten
+    and the open pages reload.
+    """
+    from atlas_files import sitegen
+
+    def say(message: str) -> None:
+        click.echo(f"atlas site: {message}", err=True)
+
+    sitegen.serve(ctx.record, out_dir, dev_addr=dev_addr, open_browser=open_browser, say=say)

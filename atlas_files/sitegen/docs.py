@@ -1,0 +1,142 @@
+"""Write the MkDocs project of a record: ``mkdocs.yml``, ``docs/`` and ``overrides/``.
+
+The record is read once into a snapshot (``model``); topic pages are written by
+``topics``, then the pages that need every topic (the artifacts index, recent activity on
+the home page) and the boards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from atlas_files import timeutil
+from atlas_files.sitegen import boards, model, pages, topics, urls
+from atlas_files.sitegen.cache import CACHE_DIR, SiteCache
+from atlas_files.sitegen.files import Writer, prepare_out_dir
+from atlas_files.sitegen.sanitize import BodyRenderer
+
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class DocsResult:
+    out_dir: Path
+    docs_dir: Path
+    config_file: Path
+    pages: int
+    topics: int
+    versions: int
+    problems: tuple[str, ...]
+    seconds: float
+    seconds_markdown: float  # of ``seconds``, Python-Markdown rendering bodies
+
+
+def site_name(record: Record) -> str:
+    name = Path(os.path.realpath(record.root)).name or "record"
+    return "atlas: " + (re.sub(r"[^A-Za-z0-9 ._-]+", "-", name)[:80] or "record")
+
+
+def site_template() -> Traversable:
+    return resources.files("atlas_files").joinpath("site")
+
+
+def write_docs(
+    record: Record,
+    out_dir: str | os.PathLike[str],
+    *,
+    progress: Progress | None = None,
+    now: datetime | None = None,
+) -> DocsResult:
+    """Write ``mkdocs.yml``, ``docs/`` and ``overrides/`` for ``record`` into ``out_dir``."""
+    from atlas_files.leases import ADVISORY
+
+    started = time.perf_counter()
+    out = prepare_out_dir(record, out_dir)
+    now = now or timeutil.now()
+    snap = model.load(record, now)
+    ctx = pages.Context(snap, BodyRenderer(), SiteCache(out / CACHE_DIR))
+    docs = Writer(out / "docs")
+    name = site_name(record)
+    total = sum(len(p.topics) for p in snap.projects) + len(snap.projects) + 6
+    done = 0
+
+    def step(n: int = 1) -> None:
+        nonlocal done
+        done += n
+        if progress is not None:
+            progress("write", done, total)
+
+    versions = 0
+    for chunk in topics.write_topics(ctx, record, docs):
+        versions += chunk.versions
+        step(chunk.topics)
+    latest_status = {}
+    for project in snap.projects:
+        status = model.read_versions(record.status_stream(project.name),
+                                     project.status_versions, record, snap.problems)
+        latest_status[project.name] = status[-1] if status else None
+        docs.write(urls.status_page(project.name), pages.status_page(ctx, project, status))
+        step()
+    for rel, render in (
+        (urls.DECISIONS, lambda: boards.decisions(ctx)),
+        (urls.LEASES, lambda: boards.leases(ctx, ADVISORY)),
+        (urls.TELEMETRY, lambda: boards.telemetry(ctx)),
+        (urls.ARTIFACTS, lambda: pages.artifacts_index(ctx)),
+        (urls.TAGS, boards.tags_page),
+        (urls.HOME, lambda: pages.home(ctx, latest_status, name)),
+    ):
+        docs.write(rel, render())
+        step()
+    template = site_template()
+    docs.copy_tree(template.joinpath("assets"), "assets")
+    page_count = sum(1 for p in docs.written if p.suffix == ".md")
+    docs.prune()
+    ctx.cache.save()
+    theme = Writer(out / "overrides")
+    theme.copy_tree(template.joinpath("overrides"), ".")
+    theme.prune()
+    config_file = out / "mkdocs.yml"
+    Writer(out).write("mkdocs.yml", render_config(snap, name, now))
+    return DocsResult(
+        out_dir=out, docs_dir=out / "docs", config_file=config_file, pages=page_count,
+        topics=len(ctx.rows), versions=versions,
+        problems=tuple(f"{p.where}: {p.message}" for p in snap.problems),
+        seconds=time.perf_counter() - started, seconds_markdown=ctx.renderer.seconds_markdown,
+    )
+
+
+def render_config(snap: model.Snapshot, name: str, now: datetime) -> str:
+    """The template's settings, with this record's name, nav and build time filled in."""
+    import yaml
+
+    config: dict[str, Any] = yaml.safe_load(site_template().joinpath("mkdocs.yml").read_text())
+    config["site_name"] = name
+    config["nav"] = [
+        {"Home": urls.HOME},
+        {"Status": [{p.name: urls.status_page(p.name)} for p in snap.projects]},
+        {"Artifacts": urls.ARTIFACTS},
+        {"Decisions": urls.DECISIONS},
+        {"Leases": urls.LEASES},
+        {"Telemetry": urls.TELEMETRY},
+        {"Tags": urls.TAGS},
+    ]
+    config.setdefault("extra", {})["atlas"] = {
+        "built_at": timeutil.format_time(now),
+        "built_at_text": now.strftime("%Y-%m-%d %H:%M UTC"),
+        "record": name.removeprefix("atlas: "),
+    }
+    head = ("# Generated by `atlas site build` from site/mkdocs.yml; rebuilt on every build.\n"
+            "# Build it again with `mkdocs build` (or Zensical) in this folder.\n")
+    return head + yaml.safe_dump(config, sort_keys=False, allow_unicode=True)

@@ -1,0 +1,162 @@
+"""What the site shows, read from the record once per build through the library.
+
+Versions are not read here: a topic's versions are read when its page is written and then
+dropped, so memory stays proportional to the number of topics, not of versions. What is
+read here is cheap: folder listings, the decision and correction logs, leases, telemetry.
+A file that cannot be read becomes a Problem shown on the home page, never a failed build.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from atlas_files.errors import AtlasError
+from atlas_files.names import is_name
+from atlas_files.sitegen.urls import Known
+
+if TYPE_CHECKING:
+    from atlas_files.corrections import Correction
+    from atlas_files.decisions import Decision
+    from atlas_files.documents import Stream, Version
+    from atlas_files.record import Record
+
+
+@dataclass(frozen=True)
+class Problem:
+    where: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Marks:
+    """What is shown on a version or entry besides its own text."""
+
+    corrected_by: tuple[Correction, ...] = ()
+    retracted: Correction | None = None
+    accepted_by: str | None = None
+
+
+@dataclass
+class ProjectData:
+    name: str
+    topics: dict[str, list[int]] = field(default_factory=dict)  # topic -> versions
+    status_versions: list[int] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    corrections: list[Correction] = field(default_factory=list)
+    fixes: dict[str, list[Correction]] = field(default_factory=dict)  # ref -> corrections
+    retractions: dict[str, Correction] = field(default_factory=dict)
+    accepted: dict[str, str] = field(default_factory=dict)  # proposal ref -> decision id
+
+    def marks(self, ref: str, proposal: bool = False) -> Marks:
+        return Marks(
+            corrected_by=tuple(self.fixes.get(ref, ())),
+            retracted=self.retractions.get(ref),
+            accepted_by=self.accepted.get(ref) if proposal else None,
+        )
+
+
+@dataclass
+class Snapshot:
+    record: Record
+    now: datetime
+    projects: list[ProjectData]
+    known: Known
+    leases: Any = None  # leases.Sheet
+    telemetry: list[Any] = field(default_factory=list)  # telemetry.RowView
+    telemetry_limits: str = ""
+    problems: list[Problem] = field(default_factory=list)
+
+    def project(self, name: str) -> ProjectData:
+        for p in self.projects:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+def relative(record: Record, path: Path) -> str:
+    try:
+        return path.relative_to(record.root).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def load(record: Record, now: datetime) -> Snapshot:
+    from atlas_files import artifacts
+
+    snap = Snapshot(record=record, now=now, projects=[], known=Known())
+    for name in record.config.projects:
+        project = ProjectData(name)
+        snap.projects.append(project)
+        for topic in artifacts.topic_names(record, name):
+            if not is_name(topic) or topic == "status":
+                snap.problems.append(Problem(
+                    f"projects/{name}/artifacts/{topic}",
+                    "a folder whose name is not a topic name; it is not shown",
+                ))
+                continue
+            try:
+                versions = record.artifact_stream(topic, name).versions()
+            except AtlasError as exc:
+                snap.problems.append(Problem(f"projects/{name}/artifacts/{topic}", exc.message))
+                continue
+            if versions:
+                project.topics[topic] = versions
+        project.status_versions = record.status_stream(name).versions()
+        snap.known.topics[name] = {t: set(v) for t, v in project.topics.items()}
+        snap.known.status[name] = set(project.status_versions)
+        _load_log(record, project, snap)
+    _load_leases(record, snap)
+    _load_telemetry(record, snap)
+    return snap
+
+
+def _load_log(record: Record, project: ProjectData, snap: Snapshot) -> None:
+    from atlas_files import corrections, decisions
+
+    def damaged(path: Path, message: str) -> None:
+        snap.problems.append(Problem(relative(record, path), message))
+
+    project.decisions = decisions.list_decisions(record, project.name, on_damaged=damaged)
+    project.corrections = corrections.list_corrections(record, project.name)
+    for d in project.decisions:
+        snap.known.entries[d.id] = project.name
+        if d.accepts:
+            project.accepted.setdefault(d.accepts, d.id)
+    for c in project.corrections:
+        snap.known.entries[c.id] = project.name
+        if c.kind == "retraction":
+            project.retractions.setdefault(c.ref, c)
+        else:
+            project.fixes.setdefault(c.ref, []).append(c)
+
+
+def _load_leases(record: Record, snap: Snapshot) -> None:
+    from atlas_files import leases
+
+    sheet = leases.sheet(record)
+    snap.leases = sheet
+    for message in sheet.problems:
+        snap.problems.append(Problem("leases", str(message)))
+
+
+def _load_telemetry(record: Record, snap: Snapshot) -> None:
+    from atlas_files import telemetry
+
+    snap.telemetry = list(telemetry.ls(record, at=snap.now))
+    snap.telemetry_limits = telemetry.LIMITS
+
+
+def read_versions(
+    stream: Stream, versions: list[int], record: Record, problems: list[Problem]
+) -> list[Version]:
+    """The readable versions of ``stream``, oldest first; unreadable ones become problems."""
+    out = []
+    for v in versions:
+        try:
+            out.append(stream.read(v))
+        except AtlasError as exc:
+            problems.append(Problem(relative(record, stream.path(v)), exc.message))
+    return out

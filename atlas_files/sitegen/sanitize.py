@@ -1,0 +1,144 @@
+"""Everything from the record reaches the site through this module.
+
+The record is written by agents, so any string in it may be hostile. Three rules:
+
+* Plain strings (names, authors, summaries, decision texts) are HTML-escaped with
+  ``text()``; the result is only ever placed inside raw HTML blocks the generator writes.
+* Markdown bodies are converted to HTML here, by our own Python-Markdown instance without
+  ``attr_list`` or ``md_in_html`` (the extensions that turn text into attributes), and the
+  result goes through nh3 with a short allowlist: no script, no style, no event handler,
+  no ``id`` or ``class`` (no clobbering of the page's own elements), links only to http,
+  https and mailto or to pages of this site.
+* MkDocs never sees record text as Markdown: it only sees our raw HTML blocks, which
+  Python-Markdown passes through untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+import time
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+# C0 controls (but tab and newline) and DEL are never valid in HTML text; STX/ETX would
+# also collide with Python-Markdown's placeholders.
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
+_HEADING_RE = re.compile(r"<(/?)h([1-6])>")
+_SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+
+ALLOWED_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "dl", "dt", "em",
+    "h1", "h2", "h3", "h4", "h5", "h6", "hr", "i", "img", "ins", "kbd", "li", "mark", "ol",
+    "p", "pre", "q", "s", "samp", "small", "strong", "sub", "summary", "sup", "table",
+    "tbody", "td", "tfoot", "th", "thead", "tr", "u", "ul", "var",
+}
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "abbr": {"title"},
+    "img": {"src", "alt", "title", "width", "height"},
+    "ol": {"start"},
+    "td": {"align", "colspan", "rowspan"},
+    "th": {"align", "colspan", "rowspan"},
+}
+URL_SCHEMES = {"http", "https", "mailto"}
+# Dropped with their content, not just unwrapped: their text is code or markup, not prose.
+DROPPED_WITH_CONTENT = {"script", "style", "template", "iframe", "object", "noscript"}
+
+Resolver = Callable[[str], "str | None"]
+
+
+def clean_str(value: Any) -> str:
+    return _CONTROL_RE.sub("", "" if value is None else str(value))
+
+
+def text(value: Any) -> str:
+    """``value`` as HTML text or attribute value (quotes escaped too)."""
+    return html.escape(clean_str(value), quote=True)
+
+
+def heading(value: str) -> str:
+    """A Markdown heading's text from a string the generator chose or a checked name.
+
+    Names are ``[a-z0-9._-]``; only ``_`` could start emphasis, so it is escaped. Anything
+    else is escaped for HTML as well, in case a caller passes a string it did not check.
+    """
+    return text(value).replace("_", r"\_").replace("*", r"\*").replace("`", r"\`")
+
+
+def yaml_str(value: str) -> str:
+    """A YAML scalar for front matter: JSON strings are valid YAML and escape everything."""
+    import json
+
+    return json.dumps(clean_str(value), ensure_ascii=True)
+
+
+def scheme_of(url: str) -> str | None:
+    m = _SCHEME_RE.match(url.strip())
+    return m.group(1).lower() if m else None
+
+
+class BodyRenderer:
+    """Markdown body -> sanitised HTML. One instance per build; not thread-safe.
+
+    ``resolve`` maps a link target that is no web URL (``plan@v2``, a relative path) to a
+    URL of this site, or None to drop the link and keep its text.
+    """
+
+    def __init__(self) -> None:
+        import markdown
+        import nh3
+
+        self._md = markdown.Markdown(
+            extensions=["tables", "fenced_code", "sane_lists"],
+            extension_configs={"tables": {"use_align_attribute": True}},
+            output_format="html",
+        )
+        self._resolve: Resolver = lambda _target: None
+        self.seconds_markdown = 0.0  # Python-Markdown's own time: MkDocs' work, done here
+        self._cleaner = nh3.Cleaner(
+            tags=ALLOWED_TAGS,
+            clean_content_tags=DROPPED_WITH_CONTENT,
+            attributes=ALLOWED_ATTRIBUTES,
+            attribute_filter=self._filter,
+            url_schemes=URL_SCHEMES,
+            link_rel="noopener noreferrer nofollow",
+            strip_comments=True,
+        )
+
+    def _filter(self, tag: str, attr: str, value: str) -> str | None:
+        if (tag, attr) == ("a", "href"):
+            scheme = scheme_of(value)
+            if scheme is not None:
+                return value if scheme in URL_SCHEMES else None
+            return self._resolve(value.strip())
+        if (tag, attr) == ("img", "src"):
+            # A relative image has nothing to point at in the site; a remote one is kept.
+            return value if scheme_of(value) in ("http", "https") else None
+        return value
+
+    def render(self, body: str, resolve: Resolver | None = None,
+               cache: MutableMapping[str, str] | None = None) -> str:
+        """Sanitised HTML for ``body``; its headings are demoted by two levels so they sit
+        below the version headings of the page. ``cache`` keeps Python-Markdown's output
+        (before sanitising) by the body's digest."""
+        source = clean_str(body)
+        key = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+        raw = cache.get(key) if cache is not None else None
+        if raw is None:
+            started = time.perf_counter()
+            raw = self._md.reset().convert(source)
+            self.seconds_markdown += time.perf_counter() - started
+            if cache is not None:
+                cache[key] = raw
+        self._resolve = resolve or (lambda _target: None)
+        try:
+            safe = str(self._cleaner.clean(raw))
+        finally:
+            self._resolve = lambda _target: None
+        return _HEADING_RE.sub(_demote, safe)
+
+
+def _demote(m: re.Match[str]) -> str:
+    return f"<{m.group(1)}h{min(6, int(m.group(2)) + 2)}>"

@@ -1,0 +1,135 @@
+"""Where each thing of the record lives in the site, and relative links between pages.
+
+Every link the generator writes is relative (the site works from a file:// folder, from
+any web path, and under ``mkdocs build --strict``), and points only at a page and anchor
+that exist: a reference to a version or entry that is not in the record is shown as text.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from atlas_files.names import ENTRY_ID_PATTERN, is_entry_id
+
+HOME = "index.md"
+ARTIFACTS = "artifacts/index.md"
+DECISIONS = "decisions.md"
+LEASES = "leases.md"
+TELEMETRY = "telemetry.md"
+TAGS = "tags.md"
+
+_REF_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]{0,99})@v(?P<version>\d+)$")
+_VERSION_FILE_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]{0,99})\.v(?P<version>\d+)\.md$")
+_ENTRY_FILE_RE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
+
+
+def status_page(project: str) -> str:
+    return f"status/{project}.md"
+
+
+def topic_page(project: str, topic: str) -> str:
+    return f"artifacts/{project}/{topic}.md"
+
+
+def version_anchor(version: int) -> str:
+    # The toc extension's id for a "## v3" heading; the generator writes those headings.
+    return f"v{version}"
+
+
+def project_anchor(project: str) -> str:
+    # toc slugs never hold "--", so this id cannot collide with a heading's id.
+    return f"project--{project}"
+
+
+def href(from_page: str, to_page: str, anchor: str | None = None) -> str:
+    """The relative URL from one docs page to another (``use_directory_urls: false``)."""
+    target = (to_page[:-3] + ".html" if to_page.endswith(".md") else to_page).split("/")
+    source = from_page.split("/")[:-1]
+    # Pages are plain relative paths without "." or "..": drop the common folders and
+    # climb out of the rest (posixpath.relpath would ask the OS for the cwd every time).
+    common = 0
+    while common < min(len(source), len(target) - 1) and source[common] == target[common]:
+        common += 1
+    rel = "/".join([".."] * (len(source) - common) + target[common:])
+    return f"{rel}#{anchor}" if anchor else rel
+
+
+@dataclass
+class Known:
+    """What exists in the record, so that links are only made to what the site shows."""
+
+    topics: dict[str, dict[str, set[int]]] = field(default_factory=dict)
+    status: dict[str, set[int]] = field(default_factory=dict)
+    entries: dict[str, str] = field(default_factory=dict)  # entry id -> project
+
+    def target(self, project: str, ref: str) -> tuple[str, str | None] | None:
+        """(page, anchor) of a reference (``name@vN``, ``status@vN``, entry id, ``name``)."""
+        ref = ref.strip()
+        if is_entry_id(ref):
+            return (DECISIONS, ref) if ref in self.entries else None
+        m = _REF_RE.match(ref)
+        if m:
+            name, version = m.group("name"), int(m.group("version"))
+            if name == "status":
+                ok = version in self.status.get(project, set())
+                return (status_page(project), version_anchor(version)) if ok else None
+            if version in self.topics.get(project, {}).get(name, set()):
+                return topic_page(project, name), version_anchor(version)
+            return None
+        if ref in self.topics.get(project, {}):
+            return topic_page(project, ref), None
+        return None
+
+    def path_target(self, record_path: str) -> tuple[str, str | None] | None:
+        """(page, anchor) of a record-relative file path such as
+        ``projects/web/artifacts/plan/plan.v0002.md``."""
+        parts = [p for p in record_path.split("/") if p]
+        if len(parts) < 3 or parts[0] != "projects":
+            return None
+        project, kind, rest = parts[1], parts[2], parts[3:]
+        if kind == "artifacts" and rest:
+            topic = rest[0]
+            if len(rest) == 2:
+                m = _VERSION_FILE_RE.match(rest[1])
+                if not m or m.group("name") != topic:
+                    return None
+                return self.target(project, f"{topic}@v{int(m.group('version'))}")
+            return self.target(project, topic) if len(rest) == 1 else None
+        if kind == "status" and len(rest) == 1:
+            m = _VERSION_FILE_RE.match(rest[0])
+            if m and m.group("name") == "status":
+                return self.target(project, f"status@v{int(m.group('version'))}")
+        if kind in ("decisions", "corrections") and len(rest) == 1:
+            m = _ENTRY_FILE_RE.match(rest[0])
+            if m:
+                return self.target(project, rest[0][:-3])
+        return None
+
+
+def body_resolver(
+    known: Known, project: str, page: str, source_dir: str
+) -> Callable[[str], str | None]:
+    """A function for BodyRenderer: a link target in a body -> URL of this site or None.
+
+    ``source_dir`` is the record-relative folder of the version the body belongs to, so a
+    relative path written in the body resolves as it would in the record.
+    """
+
+    def resolve(target: str) -> str | None:
+        if not target or target.startswith(("#", "/", "?")) or "\\" in target:
+            return None  # anchors of a body's own headings do not exist in the site
+        path = target.split("#", 1)[0].split("?", 1)[0]
+        found = known.target(project, path)
+        if found is None:
+            joined = posixpath.normpath(posixpath.join(source_dir, path))
+            if joined.startswith(".."):
+                return None
+            found = known.path_target(joined)
+        if found is None:
+            return None
+        return href(page, found[0], found[1])
+
+    return resolve

@@ -1,0 +1,207 @@
+"""Untrusted text on its way into the site: bodies are rendered and sanitised, strings are
+escaped, and the Markdown pages MkDocs reads carry no live markup from the record."""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+from html.parser import HTMLParser
+from pathlib import Path
+
+import markdown
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from site_fixtures import PAYLOADS, hostile_record
+
+from atlas_files import sitegen, timeutil
+from atlas_files.record import Record
+from atlas_files.sitegen.sanitize import (
+    ALLOWED_ATTRIBUTES,
+    ALLOWED_TAGS,
+    BodyRenderer,
+    clean_str,
+    text,
+)
+
+MARKDOWN_BITS = [
+    "# ", "## ", "\n\n", "\n", "`", "```\n", "    ", "> ", "- ", "1. ", "| a | b |\n|---|---|\n",
+    "[x](", ")", "![i](", "<", ">", "{: ", " }", "&#", ";", "javascript:", "data:text/html,",
+    "\"", "'", "*", "_", "[ref]: ", "<https://x.y>", "&lt;", "\x02", "\x03",
+]
+hostile_text = st.lists(
+    st.one_of(st.sampled_from(PAYLOADS + MARKDOWN_BITS), st.text(max_size=20)), max_size=14,
+).map("".join)
+
+# What the generator itself puts around record text (tags and attributes of its own).
+PAGE_TAGS = ALLOWED_TAGS | {
+    "div", "span", "time", "table", "details", "summary", "label", "select", "option",
+    "input", "datalist", "section", "p", "h1", "h2", "h3", "a", "pre", "code", "br", "ul",
+    "li", "em", "strong",
+}
+PAGE_ATTRIBUTES = {
+    "class", "id", "href", "title", "datetime", "style", "role", "aria-valuemin",
+    "aria-valuemax", "aria-valuenow", "data-atlas-age", "data-atlas-expires",
+    "data-atlas-observed", "data-atlas-stale-after", "data-atlas-filter-for", "data-atlas-key",
+    "data-search-exclude",
+    "data-project", "data-relation", "data-topic", "value", "type", "list", "placeholder",
+    "rel", "src", "alt", "align", "colspan", "rowspan", "start", "width", "height",
+}
+
+
+class Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, {k: v or "" for k, v in attrs}))
+
+
+def elements(fragment: str) -> list[tuple[str, dict[str, str]]]:
+    c = Collect()
+    c.feed(fragment)
+    c.close()
+    return c.tags
+
+
+def assert_inert(fragment: str, tags: set[str], attributes: set[str] | None) -> None:
+    for tag, attrs in elements(fragment):
+        assert tag in tags, (tag, fragment)
+        for name, value in attrs.items():
+            assert not name.startswith("on"), (tag, name)
+            if attributes is None:
+                assert name in ALLOWED_ATTRIBUTES.get(tag, set()) | {"rel"}, (tag, name)
+            else:
+                assert name in attributes, (tag, name)
+            if name in ("href", "src"):
+                scheme = value.split(":", 1)[0].lower() if ":" in value.split("/")[0] else ""
+                assert scheme in ("", "http", "https", "mailto"), (tag, value)
+            if name == "style":
+                assert value.startswith("width: ") and value.endswith("%"), value
+
+
+def test_each_payload_is_inert_after_rendering() -> None:
+    r = BodyRenderer()
+    for payload in PAYLOADS:
+        out = r.render(payload, lambda target: None)
+        assert_inert(out, ALLOWED_TAGS, None)
+        assert "__pwned" not in "".join(str(a) for _, a in elements(out))
+
+
+@settings(max_examples=150, deadline=None)
+@given(body=hostile_text)
+def test_rendered_bodies_hold_only_allowed_markup(body: str) -> None:
+    out = BodyRenderer().render(body, lambda target: "../x.html#v1" if "@" in target else None)
+    assert_inert(out, ALLOWED_TAGS, None)
+    assert "\x02" not in out and "\x03" not in out
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=hostile_text)
+def test_text_escapes_everything_and_loses_nothing_but_controls(value: str) -> None:
+    out = text(value)
+    assert not set(out) & set("<>\"'")
+    assert html.unescape(out) == clean_str(value)
+
+
+def test_body_links_only_to_the_web_or_to_resolved_pages() -> None:
+    r = BodyRenderer()
+    body = ("[a](plan@v2) [b](https://e.x/p) [c](mailto:x@e.x) [d](#own-heading) "
+            "[e](../../../../etc/passwd) [f](ftp://e.x) ![g](img.png) ![h](https://e.x/i.png)")
+    out = r.render(body, lambda target: "plan.html#v2" if target == "plan@v2" else None)
+    hrefs = [a.get("href") for t, a in elements(out) if t == "a"]
+    assert hrefs == ["plan.html#v2", "https://e.x/p", "mailto:x@e.x", None, None, None]
+    srcs = [a.get("src") for t, a in elements(out) if t == "img"]
+    assert srcs == [None, "https://e.x/i.png"]
+
+
+def _site_markdown(out: Path) -> markdown.Markdown:
+    """Python-Markdown configured as the generated mkdocs.yml configures MkDocs."""
+    config = yaml.safe_load((out / "mkdocs.yml").read_text())
+    names, configs = [], {}
+    for ext in config["markdown_extensions"]:
+        if isinstance(ext, dict):
+            (name, options), = ext.items()
+            names.append(name)
+            configs[name] = options or {}
+        else:
+            names.append(ext)
+    return markdown.Markdown(extensions=names, extension_configs=configs)
+
+
+def _assert_pages_inert(out: Path) -> None:
+    md = _site_markdown(out)
+    for page in (out / "docs").rglob("*.md"):
+        source = page.read_text()
+        front, _, body = source.partition("\n---\n")
+        meta = yaml.safe_load(front.removeprefix("---\n"))
+        assert set(meta) <= {"title", "tags", "hide"}
+        for tag in meta.get("tags") or []:
+            assert tag in {"proposal", "accepted", "retracted", "corrected"}
+        rendered = md.reset().convert(body)
+        assert_inert(rendered, PAGE_TAGS, PAGE_ATTRIBUTES)
+        for tag, attrs in elements(rendered):
+            for name, value in attrs.items():
+                # Record text may sit in a text-only attribute (a tooltip, a filter key),
+                # escaped; nowhere else.
+                if "__pwned" in value:
+                    assert name in {"title", "value", "datetime"} or name.startswith("data-"), \
+                        (tag, name, value)
+
+
+def test_hostile_record_pages_carry_no_live_markup(tmp_path: Path) -> None:
+    record = hostile_record(tmp_path / "rec")
+    result = sitegen.write_docs(record, tmp_path / "out")
+    assert result.topics == 1
+    _assert_pages_inert(tmp_path / "out")
+    # The hostile strings are still there, as text for a reader.
+    evil = (tmp_path / "out" / "docs" / "artifacts" / "web" / "evil.md").read_text()
+    assert html.escape("<script>window.__pwned='script'</script>") in evil
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(author=hostile_text, summary=hostile_text, body=hostile_text, why=hostile_text)
+def test_hand_written_files_with_hostile_fields_stay_inert(
+        tmp_path_factory: pytest.TempPathFactory, author: str, summary: str, body: str,
+        why: str) -> None:
+    from atlas_files import frontmatter, leases
+
+    root = tmp_path_factory.mktemp("hostile")
+    record = Record.init(root / "rec", ["web"])
+    stream = record.artifact_stream("t", "web")
+    raw = clean_str(body).encode("utf-8", "replace")
+    meta = {"name": "t", "version": 1, "based_on": 0, "author": clean_str(author),
+            "written_at": timeutil.format_time(timeutil.now()), "summary": clean_str(summary),
+            "digest": frontmatter.digest_of(raw)}
+    stream.folder.mkdir(parents=True)
+    stream.path(1).write_bytes(frontmatter.render(meta, raw))
+    printable = "".join(ch for ch in why if unicodedata.category(ch) not in ("Cc", "Cs"))
+    one_line = " ".join(printable.split())[:400] or "x"  # leases refuse control characters
+    leases.claim(record, "box", holder="alice", duration_s=60, why=one_line)
+    sitegen.write_docs(record, root / "out")
+    _assert_pages_inert(root / "out")
+
+
+def test_a_tampered_cache_is_still_sanitised(tmp_path: Path) -> None:
+    import json
+
+    record = Record.init(tmp_path / "rec", ["web"])
+    record.put("t", "# Plain\n\nnothing to see\n", author="alice")
+    record.put("t", "# Plain\n\nstill nothing\n", author="alice", expect=1)
+    out = tmp_path / "out"
+    sitegen.write_docs(record, out)
+    cache_file = out / ".atlas-cache" / "bodies.json"
+    data = json.loads(cache_file.read_text())
+    bodies = data["bodies"]
+    (body_key,) = [k for k in bodies if not k.startswith("diff:")]
+    (diff_key,) = [k for k in bodies if k.startswith("diff:")]
+    assert "still nothing" in bodies[body_key] and "+still nothing" in bodies[diff_key]
+    bodies[body_key] = "<p>cached</p><script>window.__pwned=1</script><img src=x onerror=y>"
+    bodies[diff_key] = "+<script>window.__pwned=2</script>\n"
+    cache_file.write_text(json.dumps(data))
+    sitegen.write_docs(record, out)
+    page = (out / "docs" / "artifacts" / "web" / "t.md").read_text()
+    assert "<p>cached</p>" in page and "__pwned=2" in page  # the cache was used ...
+    assert "<script" not in page and "onerror" not in page  # ... and sanitised again

@@ -1,0 +1,68 @@
+"""`atlas site serve`: a live-reloading server whose pages follow the record."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from cdp import free_port
+
+from atlas_files.record import Record
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, ""
+    except OSError:
+        return 0, ""
+
+
+def _wait_for(url: str, needle: str, proc: subprocess.Popen[bytes], timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the server exited"
+        status, body = _get(url)
+        if status == 200 and needle in body:
+            return body
+        time.sleep(0.5)
+    raise AssertionError(f"{url} never showed {needle!r}")
+
+
+def test_serve_rebuilds_when_the_record_changes(tmp_path: Path) -> None:
+    record = Record.init(tmp_path / "rec", ["web"])
+    record.put("first", "the first topic\n", author="alice")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "site", "serve",
+         "--out", str(tmp_path / "out"), "--dev-addr", f"127.0.0.1:{port}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        home = _wait_for(f"{base}/index.html", "first", proc, 120)
+        assert "livereload" in home  # MkDocs injects its reload script when serving
+        record.put("second", "a topic written while the server runs\n", author="bob")
+        page = _wait_for(f"{base}/artifacts/web/second.html", "while the server runs", proc,
+                         120)
+        assert "bob" in page
+        _wait_for(f"{base}/artifacts/index.html", "second", proc, 30)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+    text = out.decode("utf-8", "replace")
+    assert "Traceback" not in text, text[-3000:]
+    assert "the record changed" in text
