@@ -1,0 +1,149 @@
+"""`atlas check`: find what a hand edit got wrong, in a record or in any repository.
+
+Four entry points, one report format (see findings.py for the codes):
+
+* ``check_record``: the whole record, or some PATHs of it, read from disk. ``fix`` stamps
+  missing digests and removes crash debris, nothing else.
+* ``check_staged``: for a commit (git's index): the record checks on the changed files of
+  any record in the repository, immutable files changed, deleted or renamed, and Markdown
+  moved or deleted while still linked.
+* ``check_links``: broken relative links and anchors in any Markdown files.
+* ``check_versions``: version skips in any ``*.vN.*`` family (and, staged, edits to them).
+
+Every check reads one file at a time and turns what it cannot read into a finding: one
+broken file never hides the findings in the others.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from atlas_files.check.findings import CODES, ERROR, WARNING, Finding, Report
+from atlas_files.errors import BadInput, NotFound
+
+__all__ = [
+    "CODES", "ERROR", "WARNING", "Finding", "Report", "check_links", "check_record",
+    "check_staged", "check_versions", "find_record",
+]
+
+OnFinding = Callable[[Finding], None] | None
+CONFIG_NAME = "atlas.yaml"
+
+
+def _abs(path: str | os.PathLike[str]) -> Path:
+    return Path(path).resolve()
+
+
+def find_record(record_path: str | None = None, paths: Sequence[str] = ()) -> Path:
+    """The record to check: ``record_path`` ($ATLAS_RECORD), else the nearest folder holding
+    atlas.yaml above the first PATH, else above the current folder."""
+    if not record_path:
+        record_path = os.environ.get("ATLAS_RECORD") or None
+    if record_path:
+        root = _abs(record_path)
+        if not (root / CONFIG_NAME).is_file():
+            raise NotFound(f"no record at {record_path} (it has no {CONFIG_NAME})",
+                           hint="point --record at the folder holding atlas.yaml")
+        return root
+    starts = [_abs(paths[0])] if paths else []
+    starts.append(Path.cwd().resolve())
+    for start in starts:
+        for folder in (start, *start.parents):
+            if (folder / CONFIG_NAME).is_file():
+                return folder
+    raise NotFound(
+        "no record here: no folder above holds an atlas.yaml",
+        hint="pass --record PATH; to check links or version names anywhere, use "
+        "--links-only or --versions-only",
+    )
+
+
+def check_record(
+    root: Path, paths: Sequence[str | os.PathLike[str]] = (), *, fix: bool = False,
+    on_finding: OnFinding = None, base: Path | None = None,
+) -> Report:
+    from atlas_files.check.context import make_context
+    from atlas_files.check.sources import DiskSource
+    from atlas_files.check.walk import Scope, check_tree
+
+    root = _abs(root)
+    wanted = [_abs(p) for p in paths]
+    for p in wanted:
+        if p != root and root not in p.parents:
+            raise BadInput(f"{p} is not inside the record at {root}",
+                           hint="to check links or version names outside a record, use "
+                           "--links-only or --versions-only")
+        if not p.exists():
+            raise NotFound(f"{p} does not exist", hint="check the path")
+    report = Report(base=base, on_finding=on_finding)
+    check_tree(make_context(root, report, DiskSource(nofollow=True), fix),
+               Scope(wanted or None))
+    return report
+
+
+def _expand(paths: Iterable[Path], keep: Callable[[str], bool]) -> list[Path]:
+    """Files among ``paths``, folders walked (hidden folders such as .git skipped)."""
+    out: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            for folder, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                out.extend(Path(folder) / f for f in sorted(files) if keep(f))
+        elif path.exists():
+            out.append(path)
+        else:
+            raise NotFound(f"{path} does not exist", hint="check the path")
+    return out
+
+
+def check_links(paths: Sequence[str | os.PathLike[str]] = (), *, on_finding: OnFinding = None,
+                base: Path | None = None) -> Report:
+    """Broken relative links and anchors in the Markdown files among ``paths`` (default:
+    the current folder's tree), record or not."""
+    from atlas_files.check.links import LinkChecker, is_markdown
+
+    report = Report(base=base, on_finding=on_finding)
+    files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_markdown)
+    LinkChecker(report).check_files(f for f in files if is_markdown(f))
+    return report
+
+
+def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
+                   on_finding: OnFinding = None, base: Path | None = None) -> Report:
+    """Version skips in the ``*.vN.*`` families of the files among ``paths``."""
+    from atlas_files.check.families import check_families, is_versioned
+    from atlas_files.check.sources import DiskSource
+
+    report = Report(base=base, on_finding=on_finding)
+    files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_versioned)
+    check_families(report, DiskSource(), files)
+    return report
+
+
+def check_staged(
+    cwd: Path | None = None, *, mode: str = "record", record_path: str | None = None,
+    paths: Sequence[str | os.PathLike[str]] = (), on_finding: OnFinding = None,
+    base: Path | None = None,
+) -> Report:
+    """What the commit being made (git's index) gets wrong. ``mode``: "record" (the record
+    checks on changed files, immutable files, moved links), "links" (links in ``paths`` or
+    the staged Markdown, moved links) or "versions" (``*.vN.*`` families)."""
+    from atlas_files.check import staged
+
+    here = (cwd or Path.cwd()).resolve()
+    repo = staged.repo_root(here)
+    report = Report(base=base, on_finding=on_finding)
+    changes = staged.staged_changes(repo)
+    given = [_abs(p) for p in paths]
+    from atlas_files.check import gitmodes
+
+    if mode == "links":
+        gitmodes.staged_links(report, repo, changes, given)
+    elif mode == "versions":
+        gitmodes.staged_versions(report, repo, changes, given)
+    else:
+        explicit = find_record(record_path) if record_path else None
+        gitmodes.staged_record(report, repo, changes, given, explicit)
+    return report

@@ -1,0 +1,169 @@
+"""What a check reports: one finding per problem, each with a stable code.
+
+Codes never change meaning once published (scripts and hooks match on them); a new kind of
+problem gets a new code. The table here is the one docs/check.md shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ERROR = "error"
+WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    severity: str
+    title: str
+    hint: str
+
+
+_TABLE = (
+    Code("ATL001", ERROR, "file does not match its kind's JSON Schema",
+         "fix the field named; `schemas/` holds the schema of each kind"),
+    Code("ATL002", ERROR, "file cannot be read as its kind",
+         "restore the file (from git or a backup); versions and entries are never edited"),
+    Code("ATL003", ERROR, "version skip: versions are not 1..N without a gap",
+         "name a new version after the newest one (N+1); never skip a number"),
+    Code("ATL004", ERROR, "file name disagrees with its contents, or two files claim one name",
+         "a version file is NAME.vNNNN.md with the same name and version in its front matter"),
+    Code("ATL005", ERROR, "edited in place: the body no longer matches its digest",
+         "versions are immutable; restore this one and write the next version instead"),
+    Code("ATL006", WARNING, "no digest yet (a hand-written file not stamped)",
+         "run `atlas check --fix` to stamp the digest and make the file read-only"),
+    Code("ATL007", ERROR, "version jump: based_on is older than the version before",
+         "read the versions written since, merge them into your text, and write again"),
+    Code("ATL008", WARNING, "version jump in a superseded version (history)",
+         "check that a later version carries what the skipped one said"),
+    Code("ATL009", ERROR, "based_on is not below the version",
+         "based_on names the version you read before writing: version - 1, or 0 for the first"),
+    Code("ATL010", ERROR, "broken link: the target file does not exist",
+         "fix the link (paths are relative to the linking file), or restore the target"),
+    Code("ATL011", ERROR, "broken anchor: the target has no such heading",
+         "link to an existing heading (anchors are lowercase, words joined by '-')"),
+    Code("ATL012", WARNING, "stale link: the version linked has been superseded",
+         "read the newest version and link it if it is what you mean"),
+    Code("ATL013", ERROR, "link to a retracted version",
+         "its author withdrew it; link a version that stands, or say why you rely on it"),
+    Code("ATL014", ERROR, "dangling reference: the version or entry does not exist",
+         "`atlas ls`, `atlas history NAME` and `atlas decisions` show what exists"),
+    Code("ATL015", WARNING, "an entry builds on a retracted version",
+         "if the decision no longer stands, record a new decision or a correction of it"),
+    Code("ATL020", ERROR, "lease longer than the record's cap",
+         "leases cap at lease_cap in atlas.yaml; claim again for a shorter time"),
+    Code("ATL021", ERROR, "lease claimed in the future beyond the clock tolerance",
+         "check the clock of the machine that wrote it; break the lease if it is wrong"),
+    Code("ATL030", WARNING, "crash debris: a temp file older than an hour",
+         "`atlas check --fix` removes it; readers already ignore it"),
+    Code("ATL031", WARNING, "status longer than the record's status_limit",
+         "keep the status short; move detail into an artifact and link it"),
+    Code("ATL032", WARNING, "stray file in a record folder (readers ignore it)",
+         "move it elsewhere, or name it as this folder's files are named"),
+    Code("ATL033", WARNING, "project folder not listed in atlas.yaml",
+         "add the project with `atlas init RECORD --project NAME`"),
+    Code("ATL034", ERROR, "misnamed version file: readers do not see it",
+         "name versions NAME.vNNNN.md: four digits at least, no extra leading zero"),
+    Code("ATL040", ERROR, "commit edits an immutable file (a version or an entry)",
+         "restore it (`git restore --staged --worktree PATH`) and write the next version or "
+         "a correction"),
+    Code("ATL041", ERROR, "commit deletes or renames an immutable file (a version or an entry)",
+         "restore it (`git restore --staged --worktree PATH`); history is never removed"),
+    Code("ATL042", ERROR, "commit moves or deletes a Markdown file that is still linked",
+         "fix the links in the same commit that moves the files"),
+    Code("ATL099", ERROR, "the checker failed on this file (a bug in atlas)",
+         "report it with the file; the other files were still checked"),
+)
+CODES: dict[str, Code] = {c.code: c for c in _TABLE}
+
+
+@dataclass(frozen=True)
+class Finding:
+    path: str
+    line: int
+    code: str
+    message: str
+    hint: str = ""
+    severity: str = ""
+
+    def __post_init__(self) -> None:
+        known = CODES[self.code]
+        if not self.severity:
+            object.__setattr__(self, "severity", known.severity)
+        if not self.hint:
+            object.__setattr__(self, "hint", known.hint)
+
+    def line_text(self) -> str:
+        return f"{self.path}:{self.line}: {self.code} {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path, "line": self.line, "code": self.code,
+            "severity": self.severity, "message": self.message, "hint": self.hint,
+        }
+
+
+@dataclass
+class Report:
+    """Collects findings as they are made; ``on_finding`` lets a caller print them at once.
+
+    ``base`` is the folder paths are shown relative to (the current folder, usually), so a
+    line reads like a compiler's and an editor can jump to it.
+    """
+
+    base: Path | None = None
+    on_finding: Callable[[Finding], None] | None = None
+    findings: list[Finding] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+    files: int = 0
+    _seen: set[tuple[str, int, str, str]] = field(default_factory=set, repr=False)
+    # Paths (as shown) with at least one finding: --fix leaves such a file alone.
+    flagged: set[str] = field(default_factory=set, repr=False)
+
+    def show(self, path: Path | str) -> str:
+        text = str(path)
+        if self.base is not None and isinstance(path, Path) and path.is_absolute():
+            try:
+                return str(path.relative_to(self.base))
+            except ValueError:
+                return text
+        return text
+
+    def add(self, path: Path | str, line: int, code: str, message: str, hint: str = "") -> None:
+        shown = self.show(path)
+        key = (shown, line, code, message)
+        if key in self._seen:  # the same problem reached by two routes is one finding
+            return
+        self._seen.add(key)
+        self.flagged.add(shown)
+        finding = Finding(shown, max(int(line), 1), code, message, hint)
+        self.findings.append(finding)
+        if self.on_finding is not None:
+            self.on_finding(finding)
+
+    def has_findings(self, path: Path | str) -> bool:
+        return self.show(path) in self.flagged
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.severity == ERROR)
+
+    @property
+    def warnings(self) -> int:
+        return sum(1 for f in self.findings if f.severity == WARNING)
+
+    @property
+    def ok(self) -> bool:
+        return self.errors == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "findings": [f.to_json() for f in self.findings],
+            "fixed": list(self.fixed),
+            "files": self.files,
+        }

@@ -1,0 +1,70 @@
+"""``--fix``: the only repairs that are safe without a person deciding.
+
+Stamping a digest on a hand-written file that has none changes nothing it says: the line
+is added to the front matter, the body stays byte for byte, and the file is published
+read-only like every version. A file that has any other finding is left alone, since
+stamping it would bless what is wrong with it. The rewrite replaces the file atomically;
+that is safe here because a file without a digest has never been stamped, so nothing can
+have relied on its exact bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from atlas_files import frontmatter, fsio
+from atlas_files.check.context import Context
+
+
+def _with_digest(data: bytes, parsed: frontmatter.Parsed, digest: str) -> bytes:
+    lines = data.split(b"\n")
+    closing = parsed.body_line - 2  # index of the closing '---' line
+    newline = b"\r" if lines[closing].endswith(b"\r") else b""
+    lines.insert(closing, b"digest: " + json.dumps(digest).encode() + newline)
+    return b"\n".join(lines)
+
+
+def _stamp(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parsed,
+           digest: str, check: Callable[[bytes], bool]) -> None:
+    new = _with_digest(data, parsed, digest)
+    if not check(new):  # never write a file that would not read back as stamped
+        ctx.report.add(path, 1, "ATL006", "has no digest, and stamping it failed; "
+                       "add the digest line by hand")
+        return
+    try:
+        current = path.read_bytes()
+    except OSError:
+        return
+    if current != data:  # changed while we looked: leave it to the next run
+        return
+    fsio.replace_atomic(path, new, mode=0o444)
+    ctx.report.fixed.append(f"stamped the digest of {ctx.report.show(path)} (now read-only)")
+
+
+def stamp_version(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parsed) -> None:
+    digest = frontmatter.digest_of(parsed.body)
+
+    def ok(new: bytes) -> bool:
+        try:
+            return frontmatter.parse(new).digest_ok is True
+        except frontmatter.FrontMatterError:
+            return False
+
+    _stamp(ctx, path, data, parsed, digest, ok)
+
+
+def stamp_entry(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parsed) -> None:
+    from atlas_files import entries
+
+    digest = entries.digest_of_entry(dict(parsed.meta), parsed.body)
+
+    def ok(new: bytes) -> bool:
+        try:
+            again = frontmatter.parse(new)
+        except frontmatter.FrontMatterError:
+            return False
+        return again.meta.get("digest") == entries.digest_of_entry(dict(again.meta), again.body)
+
+    _stamp(ctx, path, data, parsed, digest, ok)

@@ -1,0 +1,143 @@
+"""What exists in a record, learnt from folder listings only and cached per folder.
+
+References (``NAME@vN``, entry ids) and links to version files are judged against this:
+does the version exist, is it the newest, was it retracted. Only numbers and names are
+kept, never bodies, so memory grows with the number of topics, not with their files.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from atlas_files.check.sources import Source
+from atlas_files.names import ENTRY_ID_PATTERN
+
+VERSION_FILE_RE = re.compile(r"^(?P<name>.+)\.v(?P<num>\d+)\.md$")
+# An entry file: ``<id>.md`` (as entries.is_entry_file, without importing entries).
+ENTRY_FILE_RE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
+
+
+def canonical_number(digits: str) -> bool:
+    """Readers see ``plan.v0002.md``, never ``plan.v2.md`` or ``plan.v00002.md``: four
+    digits at least, and no extra leading zero (as documents.Stream reads a folder)."""
+    return digits.isascii() and (len(digits) == 4 or (len(digits) > 4 and digits[0] != "0"))
+
+
+def is_entry_file(name: str) -> bool:
+    return ENTRY_FILE_RE.match(name) is not None
+
+
+@dataclass(frozen=True)
+class VersionPath:
+    project: str
+    name: str  # the topic, or "status"
+    version: int
+
+    @property
+    def ref(self) -> str:
+        return f"{self.name}@v{self.version}"
+
+
+@dataclass(frozen=True)
+class RefState:
+    state: str  # ok | missing | superseded | retracted | bad
+    detail: str = ""
+
+
+class RecordIndex:
+    def __init__(self, root: Path, source: Source) -> None:
+        self.root = root
+        self.source = source
+        self._versions = lru_cache(maxsize=8192)(self._versions_uncached)
+        self._entry_ids = lru_cache(maxsize=256)(self._entry_ids_uncached)
+        self._retracted = lru_cache(maxsize=256)(self._retracted_uncached)
+
+    def stream_folder(self, project: str, name: str) -> Path:
+        if name == "status":
+            return self.root / "projects" / project / "status"
+        return self.root / "projects" / project / "artifacts" / name
+
+    def versions(self, project: str, name: str) -> tuple[int, ...]:
+        return self._versions(project, name)
+
+    def _versions_uncached(self, project: str, name: str) -> tuple[int, ...]:
+        found = set()
+        for entry in self.source.listdir(self.stream_folder(project, name)):
+            m = VERSION_FILE_RE.match(entry)
+            if m and m.group("name") == name and canonical_number(m.group("num")):
+                found.add(int(m.group("num")))
+        return tuple(sorted(found))
+
+    def latest(self, project: str, name: str) -> int:
+        versions = self.versions(project, name)
+        return versions[-1] if versions else 0
+
+    def _entry_ids_uncached(self, project: str) -> frozenset[str]:
+        ids = set()
+        for sub in ("decisions", "corrections"):
+            for entry in self.source.listdir(self.root / "projects" / project / sub):
+                if is_entry_file(entry):
+                    ids.add(entry[:-3])
+        return frozenset(ids)
+
+    def has_entry(self, project: str, entry_id: str) -> bool:
+        return entry_id in self._entry_ids(project)
+
+    def _retracted_uncached(self, project: str) -> frozenset[str]:
+        try:
+            from atlas_files import corrections
+            from atlas_files.record import Record
+
+            return frozenset(corrections.retracted_refs(Record(self.root), project))
+        except Exception:  # noqa: BLE001 - damaged entries are reported where they lie
+            return frozenset()
+
+    def retracted(self, project: str) -> frozenset[str]:
+        return self._retracted(project)
+
+    def version_of_path(self, path: Path) -> VersionPath | None:
+        """The stream version a path inside the record is, if it is one."""
+        try:
+            parts = path.relative_to(self.root).parts
+        except ValueError:
+            return None
+        m = VERSION_FILE_RE.match(parts[-1]) if parts else None
+        if not m or parts[0] != "projects":
+            return None
+        name = m.group("name")
+        if len(parts) == 4 and parts[2] == "status" and name == "status":
+            return VersionPath(parts[1], "status", int(m.group("num")))
+        if len(parts) == 5 and parts[2] == "artifacts" and parts[3] == name:
+            return VersionPath(parts[1], name, int(m.group("num")))
+        return None
+
+    def ref_state(self, project: str, text: object, *, current: bool) -> RefState:
+        """How a reference stands. Staleness is asked for only where ``current`` (it can be
+        acted on there: an old version's references are history)."""
+        from atlas_files.names import is_entry_id, is_name
+
+        if not isinstance(text, str):
+            return RefState("bad", f"{text!r} is not a reference")
+        value = text.strip()
+        if is_entry_id(value):
+            if self.has_entry(project, value):
+                return RefState("ok")
+            return RefState("missing", f"no entry {value} in project {project}")
+        name, at, number = value.partition("@v")
+        if not at or not number.isdigit() or not is_name(name) or int(number) < 1:
+            return RefState("bad", f"{value!r} is not NAME@vN, status@vN or an entry id")
+        version = int(number)
+        versions = self.versions(project, name)
+        if version not in versions:
+            label = "the status" if name == "status" else f"topic {name!r}"
+            has = f"it is at v{versions[-1]}" if versions else "it has no versions"
+            return RefState("missing", f"{label} of project {project} has no v{version} ({has})")
+        ref = f"{name}@v{version}"
+        if ref in self.retracted(project):
+            return RefState("retracted", f"{ref} was retracted")
+        if current and version < versions[-1]:
+            return RefState("superseded", f"{ref} is superseded: v{versions[-1]} exists")
+        return RefState("ok")

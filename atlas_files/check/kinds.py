@@ -1,0 +1,240 @@
+"""Checks of the record's other kinds: atlas.yaml, entries, lease generations, live rows."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from atlas_files import frontmatter, fsio, timeutil
+from atlas_files.check import debris, refs
+from atlas_files.check.context import Context, per_file, why_unreadable
+from atlas_files.check.index import is_entry_file
+from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
+from atlas_files.check.versions import is_private
+
+_GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
+ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction"}
+
+
+@per_file
+def check_config(ctx: Context, path: Path) -> None:
+    import yaml
+
+    ctx.report.files += 1
+    try:
+        text = ctx.source.read(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        ctx.report.add(path, 1, "ATL002", f"not UTF-8 text (byte {exc.start})")
+        return
+    except OSError as exc:
+        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
+        return
+    try:
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        ctx.report.add(path, line, "ATL002", short(f"not valid YAML: {exc}"))
+        return
+    data = plain(data)
+    lines = text.split("\n")
+    if not validate(ctx.report, path, "config", data, lambda: key_lines(lines)):
+        return
+    where = key_lines(lines)
+    if data["default_project"] not in data["projects"]:
+        ctx.report.add(path, where.get("default_project", 1), "ATL001",
+                       f"default_project {data['default_project']!r} is not one of projects")
+    cap = data.get("lease_cap")
+    if isinstance(cap, str) and cap:
+        try:
+            if timeutil.parse_duration(cap) > 24 * 3600:
+                ctx.report.add(path, where.get("lease_cap", 1), "ATL001",
+                               f"lease_cap {cap} is over the most allowed, 24h")
+        except ValueError:
+            pass
+
+
+@per_file
+def check_row(ctx: Context, path: Path, kind: str, key: str) -> None:
+    """A live row (receipt, telemetry): its schema, and ``key`` naming the file's stem."""
+    ctx.report.files += 1
+    try:
+        data = ctx.source.read(path)
+    except OSError as exc:
+        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
+        return
+    value = load_json(ctx.report, path, data)
+    if value is None:
+        return
+    lines = json_lines(data.decode("utf-8", "replace"))
+    if validate(ctx.report, path, kind, value, lines) and value.get(key) != path.stem:
+        ctx.report.add(path, lines().get(key, 1), "ATL004",
+                       f"{key} is {value.get(key)!r}, but the file is named {path.name}")
+
+
+def check_entry_folder(ctx: Context, folder: Path, project: str, kind: str,
+                       only: set[str] | None = None) -> None:
+    for name in sorted(ctx.source.listdir(folder)):
+        if only is not None and name not in only:
+            continue
+        path = folder / name
+        if fsio.is_temp(name):
+            debris.check_temp(ctx, path)
+        elif is_entry_file(name):
+            check_entry(ctx, path, project, kind)
+        elif ctx.source.is_file(path) and not is_private(name):
+            ctx.report.add(path, 1, "ATL032",
+                           f"{name} is not a {kind} entry (<id>.md): readers ignore it")
+
+
+@per_file
+def check_entry(ctx: Context, path: Path, project: str, kind: str) -> None:
+    from atlas_files import entries
+
+    report = ctx.report
+    report.files += 1
+    try:
+        data = ctx.source.read(path)
+        parsed = frontmatter.parse(data)
+        parsed.body.decode("utf-8")
+    except OSError as exc:
+        report.add(path, 1, "ATL002", f"cannot read this entry: {why_unreadable(exc)}")
+        return
+    except frontmatter.FrontMatterError as exc:
+        report.add(path, exc.line, "ATL002", str(exc))
+        return
+    except UnicodeDecodeError:
+        report.add(path, parsed.body_line, "ATL002", "the body is not UTF-8 text")
+        return
+    meta = plain(parsed.meta)
+    head = data.decode("utf-8", "replace").split("\n")[1: parsed.body_line - 2]
+    lines = lambda: key_lines(head, 2)  # noqa: E731
+    clean = validate(report, path, kind, meta, lines, 2)
+    stem = path.name[:-3]  # <id>.md
+    if isinstance(meta.get("id"), str) and meta["id"] != stem:
+        clean = False
+        report.add(path, lines().get("id", 2), "ATL004",
+                   f"the entry's id is {meta['id']}, but the file is named {path.name}")
+    if isinstance(meta.get("project"), str) and meta["project"] != project:
+        clean = False
+        report.add(path, lines().get("project", 2), "ATL004",
+                   f"the entry says project {meta['project']!r}, but lies in project {project!r}")
+    _entry_refs(ctx, path, project, meta, lines)
+    stated = parsed.meta.get("digest")
+    if stated is not None:
+        if stated != entries.digest_of_entry(dict(parsed.meta), parsed.body):
+            report.add(path, lines().get("digest", 2), "ATL005",
+                       "this entry was edited after it was written: its fields or body no "
+                       "longer match its digest (entries are immutable; write a correction)")
+    elif ctx.fix and clean and not report.has_findings(path):
+        from atlas_files.check import fix
+
+        fix.stamp_entry(ctx, path, data, parsed)
+    else:
+        report.add(path, 1, "ATL006", "this entry has no digest yet: an edit of it cannot "
+                   "be detected")
+
+
+def _entry_refs(ctx: Context, path: Path, project: str, meta: dict[str, Any],
+                lines: Any) -> None:
+    if isinstance(meta.get("links"), list):
+        refs.check_meta_links(ctx, path, project, meta["links"], lines().get("links", 2),
+                              current=False, entry=True)
+    if "accepts" in meta:
+        refs.check_ref(ctx, path, lines().get("accepts", 2), project, meta["accepts"],
+                       current=False, field="accepts:", entry=True)
+    if "ref" in meta:
+        # A correction or retraction names what it corrects; only its existence matters
+        # (a retraction's own target is retracted by definition).
+        state = ctx.index.ref_state(project, meta["ref"], current=False)
+        if state.state in ("missing", "bad"):
+            ctx.report.add(path, lines().get("ref", 2), "ATL014",
+                           f"ref: {meta['ref']!r}: {state.detail}")
+
+
+def check_lease_folder(ctx: Context, folder: Path, only: set[str] | None = None) -> None:
+    found: list[tuple[int, str]] = []
+    for name in sorted(ctx.source.listdir(folder)):
+        path = folder / name
+        m = _GENERATION_RE.match(name)
+        if m:
+            found.append((int(m.group(1)), name))
+        elif fsio.is_temp(name):
+            debris.check_temp(ctx, path)
+        elif (only is None or name in only) and ctx.source.is_file(path) \
+                and not is_private(name):
+            ctx.report.add(path, 1, "ATL032",
+                           f"{name} is not a lease generation (gNNNNNNNN.json): readers ignore it")
+    found.sort()
+    expected = 1
+    for position, (number, name) in enumerate(found):
+        newest = position == len(found) - 1
+        if only is not None and name not in only and not newest:
+            expected = number + 1
+            continue
+        if number > expected:
+            ctx.report.add(folder / name, 1, "ATL003",
+                           f"generation skip: {name} follows generation {expected - 1}; "
+                           f"generation {expected} is missing",
+                           "generations are never deleted; restore the missing one")
+        expected = number + 1
+        check_generation(ctx, folder / name, number, newest=newest)
+
+
+@per_file
+def check_generation(ctx: Context, path: Path, number: int, *, newest: bool) -> None:
+    ctx.report.files += 1
+    try:
+        data = ctx.source.read(path)
+    except OSError as exc:
+        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
+        return
+    value = load_json(ctx.report, path, data)
+    if value is None:
+        return
+    lines = json_lines(data.decode("utf-8", "replace"))
+    if not validate(ctx.report, path, "lease", value, lines):
+        return
+    if value["resource"] != path.parent.name:
+        ctx.report.add(path, lines().get("resource", 1), "ATL004",
+                       f"it names resource {value['resource']!r}, but lies in the folder of "
+                       f"{path.parent.name!r}")
+    if value["generation"] != number:
+        ctx.report.add(path, lines().get("generation", 1), "ATL004",
+                       f"it says generation {value['generation']}, the file name says {number}")
+    if newest and value["action"] != "release":
+        _lease_times(ctx, path, value, lines)
+
+
+def _time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return timeutil.parse_time(value)
+    except ValueError:
+        return None
+
+
+def _lease_times(ctx: Context, path: Path, value: dict[str, Any], lines: Any) -> None:
+    cap = ctx.limits.lease_cap_s
+    written, expires = _time(value.get("written_at")), _time(value.get("expires_at"))
+    duration = value.get("duration_s")
+    asked = (expires - written).total_seconds() if written and expires else None
+    longest = max(x for x in (duration, asked, 0.0) if isinstance(x, int | float))
+    if longest > cap + 1:  # a second of rounding in the stored times
+        ctx.report.add(path, lines().get("expires_at", 1), "ATL020",
+                       f"this lease runs {timeutil.format_duration(longest)}, longer than the "
+                       f"record's cap of {timeutil.format_duration(cap)}",
+                       f"break it (`atlas lease break {value['resource']} --why TEXT`) and "
+                       "claim again for at most the cap")
+    stamps = [t for t in (_time(value.get("claimed_at")), written) if t is not None]
+    if stamps:
+        ahead = (max(stamps) - ctx.now).total_seconds()
+        if ahead > ctx.limits.clock_tolerance_s:
+            ctx.report.add(path, lines().get("claimed_at", 1), "ATL021",
+                           f"this lease was claimed {timeutil.format_duration(ahead)} in the "
+                           "future (clock tolerance "
+                           f"{timeutil.format_duration(ctx.limits.clock_tolerance_s)}): its "
+                           "expiry cannot be trusted")

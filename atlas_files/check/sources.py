@@ -1,0 +1,194 @@
+"""Where a check reads files from: the folder on disk, or git's index (what a commit holds).
+
+A commit check must judge what will be committed, not what happens to lie on disk: an
+untracked file would make a broken link look fine, and a hand edit left unstaged would
+make a staged file look different from what is committed. ``IndexSource`` answers from
+the index; it asks git only about folders and files the check actually touches.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Protocol
+
+
+class Source(Protocol):
+    def read(self, path: Path) -> bytes:
+        """The file's bytes; FileNotFoundError if there is no such file."""
+
+    def listdir(self, folder: Path) -> list[str]:
+        """Names of the files directly in ``folder`` (subfolders may be listed too);
+        [] if it does not exist."""
+
+    def is_file(self, path: Path) -> bool: ...
+
+    def is_dir(self, path: Path) -> bool: ...
+
+
+class DiskSource:
+    """Files on disk. ``nofollow``: refuse a symlink as the last part of a path, as the
+    record's readers do (a record never follows a symlink out of itself)."""
+
+    def __init__(self, nofollow: bool = False) -> None:
+        self.nofollow = nofollow
+
+    def read(self, path: Path) -> bytes:
+        if self.nofollow:
+            from atlas_files.fsio import read_nofollow
+
+            return read_nofollow(path)
+        with open(path, "rb") as fh:
+            return fh.read()
+
+    def listdir(self, folder: Path) -> list[str]:
+        try:
+            return os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def is_file(self, path: Path) -> bool:
+        return path.is_file()
+
+    def is_dir(self, path: Path) -> bool:
+        return path.is_dir()
+
+
+def git(args: list[str], cwd: Path, *, input: bytes | None = None) -> bytes:
+    """Run git; raises subprocess.CalledProcessError (with stderr) if it fails."""
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, input=input, capture_output=True, check=True,
+        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+    )
+    return proc.stdout
+
+
+class IndexSource:
+    """Files as the commit being made will hold them, in the git repo at ``root``.
+
+    ``staged`` maps each path the commit changes (repo-relative) to its staged object id,
+    or to None where the commit removes it; every other path is as in HEAD. So a folder is
+    listed from HEAD's tree plus the staged changes, and a file is read by object id or as
+    ``HEAD:path``, all through one ``git cat-file --batch``: git reads its index once (for
+    ``git diff --cached``), not once per question, which on a big repository is most of
+    the cost of a one-file commit check.
+    """
+
+    def __init__(self, root: Path, staged: dict[str, str | None]) -> None:
+        self.root = root
+        self.staged = staged
+        self._listdir = lru_cache(maxsize=4096)(self._listdir_uncached)
+        self._added: dict[str, set[str]] = {}
+        for rel, blob in staged.items():
+            if blob is not None:
+                folder, _, name = rel.rpartition("/")
+                self._added.setdefault(folder, set()).add(name)
+        self._batch: subprocess.Popen[bytes] | None = None
+
+    def rel(self, path: Path) -> str | None:
+        try:
+            rel = path.relative_to(self.root)
+        except ValueError:
+            return None
+        return rel.as_posix()
+
+    def read(self, path: Path) -> bytes:
+        rel = self.rel(path)
+        if rel is None or not self.is_file(path):
+            raise FileNotFoundError(str(path))
+        blob = self.staged.get(rel)
+        data = self._batch_read(blob if blob is not None else f"HEAD:{rel}")
+        if data is None:
+            raise FileNotFoundError(str(path))
+        return data
+
+    def _batch_read(self, spec: str) -> bytes | None:
+        if "\n" in spec:
+            try:
+                return git(["cat-file", "blob", spec], self.root)
+            except subprocess.CalledProcessError:
+                return None
+        if self._batch is None:
+            self._batch = subprocess.Popen(
+                ["git", "cat-file", "--batch"], cwd=self.root, stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+            )
+        proc = self._batch
+        assert proc.stdin is not None and proc.stdout is not None
+        try:
+            proc.stdin.write(os.fsencode(spec) + b"\n")
+            proc.stdin.flush()
+            header = proc.stdout.readline().split()
+            if len(header) != 3 or header[1] != b"blob":
+                return None
+            data = proc.stdout.read(int(header[2]))
+            proc.stdout.read(1)  # the newline after each object
+            return data
+        except (OSError, ValueError):
+            return None
+
+    def close(self) -> None:
+        if self._batch is not None:
+            for pipe in (self._batch.stdin, self._batch.stdout):
+                if pipe is not None:
+                    pipe.close()
+            self._batch.wait()
+            self._batch = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
+            pass
+
+    def _head_tree(self, rel_folder: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(files, subfolders) directly in ``rel_folder`` in HEAD; empty if none."""
+        spec = f"HEAD:{rel_folder}" if rel_folder else "HEAD^{tree}"
+        try:
+            out = git(["ls-tree", "-z", spec], self.root)
+        except subprocess.CalledProcessError:  # no such folder, or no commit yet
+            return (), ()
+        files: list[str] = []
+        folders: list[str] = []
+        for item in out.split(b"\0"):
+            if not item:
+                continue
+            head, _, name = item.partition(b"\t")
+            kind = head.split()[1] if len(head.split()) > 1 else b""
+            (folders if kind == b"tree" else files).append(os.fsdecode(name))
+        return tuple(files), tuple(folders)
+
+    def _listdir_uncached(self, rel_folder: str) -> frozenset[str]:
+        files, _ = self._head_tree(rel_folder)
+        prefix = f"{rel_folder}/" if rel_folder else ""
+        present = {f for f in files if self.staged.get(prefix + f, "") is not None}
+        present.update(self._added.get(rel_folder, ()))
+        return frozenset(present)
+
+    def listdir(self, folder: Path) -> list[str]:
+        """The files (not subfolders) the commit holds directly in ``folder``."""
+        rel = self.rel(folder)
+        if rel is None:
+            return []
+        return sorted(self._listdir("" if rel == "." else rel))
+
+    def is_file(self, path: Path) -> bool:
+        rel = self.rel(path.parent)
+        if rel is None:
+            return False
+        return path.name in self._listdir("" if rel == "." else rel)
+
+    def is_dir(self, path: Path) -> bool:
+        rel = self.rel(path)
+        if rel is None:
+            return False
+        if rel == ".":
+            return True
+        prefix = rel + "/"
+        if any(r.startswith(prefix) for r, blob in self.staged.items() if blob is not None):
+            return True
+        parent, _, name = rel.rpartition("/")
+        return name in self._head_tree(parent)[1]

@@ -1,0 +1,192 @@
+"""Streams of versioned documents (status and topics): numbering, contents, digests, links.
+
+A stream folder must hold ``NAME.v0001.md`` .. ``NAME.vNNNN.md`` without a gap, each file's
+front matter agreeing with its name, each body matching its digest, and each version based
+on the one before it. The newest version is also checked for what can still be acted on:
+links, references to superseded or retracted versions, and the status length limit. Older
+versions are history: a reference in them that has since gone stale is no finding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from pathlib import Path
+from typing import Any
+
+from atlas_files import frontmatter, fsio
+from atlas_files.check import debris, refs
+from atlas_files.check.context import Context, per_file, why_unreadable
+from atlas_files.check.index import VERSION_FILE_RE, canonical_number
+from atlas_files.check.schema import key_lines, plain, validate
+
+
+def check_stream(ctx: Context, folder: Path, project: str, name: str,
+                 only: set[str] | None = None) -> None:
+    """Check the stream in ``folder``. ``only``: file names to check (numbering is still
+    judged on the whole folder, since a gap is a property of the folder)."""
+    found: dict[int, list[str]] = {}
+    for entry in sorted(ctx.source.listdir(folder)):
+        if fsio.is_temp(entry):
+            debris.check_temp(ctx, folder / entry)
+            continue
+        m = VERSION_FILE_RE.match(entry)
+        if m and m.group("name") == name and canonical_number(m.group("num")):
+            found.setdefault(int(m.group("num")), []).append(entry)
+        elif only is None or entry in only:
+            path = folder / entry
+            if not ctx.source.is_file(path) or is_private(entry):
+                continue
+            if m and m.group("name") == name:
+                number = int(m.group("num"))
+                ctx.report.add(path, 1, "ATL034",
+                               f"{entry} is not a version readers see: v{number} of {name!r} "
+                               f"is named {version_filename(name, number)}",
+                               f"rename it to {version_filename(name, number)} (if that "
+                               "number is free; else write the next version)")
+            elif m:
+                ctx.report.add(path, 1, "ATL004",
+                               f"{entry} is named as a version of {m.group('name')!r} but lies "
+                               f"in the folder of {name!r}")
+            else:
+                ctx.report.add(path, 1, "ATL032",
+                               f"{entry} is not a version of {name!r}: readers ignore it")
+    if not found:
+        return
+    numbers = sorted(found)
+    latest = numbers[-1]
+    expected = 1
+    for number in numbers:
+        files = found[number]
+        if only is not None and not any(f in only for f in files):
+            expected = number + 1
+            continue
+        if number > expected:
+            missing = f"v{expected}" if number == expected + 1 else f"v{expected}..v{number - 1}"
+            before = f"after v{expected - 1}" if expected > 1 else "as the first version"
+            ctx.report.add(folder / files[0], 1, "ATL003",
+                           f"version skip: {files[0]} is v{number} {before}; {missing} is "
+                           "missing", _skip_hint(name, expected))
+        expected = number + 1
+        if len(files) > 1:
+            ctx.report.add(folder / files[0], 1, "ATL004",
+                           f"{len(files)} files claim v{number} of {name!r}: "
+                           f"{', '.join(files)}")
+        for entry in files:
+            path = folder / entry
+            check_version_file(ctx, path, project, name, number, latest=latest,
+                               present=found)
+
+
+def version_filename(name: str, version: int) -> str:
+    return f"{name}.v{version:04d}.md"  # as documents.version_filename, without its imports
+
+
+def is_private(name: str) -> bool:
+    """Hidden files (``.atlas-latest``, a hint beside the versions) and lock files belong to
+    the tools, not to the record's contents."""
+    return name.startswith(".") or name.endswith(".lock")
+
+
+def _skip_hint(name: str, expected: int) -> str:
+    return (f"a new version takes the next number: rename it to "
+            f"{version_filename(name, expected)} (and set version: {expected})")
+
+
+@per_file
+def check_version_file(ctx: Context, path: Path, project: str, name: str, number: int,
+                       *, latest: int, present: Container[int] = ()) -> None:
+    """One version file. ``present``: the version numbers its folder holds."""
+    report = ctx.report
+    report.files += 1
+    try:
+        data = ctx.source.read(path)
+    except OSError as exc:
+        report.add(path, 1, "ATL002", f"cannot read this version: {why_unreadable(exc)}")
+        return
+    try:
+        parsed = frontmatter.parse(data)
+    except frontmatter.FrontMatterError as exc:
+        report.add(path, exc.line, "ATL002", str(exc))
+        return
+    meta = plain(parsed.meta)
+    lines = _lazy_lines(data, parsed.body_line)
+    clean = validate(report, path, "version", meta, lines, 2)
+    here = f"v{number}"
+    version = meta.get("version")
+    if meta.get("name") != name and isinstance(meta.get("name"), str):
+        clean = False
+        report.add(path, lines().get("name", 2), "ATL004",
+                   f"the front matter says name {meta['name']!r}, the file is a version of "
+                   f"{name!r}")
+    if isinstance(version, int) and version != number:
+        clean = False
+        report.add(path, lines().get("version", 2), "ATL004",
+                   f"the front matter says version {version}, the file name says {number}")
+    based_on = meta.get("based_on")
+    if isinstance(based_on, int) and not isinstance(based_on, bool):
+        if based_on >= number:
+            clean = False
+            report.add(path, lines().get("based_on", 2), "ATL009",
+                       f"{here} says it is based on v{based_on}, which is not an earlier version")
+        else:
+            # Versions between what the writer read and what it wrote: the writer never read
+            # them. (Missing ones are a version skip, reported on its own.)
+            unread = [v for v in range(max(based_on + 1, 1), number) if v in present]
+            if unread:
+                clean = False
+                code = "ATL007" if number == latest else "ATL008"
+                shown = f"v{unread[0]}" if len(unread) == 1 else f"v{unread[0]}..v{unread[-1]}"
+                report.add(path, lines().get("based_on", 2), code,
+                           f"version jump: {here} is based on v{based_on}, but {shown} was "
+                           f"written before it; you read v{based_on}, but v{unread[0]} exists: "
+                           "read it, merge, write again")
+    body_text = _body_text(ctx, path, parsed)
+    digest_ok = parsed.digest_ok
+    if digest_ok is False:
+        clean = False
+        report.add(path, lines().get("digest", 2), "ATL005",
+                   f"{here} was edited in place: its body no longer matches its digest "
+                   "(versions are immutable; write the next version)")
+    current = number == latest
+    refs.check_meta_links(ctx, path, project, meta.get("links"),
+                          lines().get("links", 2) if meta.get("links") else 2, current=current)
+    if current and body_text is not None:
+        if name == "status" and len(body_text) > ctx.limits.status_limit:
+            report.add(path, parsed.body_line, "ATL031",
+                       f"this status is {len(body_text)} characters, over the record's "
+                       f"status_limit of {ctx.limits.status_limit}")
+        if ctx.links is not None:
+            ctx.links.check_text(path, body_text, parsed.body_line)
+    if digest_ok is None:
+        # Last, so that any other finding on this file (from here or from its folder's
+        # numbering) keeps --fix from stamping it.
+        if ctx.fix and clean and body_text is not None and not report.has_findings(path):
+            from atlas_files.check import fix
+
+            fix.stamp_version(ctx, path, data, parsed)
+        else:
+            report.add(path, 1, "ATL006",
+                       f"{here} has no digest yet: an in-place edit of it cannot be detected")
+
+
+def _body_text(ctx: Context, path: Path, parsed: frontmatter.Parsed) -> str | None:
+    try:
+        return parsed.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        ctx.report.add(path, parsed.body_line, "ATL002",
+                       f"the body is not UTF-8 text (byte {exc.start} of the body)")
+        return None
+
+
+def _lazy_lines(data: bytes, body_line: int) -> Any:
+    cache: dict[str, int] = {}
+    done = [False]
+
+    def get() -> dict[str, int]:
+        if not done[0]:
+            head = data.decode("utf-8", "replace").split("\n")[1: body_line - 2]
+            cache.update(key_lines(head, 2))
+            done[0] = True
+        return cache
+
+    return get

@@ -1,0 +1,186 @@
+"""Walking a record: each folder is listed once, each file read once and then dropped.
+
+Where a file lies says what kind it is (a version, an entry, a lease generation, a live
+row, the config, or plain Markdown); the walk hands it to that kind's check. The whole
+record, some PATHs of it, or just the files a commit changes go through the same
+dispatch, so each way of checking finds the same problems in the files it looks at.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from atlas_files import fsio
+from atlas_files.check import debris, kinds
+from atlas_files.check.context import Context, per_file
+from atlas_files.check.links import is_markdown
+from atlas_files.check.versions import check_stream
+
+ALL, SOME = "all", "some"
+
+
+class Scope:
+    """Which part of the record to check: everything, or the PATHs given."""
+
+    def __init__(self, paths: Iterable[Path] | None = None) -> None:
+        self.paths = None if paths is None else [Path(os.path.abspath(p)) for p in paths]
+
+    def __call__(self, path: Path) -> str | None:
+        if self.paths is None:
+            return ALL
+        some = False
+        for p in self.paths:
+            if path == p or p in path.parents:
+                return ALL
+            if path in p.parents:
+                some = True
+        return SOME if some else None
+
+    def only(self, folder: Path) -> set[str] | None:
+        """None if all of ``folder`` is in scope, else the names of its files that are."""
+        if self(folder) == ALL:
+            return None
+        return {p.name for p in self.paths or () if p.parent == folder}
+
+
+def _dirs(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    # The record never follows a symlink: one leading outside would check another tree.
+    return entry.is_dir(follow_symlinks=False)
+
+
+def check_tree(ctx: Context, scope: Scope) -> None:
+    root = ctx.root
+    for entry in _dirs(root):
+        path = root / entry.name
+        if scope(path) is None:
+            continue
+        name = entry.name
+        if fsio.is_temp(name):
+            debris.check_temp(ctx, path)
+        elif name == "atlas.yaml":
+            kinds.check_config(ctx, path)
+        elif name == "projects" and _is_dir(entry):
+            for project in _dirs(path):
+                if _is_dir(project) and scope(path / project.name):
+                    check_project(ctx, path / project.name, scope)
+        elif name == "leases" and _is_dir(entry):
+            for resource in _dirs(path):
+                where = path / resource.name
+                if _is_dir(resource) and scope(where):
+                    kinds.check_lease_folder(ctx, where, scope.only(where))
+        elif name in ("telemetry", "receipts") and _is_dir(entry):
+            kind = "telemetry" if name == "telemetry" else "receipt"
+            key = "machine" if name == "telemetry" else "identity"
+            for row in _dirs(path):
+                if row.name.endswith(".json") and not _is_dir(row) and scope(path / row.name):
+                    kinds.check_row(ctx, path / row.name, kind, key)
+                elif fsio.is_temp(row.name):
+                    debris.check_temp(ctx, path / row.name)
+        elif _is_dir(entry):
+            if not name.startswith("."):
+                check_plain_tree(ctx, path, scope)
+        elif is_markdown(name):
+            check_markdown(ctx, path)
+
+
+def check_project(ctx: Context, folder: Path, scope: Scope) -> None:
+    project = folder.name
+    if ctx.limits.projects and project not in ctx.limits.projects and scope(folder) == ALL:
+        ctx.report.add(folder, 1, "ATL033",
+                       f"project folder {project!r} is not listed in atlas.yaml: commands "
+                       "refuse it")
+    for entry in _dirs(folder):
+        path = folder / entry.name
+        if not scope(path):
+            continue
+        if entry.name == "status" and _is_dir(entry):
+            check_stream(ctx, path, project, "status", scope.only(path))
+        elif entry.name == "artifacts" and _is_dir(entry):
+            for topic in _dirs(path):
+                where = path / topic.name
+                if _is_dir(topic) and scope(where):
+                    check_stream(ctx, where, project, topic.name, scope.only(where))
+        elif entry.name in kinds.ENTRY_FOLDERS and _is_dir(entry):
+            kinds.check_entry_folder(ctx, path, project, kinds.ENTRY_FOLDERS[entry.name],
+                                     scope.only(path))
+        elif _is_dir(entry):
+            check_plain_tree(ctx, path, scope)
+        elif fsio.is_temp(entry.name):
+            debris.check_temp(ctx, path)
+        elif is_markdown(entry.name):
+            check_markdown(ctx, path)
+
+
+def check_plain_tree(ctx: Context, folder: Path, scope: Scope) -> None:
+    """Any other folder: its Markdown files' links, and crash debris."""
+    for entry in _dirs(folder):
+        path = folder / entry.name
+        if not scope(path):
+            continue
+        if _is_dir(entry):
+            if not entry.name.startswith("."):
+                check_plain_tree(ctx, path, scope)
+        elif fsio.is_temp(entry.name):
+            debris.check_temp(ctx, path)
+        elif is_markdown(entry.name):
+            check_markdown(ctx, path)
+
+
+@per_file
+def check_markdown(ctx: Context, path: Path) -> None:
+    if ctx.links is not None:
+        ctx.report.files += 1
+        ctx.links.check_file(path)
+
+
+def check_changed(ctx: Context, files: Iterable[Path]) -> None:
+    """Check just these files of the record (those a commit adds or changes), each with
+    the folder around it as context (a version skip is a property of its folder)."""
+    groups: dict[Path, set[str]] = defaultdict(set)
+    for path in files:
+        groups[path.parent].add(path.name)
+    for folder, names in sorted(groups.items()):
+        _check_group(ctx, folder, names)
+
+
+def _check_group(ctx: Context, folder: Path, names: set[str]) -> None:
+    try:
+        parts = folder.relative_to(ctx.root).parts
+    except ValueError:
+        return
+    if parts == ():
+        for name in sorted(names):
+            if name == "atlas.yaml":
+                kinds.check_config(ctx, folder / name)
+            elif is_markdown(name):
+                check_markdown(ctx, folder / name)
+        return
+    head = parts[0]
+    if head == "projects" and len(parts) == 3 and parts[2] == "status":
+        check_stream(ctx, folder, parts[1], "status", names)
+    elif head == "projects" and len(parts) == 4 and parts[2] == "artifacts":
+        check_stream(ctx, folder, parts[1], parts[3], names)
+    elif head == "projects" and len(parts) == 3 and parts[2] in kinds.ENTRY_FOLDERS:
+        kinds.check_entry_folder(ctx, folder, parts[1], kinds.ENTRY_FOLDERS[parts[2]], names)
+    elif head == "leases" and len(parts) == 2:
+        kinds.check_lease_folder(ctx, folder, names)
+    elif head in ("telemetry", "receipts") and len(parts) == 1:
+        kind, key = ("telemetry", "machine") if head == "telemetry" else ("receipt", "identity")
+        for name in sorted(names):
+            if name.endswith(".json"):
+                kinds.check_row(ctx, folder / name, kind, key)
+    else:
+        for name in sorted(names):
+            if is_markdown(name):
+                check_markdown(ctx, folder / name)

@@ -1,0 +1,85 @@
+"""`atlas check`: report what a hand edit got wrong, like a linter (exit 1 on any error)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.cli.render import emit_json
+
+
+def _print(finding: Any) -> None:
+    click.echo(finding.line_text())
+    click.echo(f"    {finding.severity}; hint: {finding.hint}")
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
+@click.option("--staged", is_flag=True,
+              help="Check the commit being made (git's index): only what it changes, plus "
+              "edits, deletions and renames of immutable files, and moved Markdown that is "
+              "still linked. For pre-commit hooks.")
+@click.option("--fix", is_flag=True,
+              help="Do what is safe: stamp the digest of a hand-written version or entry "
+              "that has none (and make it read-only), remove crash debris older than an hour.")
+@click.option("--links-only", is_flag=True,
+              help="Only broken relative links and #anchors, in any Markdown files among "
+              "PATHs (default: this folder's tree), record or not.")
+@click.option("--versions-only", is_flag=True,
+              help="Only version skips in any *.vN.* file family among PATHs (default: this "
+              "folder's tree), record or not; with --staged also edits of committed ones.")
+@json_option
+@pass_ctx
+def check(ctx: Context, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
+          versions_only: bool, as_json: bool) -> None:
+    """Check the record (or PATHs in it) for what a hand edit gets wrong.
+
+    Each finding is one line `path:line: CODE message`, then its severity and a hint.
+    Exit 1 if any finding is an error; warnings alone exit 0. Codes are stable (ATL001...);
+    the table is in the docs (check.md). Limits: links are checked offline, so links with
+    a scheme (https:) and site-absolute links (/x) are skipped; links in superseded
+    versions are history and are not checked; leases are judged by the writer's
+    timestamps and this machine's clock.
+    """
+    from atlas_files import check as checks
+    from atlas_files.errors import BadInput
+
+    if links_only and versions_only:
+        raise BadInput("--links-only and --versions-only exclude each other",
+                       hint="run the two checks one after the other")
+    if fix and (staged or links_only or versions_only):
+        raise BadInput("--fix changes files on disk, and only in a whole-record check",
+                       hint="run `atlas check --fix`, then `git add` what it stamped")
+    base = Path.cwd().resolve()
+    on_finding = None if as_json else _print
+    mode = "links" if links_only else "versions" if versions_only else "record"
+    if staged:
+        report = checks.check_staged(mode=mode, record_path=ctx.record_path, paths=paths,
+                                     on_finding=on_finding, base=base)
+    elif links_only:
+        report = checks.check_links(paths, on_finding=on_finding, base=base)
+    elif versions_only:
+        report = checks.check_versions(paths, on_finding=on_finding, base=base)
+    else:
+        root = checks.find_record(ctx.record_path, paths)
+        report = checks.check_record(root, paths, fix=fix, on_finding=on_finding, base=base)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        for line in report.fixed:
+            click.echo(f"fixed: {line}")
+        click.echo(_summary(report))
+    sys.exit(0 if report.ok else 1)
+
+
+def _summary(report: Any) -> str:
+    files = f"{report.files} file{'' if report.files == 1 else 's'}"
+    if not report.findings:
+        return f"atlas check: no findings in {files}"
+    e, w = report.errors, report.warnings
+    return (f"atlas check: {e} error{'' if e == 1 else 's'}, {w} warning{'' if w == 1 else 's'} "
+            f"in {files}")

@@ -1,0 +1,192 @@
+"""The hooks of .pre-commit-hooks.yaml under the real pre-commit framework, in a throwaway
+repository that uses them the way any repository would: `repo:` + `rev:`.
+
+pre-commit installs a hook repository from what is committed at ``rev``. To test the hooks
+as they are in this working tree (committed or not), the tree is copied into a temporary
+repository and committed there; its environment is installed once per test session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from atlas_files.record import Record
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None,
+                                reason="pre-commit is not installed")
+
+
+def run(cmd: list[str], cwd: Path, env: dict[str, str], check: bool = True,
+        timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ATLAS_", "GIT_"))}
+    env.update(PRE_COMMIT_HOME=str(home), GIT_AUTHOR_NAME="test", GIT_COMMITTER_NAME="test",
+               GIT_AUTHOR_EMAIL="test@example.invalid",
+               GIT_COMMITTER_EMAIL="test@example.invalid")
+    return env
+
+
+@pytest.fixture(scope="session")
+def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, Path]]:
+    """(hook repository, its commit, PRE_COMMIT_HOME) with the hook environment installed."""
+    base = tmp_path_factory.mktemp("hooks")
+    home = base / "pre-commit-home"
+    env = _env(home)
+    src = base / "atlas-files"
+    listed = run(["git", "ls-files", "-co", "--exclude-standard", "-z"], ROOT, env).stdout
+    for rel in filter(None, listed.split("\0")):
+        source = ROOT / rel
+        if not os.path.lexists(source):
+            continue
+        target = src / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():
+            target.symlink_to(os.readlink(source))
+        elif source.is_file():
+            shutil.copy2(source, target)
+    run(["git", "init", "-q"], src, env)
+    run(["git", "add", "-A"], src, env)
+    run(["git", "commit", "-q", "--no-verify", "-m", "snapshot"], src, env)
+    sha = run(["git", "rev-parse", "HEAD"], src, env).stdout.strip()
+    # Install the environment once; every test repository below reuses it.
+    warm = base / "warm"
+    warm.mkdir()
+    run(["git", "init", "-q"], warm, env)
+    (warm / ".pre-commit-config.yaml").write_text(_config(src, sha))
+    run(["pre-commit", "install-hooks"], warm, env, timeout=900)
+    yield src, sha, home
+
+
+def _config(src: Path, sha: str) -> str:
+    return (f"repos:\n  - repo: {src}\n    rev: {sha}\n    hooks:\n"
+            "      - id: atlas-check\n      - id: atlas-links\n      - id: atlas-versions\n")
+
+
+class Repo:
+    def __init__(self, path: Path, env: dict[str, str]) -> None:
+        self.path = path
+        self.env = env
+
+    def git(self, *args: str) -> str:
+        return run(["git", *args], self.path, self.env).stdout
+
+    def commit(self, message: str = "change") -> subprocess.CompletedProcess[str]:
+        self.git("add", "-A")
+        return run(["git", "commit", "-q", "-m", message], self.path, self.env, check=False)
+
+    def write(self, rel: str, text: str) -> Path:
+        path = self.path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            path.chmod(0o644)
+        path.write_text(text)
+        return path
+
+
+@pytest.fixture
+def repo(hooks: tuple[Path, str, Path], tmp_path: Path) -> Repo:
+    src, sha, home = hooks
+    path = tmp_path / "work"
+    path.mkdir()
+    r = Repo(path, _env(home))
+    r.git("init", "-q")
+    r.write(".pre-commit-config.yaml", _config(src, sha))
+    run(["pre-commit", "install"], path, r.env)
+    r.write("notes/plan.v0001.md", "one\n")
+    r.write("notes/plan.v0002.md", "two\n")
+    r.write("docs/a.md", "# A\n\n## Section\n")
+    r.write("docs/index.md", "# Index\n\nFirst [A](a.md#section).\n")
+    r.write("README.md", "Start at [the index](docs/index.md).\n")
+    first = r.commit("start")
+    assert first.returncode == 0, first.stdout + first.stderr
+    return r
+
+
+def output(proc: subprocess.CompletedProcess[str]) -> str:
+    return proc.stdout + proc.stderr
+
+
+def test_a_version_skip_fails_and_the_next_version_passes(repo: Repo) -> None:
+    repo.write("notes/plan.v0004.md", "four\n")
+    bad = repo.commit("skip")
+    assert bad.returncode != 0
+    assert "notes/plan.v0004.md:1: ATL003 version skip in plan.v*.md: plan.v0004.md is v4 " \
+        "after v2; v3 is missing" in output(bad)
+    repo.git("rm", "-q", "--cached", "notes/plan.v0004.md")
+    (repo.path / "notes/plan.v0004.md").rename(repo.path / "notes/plan.v0003.md")
+    good = repo.commit("next version")
+    assert good.returncode == 0, output(good)
+
+
+def test_editing_a_committed_version_fails(repo: Repo) -> None:
+    repo.write("notes/plan.v0002.md", "two, edited\n")
+    bad = repo.commit("edit")
+    assert bad.returncode != 0
+    assert "notes/plan.v0002.md:1: ATL040 this commit edits" in output(bad)
+    repo.git("checkout", "HEAD", "--", "notes/plan.v0002.md")
+    repo.write("notes/plan.v0003.md", "two, edited\n")
+    good = repo.commit("write the next version instead")
+    assert good.returncode == 0, output(good)
+
+
+def test_moving_a_linked_file_fails_until_the_links_move_with_it(repo: Repo) -> None:
+    repo.git("mv", "docs/a.md", "docs/b.md")
+    bad = repo.commit("move")
+    assert bad.returncode != 0
+    assert "docs/index.md:3: ATL042 links 'a.md#section', which this commit moves to " \
+        "docs/b.md" in output(bad)
+    index = repo.path / "docs/index.md"
+    index.write_text(index.read_text().replace("a.md", "b.md"))
+    good = repo.commit("move, links fixed")
+    assert good.returncode == 0, output(good)
+
+
+def test_broken_links_and_anchors_in_committed_markdown(repo: Repo) -> None:
+    repo.write("docs/c.md", "# C\n\n[A](a.md#sektion) and [gone](gone.md)\n")
+    bad = repo.commit("links")
+    assert bad.returncode != 0
+    assert "docs/c.md:3: ATL011" in output(bad) and "docs/c.md:3: ATL010" in output(bad)
+    assert "did you mean #section?" in output(bad)
+    repo.write("docs/c.md", "# C\n\n[A](a.md#section)\n")
+    good = repo.commit("links fixed")
+    assert good.returncode == 0, output(good)
+
+
+def test_record_checks_run_on_what_the_commit_changes(repo: Repo) -> None:
+    record = Record.init(repo.path / "rec", ["web"])
+    record.put("plan", "# Plan\n", author="ann")
+    first = repo.commit("a record")
+    assert first.returncode == 0, output(first)
+    version = repo.path / "rec/projects/web/artifacts/plan/plan.v0001.md"
+    repo.write(str(version.relative_to(repo.path)),
+               version.read_text().replace("# Plan", "# Plan, edited"))
+    bad = repo.commit("edit a record version")
+    assert bad.returncode != 0
+    assert "rec/projects/web/artifacts/plan/plan.v0001.md:1: ATL040" in output(bad)
+    assert "ATL005" in output(bad)  # its digest says so as well
+
+
+def test_the_manifest_and_the_project_config_are_valid(tmp_path: Path) -> None:
+    env = _env(tmp_path / "home")
+    run(["pre-commit", "validate-manifest", ".pre-commit-hooks.yaml"], ROOT, env)
+    run(["pre-commit", "validate-config", ".pre-commit-config.yaml"], ROOT, env)
+    import yaml
+
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert set(hooks) == {"atlas-check", "atlas-links", "atlas-versions"}
+    own = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
+    local = [h["id"] for r in own["repos"] if r["repo"] == "local" for h in r["hooks"]]
+    assert {"ruff", "mypy", "atlas-links"} <= set(local)
