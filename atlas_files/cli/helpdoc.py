@@ -25,8 +25,14 @@ Every command's `--help`, generated from the commands themselves
 def _walk(
     command: click.Command, path: list[str], parent: click.Context | None
 ) -> Iterator[tuple[str, str]]:
-    ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=88,
-                        max_content_width=88)
+    # The root context comes from make_context so the group's context_settings (-h) apply
+    # as they do for a real invocation; children inherit them from their parent.
+    if parent is None:
+        ctx = command.make_context(path[-1], [], resilient_parsing=True, terminal_width=88,
+                                   max_content_width=88)
+    else:
+        ctx = click.Context(command, info_name=path[-1], parent=parent, terminal_width=88,
+                            max_content_width=88)
     yield " ".join(path), command.get_help(ctx)
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
