@@ -139,7 +139,7 @@ def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
         if latest == 0:
             continue
         try:
-            doc = stream.read(latest)
+            doc = stream.read(latest, head_only=True)
         except BadInput as exc:
             warn(f"{exc.message} (left out of this listing; `atlas check` tells more)")
             continue

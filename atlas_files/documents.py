@@ -8,6 +8,7 @@ writers racing for N+1 cannot both win: the loser gets the stop sign.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -25,6 +26,8 @@ MAX_SUMMARY = 200
 # A live row beside the versions naming the latest one: a hint for readers, never trusted
 # by writers (see Stream.latest_for_reading). Kept out of git by the record's .gitignore.
 LATEST_HINT = ".atlas-latest"
+_VERSION_LINE = re.compile(r"^(.+)\.v([0-9]{4,})\.md$", re.M)
+_TEMP_LINE = re.compile(rf"^{re.escape(fsio.TEMP_PREFIX)}.*$", re.M)
 
 
 def version_filename(name: str, version: int) -> str:
@@ -99,23 +102,23 @@ class Stream:
         except NotADirectoryError:
             raise DamagedFile(f"{self.folder} should be a folder") from None
 
-    def _numbers(self, names: list[str]) -> list[int]:
-        # Comprehensions of plain string tests, not a regex per name: `atlas ls` and
-        # `atlas feed` scan every topic folder of the record.
-        prefix = self.name + ".v"
-        start = len(prefix)
-        digits = [e[start:-3] for e in names if e.startswith(prefix) and e.endswith(".md")]
-        # Only canonical numbers (4 digits at least, no extra leading zero): `plan.v2.md`
-        # is not a version (atlas check says so), so readers and writers agree.
-        return [int(d) for d in digits
-                if d.isdigit() and d.isascii() and (len(d) == 4 or (len(d) > 4 and d[0] != "0"))]
+    def _numbers(self, names: list[str], joined: str | None = None) -> list[int]:
+        # One regex pass over the joined listing runs in C; a Python test per name would
+        # make every write cost time in proportion to the versions already there.
+        # Only canonical numbers count (4 digits, or more without a leading zero):
+        # `plan.v2.md` is no version (atlas check says so), for readers and writers alike.
+        if joined is None:
+            joined = "\n".join(names)
+        return [int(number) for name, number in _VERSION_LINE.findall(joined)
+                if name == self.name and (len(number) == 4 or number[0] != "0")]
 
     def scan(self) -> tuple[list[int], list[str]]:
         """The version numbers (sorted) and temp-file names, from one folder listing."""
         names = self._listing()
-        found = self._numbers(names)
+        joined = "\n".join(names)
+        found = self._numbers(names, joined)
         found.sort()
-        return found, [e for e in names if e.startswith(fsio.TEMP_PREFIX)]
+        return found, _TEMP_LINE.findall(joined) if fsio.TEMP_PREFIX in joined else []
 
     def versions(self) -> list[int]:
         found = self._numbers(self._listing())
@@ -130,23 +133,35 @@ class Stream:
         """The highest version, found from the hint file in O(1) file operations.
 
         Readers that visit every topic (`ls`, `feed`) cannot afford to list every
-        folder. The hint is written after each publish and may lag (a crash between the
-        two, a hand-written version), so the versions after it are probed until one is
-        missing; a missing or implausible hint falls back to the listing. Writers never
-        trust it: the stop sign compares against the listing.
+        folder. The hint lags behind writes (readers, not writers, bring it up to date,
+        and a version may be written by hand), so the versions after it are probed until
+        one is missing; a missing or implausible hint falls back to the listing. Writers
+        never trust it: the stop sign compares against the listing.
         """
         try:
             with open(f"{self.folder}{os.sep}{LATEST_HINT}", "rb") as fh:
                 hinted = int(fh.read())
         except (OSError, ValueError):
-            return self.latest()
+            hinted = 0
         if hinted < 1 or not os.path.exists(self._file(hinted)):
-            return self.latest()
-        while os.path.exists(self._file(hinted + 1)):
-            hinted += 1
-        return hinted
+            latest = self.latest()
+        else:
+            latest = hinted
+            while os.path.exists(self._file(latest + 1)):
+                latest += 1
+        if latest != hinted and latest > 0:
+            self._save_hint(latest)
+        return latest
 
-    def read(self, version: int) -> Version:
+    def _save_hint(self, latest: int) -> None:
+        # Readers keep the hint current, so writers pay nothing for it. A pure cache:
+        # where the reader may not write (a read-only copy), it simply stays stale.
+        with contextlib.suppress(OSError):
+            fsio.replace_atomic(self.folder / LATEST_HINT, b"%d\n" % latest, durable=False)
+
+    def read(self, version: int, *, head_only: bool = False) -> Version:
+        """Version ``version``; ``head_only`` skips decoding and digesting the body (the
+        Version then has an empty body and no digest verdict), for listings."""
         path = self.path(version)
         try:
             data = fsio.read_nofollow(self._file(version))
@@ -162,7 +177,7 @@ class Stream:
                 f"{path} is a symlink, and the record never follows symlinks",
                 hint="replace it with a real file; `atlas check` lists such problems",
             ) from None
-        doc = parse_version(path, data, self.name)
+        doc = parse_version(path, data, self.name, head_only=head_only)
         if doc.version != version or doc.name != self.name:
             raise DamagedFile(
                 f"{path}: its front matter says {doc.name} v{doc.version}, its file name "
@@ -212,11 +227,6 @@ class Stream:
             fsio.publish_exclusive(path, frontmatter.render(meta, raw))
         except FileExistsError:
             raise self.conflict(based_on) from None
-        try:
-            fsio.replace_atomic(self.folder / LATEST_HINT, b"%d\n" % version, durable=False)
-        except OSError as exc:  # the version is published; a stale hint is only slower
-            warn(f"wrote {path.name}, but could not update the latest-version hint "
-                 f"({exc.strerror}); readers will find the version all the same")
         return Version(
             name=self.name, version=version, based_on=based_on, author=author,
             written_at=meta["written_at"], summary=meta["summary"], body=body, path=path,
@@ -255,7 +265,8 @@ def _describe_versions(versions: list[int]) -> str:
     return f"v{versions[0]}..v{versions[-1]}"
 
 
-def parse_version(path: Path, data: bytes, name: str | None = None) -> Version:
+def parse_version(path: Path, data: bytes, name: str | None = None, *,
+                  head_only: bool = False) -> Version:
     """Read a version file; a file that cannot be read as one raises DamagedFile."""
     try:
         parsed = frontmatter.parse(data)
@@ -265,7 +276,7 @@ def parse_version(path: Path, data: bytes, name: str | None = None) -> Version:
             hint="run `atlas check` on the record; versions are never edited by hand",
         ) from None
     meta = parsed.meta
-    body = decode_body(parsed.body, str(path))
+    body = "" if head_only else decode_body(parsed.body, str(path))
     try:
         version = int(meta["version"])
         based_on = int(meta.get("based_on", version - 1))
@@ -288,7 +299,7 @@ def parse_version(path: Path, data: bytes, name: str | None = None) -> Version:
         summary=str(meta.get("summary") or ""),
         body=body,
         path=path,
-        digest_ok=parsed.digest_ok,
+        digest_ok=None if head_only else parsed.digest_ok,
         proposal=bool(meta.get("proposal", False)),
         links=tuple(str(x) for x in links) if isinstance(links, list) else (),
         meta=meta,

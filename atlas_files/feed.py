@@ -61,7 +61,7 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
             seen = read.get(key, 0)
             if latest > seen:
                 try:
-                    doc = stream.read(latest)
+                    doc = stream.read(latest, head_only=True)
                 except BadInput as exc:
                     warn(f"{exc.message} (left out of the feed; `atlas check` tells more)")
                     continue

@@ -53,16 +53,19 @@ def render(meta: dict[str, Any], body: bytes) -> bytes:
 
 
 def _load_fast(lines: list[str]) -> dict[str, Any] | None:
-    meta: dict[str, Any] = {}
+    """``key: <JSON>`` lines as one JSON object, decoded in one call; None if not that form."""
+    parts = []
     for line in lines:
         key, sep, value = line.partition(": ")
         if not sep or not key.isidentifier():
             return None
-        try:
-            meta[key] = json.loads(value)
-        except ValueError:
-            return None
-    return meta
+        parts.append(f'"{key}": {value}')
+    try:
+        meta = json.loads("{" + ", ".join(parts) + "}")
+    except ValueError:
+        return None
+    # A value that was not one JSON value (`a: 1, "b": 2`) would have smuggled in a key.
+    return meta if isinstance(meta, dict) and len(meta) == len(parts) else None
 
 
 def _load_yaml(text: str, first_line: int) -> dict[str, Any]:

@@ -269,15 +269,14 @@ def ls(ctx: Context, accepted: bool, as_json: bool) -> None:
     Proposals are marked [proposal] until a decision accepts them (`atlas decide
     --accepts NAME@vN`), then [accepted].
     """
-    from atlas_files import artifacts, corrections
+    from atlas_files import artifacts
 
     record = ctx.record
     project = record.project(ctx.project)
     if accepted:
         rows = artifacts.ls_accepted(record, project)
     else:
-        rows = [(t, corrections.proposal_state(record, project, t.name, t.version, t.proposal))
-                for t in record.ls(project)]
+        rows = [(t, _state(record, project, t)) for t in record.ls(project)]
     if as_json:
         emit_json({"project": project, "topics": [
             {**t.to_json(), "state": state} for t, state in rows
@@ -290,6 +289,14 @@ def ls(ctx: Context, accepted: bool, as_json: bool) -> None:
         mark = {"proposed": "  [proposal]", "accepted": "  [accepted]"}.get(state, "")
         click.echo(f"{t.name:<24} v{t.version:<5} {_age(t.written_at):>16}  {t.author:<14} "
                    f"{t.summary}{mark}")
+
+
+def _state(record: Any, project: str, topic: Any) -> str:
+    if not topic.proposal:
+        return ""  # only a proposal has a state; skip loading the decision log for the rest
+    from atlas_files import corrections
+
+    return corrections.proposal_state(record, project, topic.name, topic.version, True)
 
 
 @click.command()
