@@ -65,7 +65,7 @@ def run_fresh(directory: str | Path, say: Say) -> Record:
 
     from atlas_files.errors import BadInput
 
-    target = Path(directory)
+    target = Path(directory).resolve()  # scenes run commands from other folders
     if target.exists():
         if not (target / MARKER).exists():
             if target.is_dir() and not any(target.iterdir()):
