@@ -285,10 +285,13 @@ def ls(ctx: Context, accepted: bool, as_json: bool) -> None:
     if not rows:
         click.echo(f"project {project} has no topics yet; `atlas put NAME` writes one")
         return
-    for t, state in rows:
-        mark = {"proposed": "  [proposal]", "accepted": "  [accepted]"}.get(state, "")
-        click.echo(f"{t.name:<24} v{t.version:<5} {_age(t.written_at):>16}  {t.author:<14} "
-                   f"{t.summary}{mark}")
+    marks = {"proposed": "  [proposal]", "accepted": "  [accepted]"}
+    # One write for the whole table: a record can hold thousands of topics.
+    click.echo("\n".join(
+        f"{t.name:<24} v{t.version:<5} {_age(t.written_at):>16}  {t.author:<14} "
+        f"{t.summary}{marks.get(state, '')}"
+        for t, state in rows
+    ))
 
 
 def _state(record: Any, project: str, topic: Any) -> str:
@@ -334,10 +337,12 @@ def feed(ctx: Context, mark_read: bool, as_json: bool) -> None:
     if not items:
         click.echo(f"nothing new to {ctx.identity}")
         return
+    lines = []
     for i in items:
         what = f"{i.project}/status" if i.kind == "status" else f"{i.project}/{i.name}"
         seen = f"you read v{i.read_version}" if i.read_version else "never read"
-        click.echo(f"{what:<32} v{i.version:<5} ({seen}) by {i.author}, "
-                   f"{_age(i.written_at)}: {i.summary}")
+        lines.append(f"{what:<32} v{i.version:<5} ({seen}) by {i.author}, "
+                     f"{_age(i.written_at)}: {i.summary}")
+    click.echo("\n".join(lines))
     if mark_read:
         click.echo(f"marked {len(items)} as read")
