@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -56,19 +57,29 @@ def check_config(ctx: Context, path: Path) -> None:
             pass
 
 
-@per_file
-def check_row(ctx: Context, path: Path, kind: str, key: str) -> None:
-    """A live row (receipt, telemetry): its schema, and ``key`` naming the file's stem."""
+def _load_json_file(
+    ctx: Context, path: Path
+) -> tuple[Any, Callable[[], dict[str, int]]] | None:
+    """Count the file and read its JSON; None after reporting why it cannot be read."""
     ctx.report.files += 1
     try:
         data = ctx.source.read(path)
     except OSError as exc:
         ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
-        return
+        return None
     value = load_json(ctx.report, path, data)
     if value is None:
+        return None
+    return value, json_lines(data.decode("utf-8", "replace"))
+
+
+@per_file
+def check_row(ctx: Context, path: Path, kind: str, key: str) -> None:
+    """A live row (receipt, telemetry): its schema, and ``key`` naming the file's stem."""
+    loaded = _load_json_file(ctx, path)
+    if loaded is None:
         return
-    lines = json_lines(data.decode("utf-8", "replace"))
+    value, lines = loaded
     if validate(ctx.report, path, kind, value, lines) and value.get(key) != path.stem:
         ctx.report.add(path, lines().get(key, 1), "ATL004",
                        f"{key} is {value.get(key)!r}, but the file is named {path.name}")
@@ -185,16 +196,10 @@ def check_lease_folder(ctx: Context, folder: Path, only: set[str] | None = None)
 
 @per_file
 def check_generation(ctx: Context, path: Path, number: int, *, newest: bool) -> None:
-    ctx.report.files += 1
-    try:
-        data = ctx.source.read(path)
-    except OSError as exc:
-        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
+    loaded = _load_json_file(ctx, path)
+    if loaded is None:
         return
-    value = load_json(ctx.report, path, data)
-    if value is None:
-        return
-    lines = json_lines(data.decode("utf-8", "replace"))
+    value, lines = loaded
     if not validate(ctx.report, path, "lease", value, lines):
         return
     if value["resource"] != path.parent.name:
