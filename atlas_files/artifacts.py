@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.documents import Stream, Version, read_marked, write_checked
+from atlas_files.documents import LatestHints, Stream, Version, read_marked, write_checked
 from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import is_name
 from atlas_files.record import require_identity
@@ -101,6 +102,10 @@ def topic_names(record: Record, project: str | None = None) -> list[str]:
     return [stream.name for stream in topic_streams(record, project)]
 
 
+def artifacts_folder(record: Record, project: str | None = None) -> Path:
+    return record.path("projects", record.project(project), "artifacts")
+
+
 def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     """The project's topics, sorted by name, from one listing of the artifacts folder.
 
@@ -108,7 +113,7 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     left out here; `atlas check` reports them.
     """
     p = record.project(project)
-    folder = record.path("projects", p, "artifacts")
+    folder = artifacts_folder(record, p)
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except FileNotFoundError:
@@ -134,8 +139,9 @@ def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
     file never hides the others.
     """
     out = []
+    hints = LatestHints(artifacts_folder(record, project))
     for stream in topic_streams(record, project):
-        latest = stream.latest_for_reading()
+        latest = hints.latest(stream)
         if latest == 0:
             continue
         try:
@@ -147,6 +153,7 @@ def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
             TopicSummary(stream.name, latest, doc.author, doc.written_at, doc.summary,
                          doc.proposal)
         )
+    hints.save()
     return out
 
 

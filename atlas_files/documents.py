@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -23,9 +24,10 @@ from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict,
 # The order front matter keys are written in; readers accept any order.
 FIELDS = ("name", "version", "based_on", "author", "written_at", "summary", "digest")
 MAX_SUMMARY = 200
-# A live row beside the versions naming the latest one: a hint for readers, never trusted
-# by writers (see Stream.latest_for_reading). Kept out of git by the record's .gitignore.
-LATEST_HINT = ".atlas-latest"
+# A live row in the folder that holds the streams (the artifacts folder; a project's folder
+# for its status) naming each stream's latest version: a hint for readers, never trusted
+# by writers (see LatestHints). Kept out of git by the record's .gitignore.
+LATEST_HINTS = ".atlas-latest.json"
 _VERSION_LINE = re.compile(r"^(.+)\.v([0-9]{4,})\.md$", re.M)
 _TEMP_LINE = re.compile(rf"^{re.escape(fsio.TEMP_PREFIX)}.*$", re.M)
 
@@ -130,34 +132,20 @@ class Stream:
         return max(self._numbers(self._listing()), default=0)
 
     def latest_for_reading(self) -> int:
-        """The highest version, found from the hint file in O(1) file operations.
-
-        Readers that visit every topic (`ls`, `feed`) cannot afford to list every
-        folder. The hint lags behind writes (readers, not writers, bring it up to date,
-        and a version may be written by hand), so the versions after it are probed until
-        one is missing; a missing or implausible hint falls back to the listing. Writers
-        never trust it: the stop sign compares against the listing.
-        """
-        try:
-            with open(f"{self.folder}{os.sep}{LATEST_HINT}", "rb") as fh:
-                hinted = int(fh.read())
-        except (OSError, ValueError):
-            hinted = 0
-        if hinted < 1 or not os.path.exists(self._file(hinted)):
-            latest = self.latest()
-        else:
-            latest = hinted
-            while os.path.exists(self._file(latest + 1)):
-                latest += 1
-        if latest != hinted and latest > 0:
-            self._save_hint(latest)
+        """The highest version, for a reader: from the hints, in O(1) file operations."""
+        hints = LatestHints(self.folder.parent)
+        latest = hints.latest(self)
+        hints.save()
         return latest
 
-    def _save_hint(self, latest: int) -> None:
-        # Readers keep the hint current, so writers pay nothing for it. A pure cache:
-        # where the reader may not write (a read-only copy), it simply stays stale.
-        with contextlib.suppress(OSError):
-            fsio.replace_atomic(self.folder / LATEST_HINT, b"%d\n" % latest, durable=False)
+    def latest_from(self, hinted: int) -> int:
+        """The highest version, probing upward from ``hinted``; the listing if it is no
+        version."""
+        if hinted < 1 or not os.path.exists(self._file(hinted)):
+            return self.latest()
+        while os.path.exists(self._file(hinted + 1)):
+            hinted += 1
+        return hinted
 
     def read(self, version: int, *, head_only: bool = False) -> Version:
         """Version ``version``; ``head_only`` skips decoding and digesting the body (the
@@ -263,6 +251,47 @@ def _describe_versions(versions: list[int]) -> str:
     if len(versions) == 1:
         return "only v1"
     return f"v{versions[0]}..v{versions[-1]}"
+
+
+class LatestHints:
+    """The latest-version hints of one folder of streams, read once, saved if they moved.
+
+    Readers that visit every topic (`ls`, `feed`) cannot afford to list every topic's
+    folder. One small file names each stream's latest version as last seen by a reader;
+    the versions after it are probed until one is missing, so a stale hint (a version
+    written since, a version written by hand) costs a few stats and a missing or wrong
+    one a folder listing. Readers, not writers, keep it current, so writes pay nothing;
+    where a reader cannot write (a read-only copy) it simply stays stale. Two readers
+    saving at once can lose each other's update: only speed depends on it, never a
+    result. Writers never trust it: the stop sign compares against the listing.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / LATEST_HINTS
+        self._changed = False
+        try:
+            data = json.loads(fsio.read_nofollow(self.path))
+        except (OSError, ValueError):
+            data = {}
+        self._hints: dict[str, int] = (
+            {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict)
+            else {}
+        )
+
+    def latest(self, stream: Stream) -> int:
+        hinted = self._hints.get(stream.name, 0)
+        latest = stream.latest_from(hinted)
+        if latest != hinted and latest > 0:
+            self._hints[stream.name] = latest
+            self._changed = True
+        return latest
+
+    def save(self) -> None:
+        if self._changed:
+            data = json.dumps(self._hints, sort_keys=True).encode() + b"\n"
+            with contextlib.suppress(OSError):
+                fsio.replace_atomic(self.path, data, durable=False)
+            self._changed = False
 
 
 def parse_version(path: Path, data: bytes, name: str | None = None, *,

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.artifacts import topic_streams
+from atlas_files.artifacts import artifacts_folder, topic_streams
+from atlas_files.documents import LatestHints
 from atlas_files.errors import BadInput, warn
 from atlas_files.names import check_name
 
@@ -50,14 +51,18 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
     read = receipts.read(record, identity)
     items: list[FeedItem] = []
     for project in record.config.projects:
-        streams: list[tuple[str, Stream]] = [("status", record.status_stream(project))]
-        streams += [("artifact", stream) for stream in topic_streams(record, project)]
-        for kind, stream in streams:
+        status_hints = LatestHints(record.project_dir(project))
+        topic_hints = LatestHints(artifacts_folder(record, project))
+        streams: list[tuple[str, Stream, LatestHints]] = [
+            ("status", record.status_stream(project), status_hints)
+        ]
+        streams += [("artifact", s, topic_hints) for s in topic_streams(record, project)]
+        for kind, stream, hints in streams:
             key = (
                 receipts.status_key(project) if kind == "status"
                 else receipts.artifact_key(project, stream.name)
             )
-            latest = stream.latest_for_reading()
+            latest = hints.latest(stream)
             seen = read.get(key, 0)
             if latest > seen:
                 try:
@@ -71,6 +76,8 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
                     kind, project, stream.name, latest, seen, doc.author, doc.written_at,
                     doc.summary,
                 ))
+        status_hints.save()
+        topic_hints.save()
     if mark_read and items:
         receipts.mark(record, identity, {item.key: item.version for item in items})
     return items

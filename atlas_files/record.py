@@ -31,7 +31,7 @@ GITIGNORE = """\
 receipts/
 telemetry/
 .atlas-tmp-*
-.atlas-latest
+.atlas-latest.json
 *.lock
 """
 

@@ -72,7 +72,7 @@ def test_init_writes_readme_gitignore_and_adds_projects(record: Record,
 
 
 def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> None:
-    from atlas_files.documents import LATEST_HINT
+    from atlas_files.documents import LATEST_HINTS
 
     for text in ("one\n", "two\n"):
         record.put("plan", text, author="ann")
@@ -84,13 +84,15 @@ def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> 
     (folder / "plan.v0003.md").write_bytes(frontmatter.render(meta, body))
     assert [t.version for t in record.ls()] == [3]
     assert record.get("plan").body == "three, by hand\n"
-    for junk in (b"garbage", b"99", b"0", b""):
-        (folder / LATEST_HINT).write_bytes(junk)
+    hints = folder.parent / LATEST_HINTS
+    for junk in (b"garbage", b'{"plan": 99}', b'{"plan": 0}', b"", b'{"plan": "x"}', b"[]"):
+        hints.write_bytes(junk)
         assert [t.version for t in record.ls()] == [3]
-    (folder / LATEST_HINT).unlink()
+    assert hints.read_text().strip() == '{"plan": 3}', "a reader repairs the hint"
+    hints.unlink()
     assert [i.version for i in record.feed("newcomer")] == [3]
     # Writers never trust the hint: the stop sign still sees v3.
-    (folder / LATEST_HINT).write_bytes(b"1")
+    hints.write_bytes(b'{"plan": 1}')
     record.get("plan", reader="bob", version=2)
     import pytest
 

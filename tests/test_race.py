@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from atlas_files import frontmatter
-from atlas_files.documents import LATEST_HINT
 from atlas_files.fsio import TEMP_PREFIX
 from atlas_files.record import Record
 
@@ -120,8 +119,7 @@ def test_writers_killed_at_random_moments_leave_only_complete_versions(
     count = _check_versions(topic)
     assert count > 0
     for leftover in topic.iterdir():
-        assert (leftover.name.startswith(TEMP_PREFIX) or leftover.name.endswith(".md")
-                or leftover.name == LATEST_HINT)
+        assert leftover.name.startswith(TEMP_PREFIX) or leftover.name.endswith(".md")
     # Reads and writes work afterwards, and the next write removes crash debris.
     latest = record.get("plan", reader="survivor")
     debris = topic / f"{TEMP_PREFIX}00000000-999999-deadbeef"

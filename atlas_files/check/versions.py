@@ -82,7 +82,7 @@ def version_filename(name: str, version: int) -> str:
 
 
 def is_private(name: str) -> bool:
-    """Hidden files (``.atlas-latest``, a hint beside the versions) and lock files belong to
+    """Hidden files (``.atlas-latest.json``, readers' hints) and lock files belong to
     the tools, not to the record's contents."""
     return name.startswith(".") or name.endswith(".lock")
 
