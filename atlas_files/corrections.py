@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -226,46 +226,57 @@ def _fingerprint(folder: Path) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _cached(kind: str, folder: Path, build: Callable[[], Any]) -> Any:
+    """``build()``'s result for ``folder``, rebuilt only when the folder's entries change."""
+    fp = _fingerprint(folder)
+    key = (kind, str(folder))
+    cached = _CACHE.get(key)
+    if cached is not None and cached[0] == fp:
+        return cached[1]
+    value = build()
+    _CACHE[key] = (fp, value)
+    return value
+
+
 def _index(
     record: Record, project: str
 ) -> tuple[dict[str, list[Correction]], dict[str, list[Correction]]]:
     """(ref -> corrections, ref -> retractions), each list oldest first."""
     folder = corrections_dir(record, project)
-    fp = _fingerprint(folder)
-    key = ("corrections", str(folder))
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] == fp:
-        return cached[1]  # type: ignore[no-any-return]
-    fixes: dict[str, list[Correction]] = {}
-    retractions: dict[str, list[Correction]] = {}
-    for entry in entries.iter_entries(folder):
-        c = _from_entry(entry, project)
-        (retractions if c.kind == "retraction" else fixes).setdefault(c.ref, []).append(c)
-    _CACHE[key] = (fp, (fixes, retractions))
-    return fixes, retractions
+
+    def build() -> tuple[dict[str, list[Correction]], dict[str, list[Correction]]]:
+        fixes: dict[str, list[Correction]] = {}
+        retractions: dict[str, list[Correction]] = {}
+        for entry in entries.iter_entries(folder):
+            c = _from_entry(entry, project)
+            (retractions if c.kind == "retraction" else fixes).setdefault(c.ref, []).append(c)
+        return fixes, retractions
+
+    result: tuple[dict[str, list[Correction]], dict[str, list[Correction]]] = _cached(
+        "corrections", folder, build)
+    return result
 
 
 def _accepts_index(record: Record, project: str) -> dict[str, str]:
     """ref -> id of the earliest decision that accepts it."""
     folder = decisions_dir(record, project)
-    fp = _fingerprint(folder)
-    key = ("accepts", str(folder))
-    cached = _CACHE.get(key)
-    if cached is not None and cached[0] == fp:
-        return cached[1]  # type: ignore[no-any-return]
-    out: dict[str, str] = {}
-    for path in entries.entry_paths(folder):
-        try:
-            if b"accepts" not in fsio.read_nofollow(path):
+
+    def build() -> dict[str, str]:
+        out: dict[str, str] = {}
+        for path in entries.entry_paths(folder):
+            try:
+                if b"accepts" not in fsio.read_nofollow(path):
+                    continue
+                entry = entries.read_entry(path)
+            except (OSError, DamagedFile):
                 continue
-            entry = entries.read_entry(path)
-        except (OSError, DamagedFile):
-            continue
-        accepts = entry.meta.get("accepts")
-        if isinstance(accepts, str):
-            out.setdefault(accepts, entry.id)
-    _CACHE[key] = (fp, out)
-    return out
+            accepts = entry.meta.get("accepts")
+            if isinstance(accepts, str):
+                out.setdefault(accepts, entry.id)
+        return out
+
+    result: dict[str, str] = _cached("accepts", folder, build)
+    return result
 
 
 def list_corrections(record: Record, project: str | None = None) -> list[Correction]:
