@@ -21,6 +21,9 @@ SCHEMA_VERSION = 1
 DEFAULT_LEASE_CAP = "4h"
 MAX_LEASE_CAP_S = 24 * 3600.0
 DEFAULT_STATUS_LIMIT = 4000
+# A body larger than this is refused at write, reported by check and skipped by the site:
+# one 200 MB version is enough to exhaust a reader's memory.
+DEFAULT_BODY_LIMIT = 1 << 20
 DEFAULT_CLOCK_TOLERANCE = "2m"
 DEFAULT_PROBE_TIMEOUT = "10s"
 DEFAULT_PROBE_INTERVAL = "5m"
@@ -44,6 +47,7 @@ class Config:
     lease_cap_s: float
     status_limit: int
     clock_tolerance_s: float
+    body_limit: int = DEFAULT_BODY_LIMIT
     machines: Mapping[str, Machine] = field(default_factory=dict)
     schema_version: int = SCHEMA_VERSION
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
@@ -56,6 +60,7 @@ def default_config(projects: list[str], default_project: str) -> dict[str, Any]:
         "default_project": default_project,
         "lease_cap": DEFAULT_LEASE_CAP,
         "status_limit": DEFAULT_STATUS_LIMIT,
+        "body_limit": DEFAULT_BODY_LIMIT,
         "clock_tolerance": DEFAULT_CLOCK_TOLERANCE,
         "machines": {},
     }
@@ -67,7 +72,7 @@ def render(data: Mapping[str, Any]) -> bytes:
     head = (
         "# atlas-files record config. `atlas check` validates it against its schema.\n"
         "# lease_cap: the longest lease (at most 24h); status_limit: characters before a\n"
-        "# status write is warned about; machines: what `atlas telemetry probe` visits.\n"
+        "# status write is warned about; body_limit: the largest body in bytes; machines: what `atlas telemetry probe` visits.\n"
     )
     return (head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)).encode()
 
@@ -119,6 +124,10 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
         limit = data.get("status_limit", DEFAULT_STATUS_LIMIT)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise DamagedFile(f"status_limit is {limit!r}; it must be a whole number above 0")
+        body_limit = data.get("body_limit", DEFAULT_BODY_LIMIT)
+        if not isinstance(body_limit, int) or isinstance(body_limit, bool) or body_limit < 1:
+            raise DamagedFile(f"body_limit is {body_limit!r}; it must be a whole number of "
+                              "bytes above 0")
         raw_machines = data.get("machines") or {}
         if not isinstance(raw_machines, dict):
             raise DamagedFile("machines must be a mapping of machine name to its probe")
@@ -142,6 +151,7 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
             default_project=str(default) if default else "",
             lease_cap_s=lease_cap,
             status_limit=limit,
+            body_limit=body_limit,
             clock_tolerance_s=tolerance,
             machines=machines,
             schema_version=SCHEMA_VERSION,
