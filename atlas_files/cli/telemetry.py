@@ -19,9 +19,9 @@ def telemetry() -> None:
     listed in atlas.yaml and writes each one's row, `reachable: false` with the reason when
     a machine does not answer (`reachable: true` with an error when it answers, but not
     with a sample); `ls` reads the rows. `probe` runs only commands you trust: your own
-    probes file, or atlas.yaml probes you approved with `approve`. A row shows what was seen at its time:
-    one older than 3 probe intervals is marked stale. Telemetry shows load, never intent;
-    leases say who means to use a machine next.
+    probes file, or atlas.yaml probes you approved with `approve`. A row shows what was
+    seen at its time: one older than 3 probe intervals is marked stale. Telemetry shows
+    load, never intent; leases say who means to use a machine next.
     """
 
 
@@ -234,6 +234,7 @@ def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
     stale_after_intervals (default 3) x the machine's interval is marked stale. A row is
     what the prober saw then, not the present, and never what anyone intends next.
     """
+    from atlas_files import telemetry as tm
     from atlas_files.names import check_name
     from atlas_files.telemetry import probe as probemod
 
@@ -242,9 +243,8 @@ def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
     if wanted:
         known = set(record.config.machines)
         for name in wanted:
-            if name not in known and not os.path.lexists(probemod.rows.row_path(record, name)):
+            if name not in known and not os.path.lexists(tm.row_path(record, name)):
                 probemod.select(record, [name])  # raises the not-found error
-    from atlas_files import telemetry as tm
 
     views = tm.ls(record, wanted or None)
     problem = tm.folder_problem(record)
