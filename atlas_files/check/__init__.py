@@ -80,6 +80,9 @@ def check_record(
     report = Report(base=base, on_finding=on_finding)
     check_tree(make_context(root, report, DiskSource(nofollow=True), fix),
                Scope(wanted or None))
+    from atlas_files.check import machines
+
+    machines.check_worktree(report, root, wanted)
     return report
 
 
@@ -146,4 +149,7 @@ def check_staged(
     else:
         explicit = find_record(record_path) if record_path else None
         gitmodes.staged_record(report, repo, changes, given, explicit)
+        from atlas_files.check import machines
+
+        machines.check_staged(report, repo, changes, given, explicit)
     return report

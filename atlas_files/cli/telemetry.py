@@ -18,9 +18,10 @@ def telemetry() -> None:
     `sample` prints this machine's GPUs (it writes nothing); `probe` visits the machines
     listed in atlas.yaml and writes each one's row, `reachable: false` with the reason when
     a machine does not answer (`reachable: true` with an error when it answers, but not
-    with a sample); `ls` reads the rows. A row shows what was seen at its time:
-    one older than 3 probe intervals is marked stale. Telemetry shows load, never intent;
-    leases say who means to use a machine next.
+    with a sample); `ls` reads the rows. `probe` runs only commands you trust: your own
+    probes file, or atlas.yaml probes you approved with `approve`. A row shows what was
+    seen at its time: one older than 3 probe intervals is marked stale. Telemetry shows
+    load, never intent; leases say who means to use a machine next.
     """
 
 
@@ -44,6 +45,8 @@ def sample(as_json: bool) -> None:
 
 
 def _outcome_line(outcome: Any) -> str:
+    if outcome.not_run:
+        return f"{outcome.machine}: NOT RUN: {outcome.error}"
     if outcome.reachable and outcome.error:
         return f"{outcome.machine}: reachable, NO SAMPLE: {outcome.error}"
     if outcome.reachable:
@@ -55,34 +58,57 @@ def _outcome_line(outcome: Any) -> str:
     return f"{outcome.machine}: UNREACHABLE: {outcome.error}"
 
 
+def _warn_not_run(outcome: Any) -> None:
+    if outcome.not_run:
+        from atlas_files.telemetry.trust import shown
+
+        warn(f"{outcome.machine}: probe not approved, not run: "
+             f"{shown(str(outcome.row.get('probe')), 200)} (review it, then "
+             f"`atlas telemetry approve {outcome.machine}`)")
+
+
 @telemetry.command("probe")
 @click.argument("machines", nargs=-1, metavar="[MACHINE]...")
 @click.option("--every", "every", metavar="SECONDS",
               help="Probe again every SECONDS (or a duration like 5m) until interrupted.")
+@click.option("--probes", "probes_file", metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="Your own probe commands: a YAML file outside the record mapping each "
+              "machine to {probe, timeout, interval}. Default: $XDG_CONFIG_HOME/atlas/"
+              "probes.yaml (~/.config/atlas/probes.yaml) if it exists.")
 @json_option
 @pass_ctx
-def probe(ctx: Context, machines: tuple[str, ...], every: str | None, as_json: bool) -> None:
-    """Probe MACHINEs (default: all in atlas.yaml) and write each one's row.
+def probe(ctx: Context, machines: tuple[str, ...], every: str | None,
+          probes_file: str | None, as_json: bool) -> None:
+    """Probe MACHINEs (default: all in atlas.yaml and your probes file); write their rows.
 
-    Runs each machine's `probe:` command from atlas.yaml (`local` runs this machine's
-    sampler in a child process), side by side, each killed with its whole process group at
-    its `timeout:`. A machine that fails or does not answer in time gets a row saying
-    `reachable: false` and why; one that answers, but not with a sample, `reachable: true`,
-    no GPUs, and what it answered in `error`. The exit code is still 0: the row was written.
+    Runs each machine's probe command side by side (`local` runs this machine's sampler in
+    a child process), each killed with its whole process group at its `timeout:`. The
+    command comes from your own probes file (--probes FILE, else
+    ~/.config/atlas/probes.yaml); failing that, from atlas.yaml, but only if you approved
+    exactly that string for this record (`atlas telemetry approve MACHINE`): anyone who can
+    write the record can write atlas.yaml. An unapproved or changed probe is not run: its
+    row says `reachable: false` with `error` saying so, and a warning names it.
+    A machine that fails or does not answer in time gets a row saying `reachable: false`
+    and why; one that answers, but not with a sample, `reachable: true`, no GPUs, and what
+    it answered in `error`. The exit code is still 0: the row was written.
     Requires --as (the prober's identity, stored as `observer`). With --every it keeps
     probing until interrupted (Ctrl-C or SIGTERM), one failing machine never stopping it;
     with --json it then prints one JSON document per round, one per line.
     """
     from atlas_files.telemetry import probe as probemod
+    from atlas_files.telemetry import trust as trustmod
 
     record = ctx.record
 
     def emit(outcome: Any) -> None:
+        _warn_not_run(outcome)
         if not as_json:
             click.echo(_outcome_line(outcome))
 
     if every is None:
-        outcomes = probemod.probe_once(record, ctx.identity, machines, emit)
+        outcomes = probemod.probe_once(record, ctx.identity, machines, emit,
+                                       probes_file=probes_file)
         if as_json:
             emit_json(_rows_json(record, [o.machine for o in outcomes]))
         return
@@ -96,7 +122,7 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None, as_json: b
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    per_round = len(probemod.select(record, machines))
+    per_round = len(probemod.select(record, machines, trustmod.load(record, probes_file)))
     round_names: list[str] = []
 
     def emit_round(outcome: Any) -> None:
@@ -108,9 +134,63 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None, as_json: b
                 click.echo(json.dumps(doc, ensure_ascii=False, default=str))
                 round_names.clear()
 
-    done = probemod.probe_every(record, ctx.identity, machines, interval, emit_round, warn)
+    done = probemod.probe_every(record, ctx.identity, machines, interval, emit_round, warn,
+                                probes_file=probes_file)
     click.echo(f"atlas: prober stopped after {done} round{'' if done == 1 else 's'}",
                err=True)
+
+
+@telemetry.command("approve")
+@click.argument("machines", nargs=-1, required=True, metavar="MACHINE...")
+@click.option("--yes", is_flag=True, help="Approve without asking (for scripts); the "
+              "command approved is still printed.")
+@pass_ctx
+def approve(ctx: Context, machines: tuple[str, ...], yes: bool) -> None:
+    """Let your prober run the probe command atlas.yaml gives MACHINE, exactly as it is now.
+
+    Prints the exact string and asks. The approval is kept outside the record, in
+    $XDG_CONFIG_HOME/atlas/approved-probes.json (~/.config/atlas/...), as the sha256 of
+    (this record's real path, MACHINE, the string): if anyone changes the string, your
+    prober stops running it until you approve again. `local` needs no approval. An
+    approval covers your own prober only; it says nothing to anyone else's.
+    """
+    from atlas_files.errors import BadInput
+    from atlas_files.telemetry import probe as probemod
+    from atlas_files.telemetry import trust as trustmod
+
+    record = ctx.record
+    for machine in machines:
+        command = trustmod.pending(record, machine)
+        if command == probemod.LOCAL:
+            click.echo(f"{machine}: probe: local runs no shell command; nothing to approve")
+            continue
+        if command.isprintable():
+            click.echo(f"{machine}: atlas.yaml gives this probe command:\n  {command}")
+        else:
+            click.echo(f"{machine}: atlas.yaml gives this probe command, which holds "
+                       "characters a terminal would act on (shown escaped):\n  "
+                       f"{trustmod.shown(command)}")
+        if not yes:
+            try:
+                ok = click.confirm(f"Run it as {_user()} whenever you probe {machine}?",
+                                   default=False)
+            except click.Abort:
+                ok = False
+            if not ok:
+                raise BadInput(f"the probe of {machine} was not approved; nothing written",
+                               hint="run it again and answer y, or pass --yes after reading "
+                               "the command")
+        path = trustmod.approve(record, machine, command)
+        click.echo(f"approved: {machine} (kept in {path})")
+
+
+def _user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "you"
 
 
 def _rows_json(record: Any, machines: list[str] | None = None) -> dict[str, Any]:
@@ -154,6 +234,7 @@ def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
     stale_after_intervals (default 3) x the machine's interval is marked stale. A row is
     what the prober saw then, not the present, and never what anyone intends next.
     """
+    from atlas_files import telemetry as tm
     from atlas_files.names import check_name
     from atlas_files.telemetry import probe as probemod
 
@@ -162,9 +243,8 @@ def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
     if wanted:
         known = set(record.config.machines)
         for name in wanted:
-            if name not in known and not os.path.lexists(probemod.rows.row_path(record, name)):
+            if name not in known and not os.path.lexists(tm.row_path(record, name)):
                 probemod.select(record, [name])  # raises the not-found error
-    from atlas_files import telemetry as tm
 
     views = tm.ls(record, wanted or None)
     problem = tm.folder_problem(record)
