@@ -16,12 +16,15 @@ from typing import Any
 
 import pytest
 from conftest import run_atlas
+from hypothesis import given
+from hypothesis import strategies as st
 
 from atlas_files import leases, timeutil
 from atlas_files.cli import main
 from atlas_files.errors import NotFound
 from atlas_files.record import Record
 from atlas_files.telemetry.rows import write_row
+from atlas_files.text import escape_controls
 
 ATLAS = Path(sys.executable).with_name("atlas")  # the installed console script
 
@@ -195,6 +198,20 @@ def test_json_escapes_c1_and_bidi_and_keeps_the_values(poisoned: Record) -> None
     r = run_atlas("get", "plan", "--json", record=poisoned.root)
     _assert_inert(r.stdout.encode())
     assert r.json()["body"] == PLAN_V2
+
+
+@given(st.text(st.characters(codec=None, min_codepoint=0, max_codepoint=0x2070)
+               | st.sampled_from(["\ud800", "\udc9b", "\\", '"'])))
+def test_the_filter_keeps_any_json_document_valid_and_equal(value: str) -> None:
+    # Every JSON document passes the filter (telemetry probe --every prints JSON lines
+    # with plain json.dumps): what it escapes must be the same value in JSON.
+    for doc in (json.dumps({"v": value}, ensure_ascii=False),
+                json.dumps({"v": value}, ensure_ascii=False, indent=2)):
+        shown = escape_controls(doc)
+        assert json.loads(shown) == {"v": value}
+        assert not any(0x7f <= ord(c) <= 0x9f or 0xd800 <= ord(c) <= 0xdfff
+                       or c in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+                       for c in shown)
 
 
 # -- errors under --json ------------------------------------------------------------------
