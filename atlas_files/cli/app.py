@@ -83,7 +83,10 @@ class Context:
 pass_ctx = click.make_pass_decorator(Context)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# color=True: click strips CSI codes (only those) from text sent to a pipe; the output
+# filter of `main` instead shows every control escaped, on a terminal or not.
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                              "color": True})
 @click.option(
     "--record", "record_path", envvar="ATLAS_RECORD", metavar="PATH",
     help="The record folder. Default: $ATLAS_RECORD, else the nearest folder upward "

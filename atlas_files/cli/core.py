@@ -8,6 +8,7 @@ import click
 
 from atlas_files.cli.app import Context, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, read_body, warn
+from atlas_files.cli.terminal import echo_body
 
 
 def _age(written_at: str) -> str:
@@ -254,7 +255,7 @@ def get(ctx: Context, name: str, version: int | None, body_only: bool, as_json: 
     if not body_only:
         click.echo("\n".join(_header(name, doc, marks)))
         click.echo("")
-    click.echo(doc.body, nl=not doc.body.endswith("\n"))
+    echo_body(doc.body, exact=body_only)
 
 
 @click.command()

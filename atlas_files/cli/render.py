@@ -10,7 +10,13 @@ import click
 
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    """One JSON document on stdout. json.dumps escapes C0 controls but passes DEL, C1
+    controls, bidi overrides and lone surrogates raw; ``escape_controls`` writes those as
+    ``\\uXXXX``, which is the same value in JSON, so the document is safe on a terminal
+    wherever it is printed from (the filter of ``main`` is not the only way in)."""
+    from atlas_files.text import escape_controls
+
+    click.echo(escape_controls(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
 def warn(message: str) -> None:

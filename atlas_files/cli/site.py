@@ -9,6 +9,7 @@ import click
 
 from atlas_files.cli.app import Context, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.terminal import unfiltered
 
 _STAGES = {"write": "writing pages", "build": "building the site"}
 
@@ -26,7 +27,7 @@ class _Bars:
             self.close()
             self.stage, self.done = stage, 0
             self.bar = click.progressbar(length=total, label=_STAGES.get(stage, stage),
-                                         file=sys.stderr)
+                                         file=unfiltered(sys.stderr))
             self.bar.__enter__()
         if done > self.done:
             self.bar.update(done - self.done)
