@@ -14,6 +14,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -337,12 +338,11 @@ def parse_version(path: Path, data: bytes, name: str | None = None, *,
     based_on = _whole(meta, "based_on", path, lowest=0, default=version - 1)
     author = _text(meta, "author", path)
     written_at = meta.get("written_at")
-    if not isinstance(written_at, str):  # YAML may have parsed a bare timestamp
-        try:
-            written_at = timeutil.format_time(written_at)
-        except (TypeError, ValueError, AttributeError):
-            raise _bad_field(path, "written_at", written_at,
-                             'a UTC time such as "2026-01-31T12:00:00Z"') from None
+    if isinstance(written_at, datetime):  # YAML parses a bare timestamp
+        written_at = timeutil.format_time(written_at)
+    elif not isinstance(written_at, str):
+        raise _bad_field(path, "written_at", written_at,
+                         'a UTC time such as "2026-01-31T12:00:00Z"')
     summary = meta.get("summary") or ""
     if not isinstance(summary, str | int | float):  # never str() a list or a mapping
         raise _bad_field(path, "summary", summary, "one line of text")

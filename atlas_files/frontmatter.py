@@ -44,7 +44,7 @@ class Parsed:
         stated = self.meta.get("digest")
         if stated is None:
             return None
-        return stated == digest_of(self.body)
+        return bool(stated == digest_of(self.body))
 
 
 def render(meta: dict[str, Any], body: bytes) -> bytes:

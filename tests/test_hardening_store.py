@@ -256,8 +256,8 @@ def test_names_with_a_trailing_newline_are_refused(record: Record, tmp_path: Pat
 
 
 def test_the_schemas_refuse_a_trailing_newline(record: Record) -> None:
-    meta = {"name": "plan", "version": 1, "based_on": 0, "author": "ann",
-            "written_at": "2026-01-31T12:00:00Z", "summary": "s"}
+    meta: dict[str, Any] = {"name": "plan", "version": 1, "based_on": 0, "author": "ann",
+                            "written_at": "2026-01-31T12:00:00Z", "summary": "s"}
     assert schemas.errors("version", meta) == []
     for key in ("name", "author"):
         assert schemas.errors("version", {**meta, key: meta[key] + "\n"}) != []
