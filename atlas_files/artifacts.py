@@ -109,8 +109,8 @@ def artifacts_folder(record: Record, project: str | None = None) -> Path:
 def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     """The project's topics, sorted by name, from one listing of the artifacts folder.
 
-    Folders whose names are no topic names, and symlinks leading outside the record, are
-    left out here; `atlas check` reports them.
+    Folders whose names are no topic names are left out here, and so are symlinks (with a
+    warning: the record never follows one); `atlas check` reports them.
     """
     p = record.project(project)
     folder = artifacts_folder(record, p)
@@ -119,16 +119,18 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     except FileNotFoundError:
         return []
     streams = []
+    limit = record.config.body_limit
     for entry in entries:
         if entry.name.startswith(".") or not is_name(entry.name) or entry.name == "status":
             continue
         if entry.is_symlink():
             try:
                 record.path("projects", p, "artifacts", entry.name)
-            except BadInput:
-                continue
-        if entry.is_dir():
-            streams.append(Stream(folder / entry.name, entry.name, entry.name))
+            except BadInput as exc:
+                warn(f"{exc.message} (left out of this listing)")
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            streams.append(Stream(folder / entry.name, entry.name, entry.name, limit))
     return streams
 
 

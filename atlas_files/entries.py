@@ -56,7 +56,7 @@ def entry_filename(entry_id: str) -> str:
 
 
 def is_entry_file(name: str) -> bool:
-    return bool(_FILE_RE.match(name))
+    return bool(_FILE_RE.fullmatch(name))
 
 
 def digest_of_entry(meta: dict[str, Any], body: bytes) -> str:

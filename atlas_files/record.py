@@ -2,12 +2,13 @@
 
 Every command of the CLI is one call to a method here (or to a module function taking a
 Record). Paths are built here and nowhere else, so the rule that the record never follows a
-symlink out of itself is enforced in one place.
+symlinked folder is enforced in one place.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -36,12 +37,24 @@ telemetry/
 """
 
 
+# The largest README or .gitignore `atlas init` reads before deciding what to write.
+_INIT_READ_LIMIT = 1 << 20
+
+
 def _merge_gitignore(path: Path) -> None:
     """Add the record's ignore rules to a .gitignore, keeping every line already there."""
     try:
-        existing = path.read_text(encoding="utf-8")
+        existing = fsio.read_nofollow(path, _INIT_READ_LIMIT).decode("utf-8", "replace")
     except FileNotFoundError:
         existing = ""
+    except OSError as exc:
+        # A symlink, a folder, a huge file: someone else's arrangement, left as it is.
+        from atlas_files.errors import warn
+
+        warn(f"{path} was left alone ({fsio.damage(path, exc, 'file').message}); add the "
+             "record's ignore rules to it by hand: " + ", ".join(
+                 line for line in GITIGNORE.splitlines() if line and not line.startswith("#")))
+        return
     have = {line.strip() for line in existing.splitlines()}
     missing = [line for line in GITIGNORE.splitlines()
                if line.strip() and not line.startswith("#") and line.strip() not in have]
@@ -52,6 +65,13 @@ def _merge_gitignore(path: Path) -> None:
     else:
         text = existing.rstrip("\n") + "\n\n# added by `atlas init`\n" + "\n".join(missing) + "\n"
     fsio.replace_atomic(path, text.encode())
+
+
+def _is_our_readme(path: Path, title: str) -> bool:
+    try:
+        return fsio.read_nofollow(path, _INIT_READ_LIMIT).startswith(title.encode())
+    except OSError:  # a symlink, a folder, a huge file: not a README atlas wrote
+        return False
 
 
 def require_identity(identity: str | None) -> str:
@@ -148,7 +168,7 @@ class Record:
             (root / folder).mkdir(exist_ok=True)
         _merge_gitignore(root / ".gitignore")
         readme = root / "README.md"
-        if readme.exists() and not readme.read_bytes().startswith(guide.TITLE.encode()):
+        if os.path.lexists(readme) and not _is_our_readme(readme, guide.TITLE):
             # Never replace a README someone else wrote: the guide goes beside it.
             readme = root / guide.BESIDE_NAME
         fsio.replace_atomic(readme, guide.record_readme().encode())
@@ -207,27 +227,39 @@ class Record:
     # -- paths ----------------------------------------------------------------------------
 
     def path(self, *parts: str) -> Path:
-        """A path inside the record; refuses one that a symlink leads outside it.
+        """A path inside the record; refuses one that passes through a symlink.
 
-        Each component is checked once per Record with one lstat; only a symlink is
-        resolved (a full realpath per call would cost `atlas ls` a dozen syscalls a topic).
+        A symlinked folder is refused wherever it leads: outside the record it would read
+        and write foreign files, inside it a write to one topic (or project) would land in
+        another's folder. Each component is checked once per Record with one lstat.
         """
         p = self.root
         for part in parts:
             p = p / part
             if p in self._safe:
                 continue
-            if os.path.islink(p):
-                real = os.path.realpath(p)
-                if real != self._real_root and not real.startswith(self._real_root + os.sep):
-                    raise BadInput(
-                        f"{p} leads outside the record (through a symlink); refusing to "
-                        "follow it",
-                        hint="replace the symlink with a real folder inside the record",
-                    )
-            if os.path.isdir(p):  # only folders are cached: a file may be replaced later
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError:  # not there (yet): nothing to follow
+                continue
+            if stat.S_ISLNK(mode):
+                raise self._symlinked(p)
+            if stat.S_ISDIR(mode):  # only folders are cached: a file may be replaced later
                 self._safe.add(p)
         return p
+
+    def _symlinked(self, p: Path) -> BadInput:
+        real = os.path.realpath(p)
+        if real == self._real_root or real.startswith(self._real_root + os.sep):
+            where = f"to {os.path.relpath(real, self._real_root)} inside the record"
+        else:
+            where = "that leads outside the record"
+        return BadInput(
+            f"{p} is a symlink {where}; the record never follows a symlinked folder "
+            "(a write through it would land in another folder)",
+            hint="replace the symlink with a real folder (or remove it); `atlas check` "
+            "lists such problems",
+        )
 
     @property
     def receipts_dir(self) -> Path:
@@ -256,7 +288,8 @@ class Record:
         from atlas_files.documents import Stream
 
         p = self.project(project)
-        return Stream(self.path("projects", p, "status"), "status", f"the status of {p}")
+        return Stream(self.path("projects", p, "status"), "status", f"the status of {p}",
+                      self.config.body_limit)
 
     def artifact_stream(self, name: str, project: str | None = None) -> Stream:
         from atlas_files.documents import Stream
@@ -268,7 +301,8 @@ class Record:
                 "'status' is the name of the status stream, not a topic",
                 hint="use `atlas status show|write`, or choose another topic name",
             )
-        return Stream(self.path("projects", p, "artifacts", name), name, name)
+        return Stream(self.path("projects", p, "artifacts", name), name, name,
+                      self.config.body_limit)
 
     # -- the core API: status, artifacts, receipts, feed ----------------------------------
 

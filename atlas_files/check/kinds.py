@@ -21,8 +21,6 @@ ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction"}
 
 @per_file
 def check_config(ctx: Context, path: Path) -> None:
-    import yaml
-
     ctx.report.files += 1
     try:
         text = ctx.source.read(path).decode("utf-8")
@@ -33,11 +31,9 @@ def check_config(ctx: Context, path: Path) -> None:
         ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
         return
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        ctx.report.add(path, line, "ATL002", short(f"not valid YAML: {exc}"))
+        data = frontmatter.load_yaml(text)  # refuses anchors and aliases (alias bombs)
+    except frontmatter.YamlError as exc:
+        ctx.report.add(path, exc.line + 1, "ATL002", short(str(exc)))
         return
     data = plain(data)
     lines = text.split("\n")
