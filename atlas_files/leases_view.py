@@ -230,6 +230,7 @@ def sheet(record: Record) -> Sheet:
         problems.append(telemetry_problem)
     usage = {lease.resource: resource_usage(record, lease.resource)
              for lease in (*leases, *damaged)}
-    held = {lease.resource for lease in leases if lease.held}
+    # A damaged lease may well be held: its GPU's load is no evidence of work without one.
+    held = {lease.resource for lease in leases if lease.held} | {d.resource for d in damaged}
     busy = tuple(g for g in busy_gpus(record) if g.get("resource") not in held)
     return Sheet(tuple(leases), usage, busy, tuple(problems), tuple(damaged))

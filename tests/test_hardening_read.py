@@ -137,6 +137,18 @@ def test_lease_ls_shows_a_damaged_resource_as_a_row_beside_the_healthy_ones(
     assert code == 0 and json.loads(out)["holder"] == "cat"
 
 
+def test_a_busy_gpu_under_a_damaged_lease_is_not_called_unleased(rec: Record) -> None:
+    leases.claim(rec, "box.gpu0", holder="ann", duration_s=600, why="train")
+    overwrite(_newest_generation(rec, "box.gpu0"), DEEP)
+    _healthy_row(rec, "box")  # GPU 0 of box has 30000 MiB in use
+    code, out, err = run(rec, "lease", "ls", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [row["state"] for row in data["leases"]] == ["damaged"]
+    assert data["leases"][0]["telemetry"]["memory_used_mib"] == 30000
+    assert data["unleased_busy"] == []
+
+
 def test_a_file_in_place_of_a_lease_folder_is_a_damaged_row(rec: Record) -> None:
     leases.claim(rec, "gpu1", holder="bob", duration_s=600, why="eval")
     rec.leases_dir.joinpath("gpu0").write_text("not a folder")
@@ -430,6 +442,23 @@ def test_an_unreadable_artifacts_folder_leaves_the_status_in_the_feed(rec: Recor
         assert code == 0 and "web/status" in out and str(folder) in err
         code, out, err = _run_unprivileged(copy, "ls")
         assert code == 0 and str(folder) in err and "no topics yet" not in out
+
+
+@needs_posix_permissions
+def test_unreadable_decision_and_telemetry_folders_are_reported(rec: Record) -> None:
+    _two_decisions(rec)
+    _healthy_row(rec, "good")
+    with _reachable_copy(rec) as copy:
+        decided = copy.path("projects", "web", "decisions")
+        rows = copy.telemetry_dir
+        decided.chmod(0)
+        rows.chmod(0)
+        code, out, err = _run_unprivileged(copy, "decisions")
+        assert code == 0 and str(decided) in err
+        code, out, err = _run_unprivileged(copy, "telemetry", "ls")
+        assert code == 0 and str(rows) in err
+        code, out, err = _run_unprivileged(copy, "lease", "ls")
+        assert code == 0 and str(rows) in err
 
 
 def test_permission_errors_are_caught_per_folder_even_as_root(

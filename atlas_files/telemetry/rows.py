@@ -92,6 +92,12 @@ def folder_problem(record: Record) -> str | None:
     if os.path.lexists(folder) and not os.path.isdir(folder):
         return (f"{folder} should be the folder of telemetry rows, but something else is in "
                 "its place: no row can be read or written until it is a folder again")
+    try:
+        os.listdir(folder)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # no permission: rows of machines not in atlas.yaml are unseen
+        return f"{folder} cannot be listed ({exc.strerror or exc}): rows may be missing"
     return None
 
 
@@ -156,7 +162,7 @@ def machine_names(record: Record) -> list[str]:
     names = list(record.config.machines)
     try:
         files = sorted(os.listdir(record.telemetry_dir))
-    except (FileNotFoundError, NotADirectoryError):  # folder_problem reports the second
+    except OSError:  # folder_problem reports a file in its place, or no permission
         files = []
     for name in files:
         # Temp files (writes in flight, crash debris) never end in .json.
