@@ -25,6 +25,9 @@ from atlas_files import fsio
 # 4 levels) and far below the interpreter's recursion limit, so a value that passes can
 # be printed, compared and re-encoded without recursing into a crash.
 MAX_DEPTH = 32
+# A generation or a telemetry row is a few KiB; a receipt row holds one line per topic
+# read. A file far larger was not written by atlas and is refused unread.
+DEFAULT_LIMIT = 16 << 20
 
 
 class JSONDamage(ValueError):
@@ -77,24 +80,32 @@ def loads(data: bytes | str) -> Any:
     return value
 
 
-def read(path: Path | str) -> Any:
-    """The JSON value in the file at ``path``, never following a symlink.
+def read_bytes(path: Path | str, limit: int = DEFAULT_LIMIT) -> bytes:
+    """The bytes of the record file at ``path``, never following a symlink.
 
     FileNotFoundError and NotADirectoryError pass through (the caller knows what a
-    missing file means); a symlink or a folder in the file's place is JSONDamage; any
-    other OSError (no permission) passes through.
+    missing file means); a symlink, a folder or anything but a plain file in the file's
+    place, or a file over ``limit`` bytes, is JSONDamage; any other OSError (no
+    permission) passes through.
     """
     try:
-        data = fsio.read_nofollow(Path(path))
+        return fsio.read_nofollow(Path(path), limit)
     except (FileNotFoundError, NotADirectoryError):
         raise
-    except IsADirectoryError:
-        raise JSONDamage("it is a folder, not a file") from None
+    except fsio.FileTooLarge as exc:
+        raise JSONDamage(f"it is {exc.size} bytes, more than such a file ever holds "
+                         f"({exc.limit})") from None
+    except (IsADirectoryError, fsio.NotAFile) as exc:
+        raise JSONDamage(exc.strerror or "it is not a plain file") from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise JSONDamage("it is a symlink, and the record never follows one") from None
         raise
-    return loads(data)
+
+
+def read(path: Path | str, limit: int = DEFAULT_LIMIT) -> Any:
+    """The JSON value in the file at ``path`` (see ``read_bytes`` and ``loads``)."""
+    return loads(read_bytes(path, limit))
 
 
 def _kind(value: Any) -> str:

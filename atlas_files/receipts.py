@@ -13,7 +13,6 @@ empty row (what some file systems leave after a power cut) reads as no receipts.
 
 from __future__ import annotations
 
-import errno
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,16 +48,11 @@ def read(record: Record, identity: str) -> dict[str, int]:
     """
     path = _path(record, identity)
     try:
-        data = fsio.read_nofollow(path)
+        data = jsonfile.read_bytes(path)
     except (FileNotFoundError, NotADirectoryError):
         return {}  # no receipts yet (or no receipts folder: the update will say so)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _damaged(path, identity, "it is a symlink, and the record never follows "
-                           "one") from None
-        if isinstance(exc, IsADirectoryError):
-            raise _damaged(path, identity, "it is a folder, not a file") from None
-        raise
+    except jsonfile.JSONDamage as exc:  # a symlink, a folder, far too large
+        raise _damaged(path, identity, str(exc)) from None
     if not data.strip():
         return {}
     try:
