@@ -519,3 +519,14 @@ def test_telemetry_module_reexports_still_work(rec: Record) -> None:
     row = telemetry.view(rec, "box")
     assert row.reachable is None and row.error and "nests too deeply" in row.error
     assert (rec.telemetry_dir / "box.json").read_text() == DEEP  # a reader never rewrites
+
+
+@pytest.mark.parametrize("answer", [DEEP.encode(),
+                                    b'{"gpus": [{"index": 0, "memory_used_mib": 1e999}]}'])
+def test_a_probe_answer_nested_deep_or_out_of_range_is_no_sample_not_a_crash(
+    answer: bytes
+) -> None:
+    from atlas_files.telemetry.probe import readings
+
+    with pytest.raises(ValueError, match="not JSON"):
+        readings(answer)
