@@ -134,22 +134,36 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     return streams
 
 
-def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
+def ls(record: Record, project: str | None = None,
+       unreadable: list[str] | None = None) -> list[TopicSummary]:
     """Every topic with its latest version; reads one file per topic, not every version.
 
-    A topic whose latest version cannot be read is left out with a warning: one damaged
-    file never hides the others.
+    A topic whose latest version or folder cannot be read is left out with a warning (and
+    its name added to ``unreadable``, when given; the folder's path, when the topics cannot
+    even be listed): one damaged file never hides the others.
     """
     out = []
-    hints = LatestHints(artifacts_folder(record, project))
-    for stream in topic_streams(record, project):
-        latest = hints.latest(stream)
-        if latest == 0:
-            continue
+    folder = artifacts_folder(record, project)
+    hints = LatestHints(folder)
+    try:
+        streams = topic_streams(record, project)
+    except OSError as exc:  # no permission to list the topics at all
+        warn(f"{folder} cannot be read ({exc.strerror or exc}): no topic can be listed")
+        if unreadable is not None:
+            unreadable.append(str(folder))
+        return []
+    for stream in streams:
         try:
+            latest = hints.latest(stream)
+            if latest == 0:
+                continue
             doc = stream.read(latest, head_only=True)
-        except BadInput as exc:
-            warn(f"{exc.message} (left out of this listing; `atlas check` tells more)")
+        except (BadInput, OSError) as exc:
+            reason = (exc.message if isinstance(exc, BadInput) else
+                      f"{exc.filename or stream.folder} cannot be read ({exc.strerror or exc})")
+            warn(f"{reason} (left out of this listing; `atlas check` tells more)")
+            if unreadable is not None:
+                unreadable.append(stream.name)
             continue
         out.append(
             TopicSummary(stream.name, latest, doc.author, doc.written_at, doc.summary,

@@ -299,7 +299,7 @@ class LatestHints:
         self._changed = False
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # a damaged hint is no hint
             data = {}
         self._hints: dict[str, int] = (
             {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict)

@@ -67,7 +67,7 @@ def _load_fast(lines: list[str]) -> dict[str, Any] | None:
         parts.append(f'"{key}": {value}')
     try:
         meta = json.loads("{" + ", ".join(parts) + "}")
-    except ValueError:
+    except (ValueError, RecursionError):  # the YAML reader then says what is wrong
         return None
     # A value that was not one JSON value (`a: 1, "b": 2`) would have smuggled in a key.
     return meta if isinstance(meta, dict) and len(meta) == len(parts) else None

@@ -58,12 +58,29 @@ def _check_duration(record: Record, duration_s: float) -> float:
         raise BadInput("a lease needs a duration above zero", hint="e.g. --for 90m")
     if duration_s > cap:
         raise BadInput(
-            f"{timeutil.format_duration(min(duration_s, 1e12))} is longer than this record's "
-            f"lease cap of {timeutil.format_duration(cap)}; nothing was claimed",
+            f"{exact_duration(min(duration_s, 1e12))} is longer than this record's "
+            f"lease cap of {exact_duration(cap)}; nothing was claimed",
             hint="ask for at most the cap and renew before it runs out (lease_cap in "
             "atlas.yaml can raise the cap up to 24h)",
         )
     return float(duration_s)
+
+
+def exact_duration(seconds: float) -> str:
+    """``4h0m1s`` for 14401: every unit between the largest and the smallest that is not
+    zero, so a duration just over the cap never reads as the cap itself (the rounding
+    ``format_duration`` does for ages would show 4h)."""
+    whole, millis = divmod(round(seconds * 1000), 1000)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    sec_text = f"{secs}.{millis:03d}".rstrip("0") if millis else str(secs)
+    parts = [(days, f"{days}d"), (hours, f"{hours}h"), (minutes, f"{minutes}m"),
+             (secs + millis, f"{sec_text}s")]
+    used = [i for i, (value, _) in enumerate(parts) if value]
+    if not used:
+        return "0s"
+    return "".join(text for _, text in parts[used[0]:used[-1] + 1])
 
 
 def _check_why(why: str | None, flag: str = "--why") -> str:

@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import fsio, timeutil
+from atlas_files import fsio, jsonfile, timeutil
 from atlas_files.errors import DamagedFile
 from atlas_files.names import check_name, quote
 
@@ -182,14 +182,15 @@ def _opt_str(data: Mapping[str, Any], key: str, path: Path) -> str | None:
 def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
     """Read one generation file; anything that is not one raises DamagedFile."""
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _damaged(path, f"not UTF-8 JSON ({exc})") from None
+        raw = jsonfile.loads(data)  # never a parser's RecursionError, never an infinity
+    except jsonfile.JSONDamage as exc:
+        raise _damaged(path, str(exc)) from None
     if not isinstance(raw, dict):
         raise _damaged(path, "not a JSON object")
     m = GENERATION_RE.fullmatch(path.name)
     number = raw.get("generation")
-    if not isinstance(number, int) or (m and int(m.group(1)) != number):
+    if not isinstance(number, int) or isinstance(number, bool) or (
+            m and int(m.group(1)) != number):
         raise _damaged(path, "its generation does not match its file name")
     if raw.get("action") not in ACTIONS:
         raise _damaged(path, f"action should be one of {', '.join(ACTIONS)}")

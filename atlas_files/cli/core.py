@@ -274,14 +274,22 @@ def ls(ctx: Context, accepted: bool, as_json: bool) -> None:
 
     record = ctx.record
     project = record.project(ctx.project)
+    unreadable: list[str] = []
     if accepted:
         rows = artifacts.ls_accepted(record, project)
     else:
-        rows = [(t, _state(record, project, t)) for t in record.ls(project)]
+        rows = [(t, _state(record, project, t))
+                for t in artifacts.ls(record, project, unreadable)]
     if as_json:
         emit_json({"project": project, "topics": [
             {**t.to_json(), "state": state} for t, state in rows
-        ]})
+        ], "unreadable": unreadable})
+        return
+    if not rows and unreadable:
+        # "no topics yet" would invite a first `put` over topics that exist.
+        click.echo(f"project {project} has no readable topics; {len(unreadable)} damaged: "
+                   f"{', '.join(unreadable)} (see the warnings above; `atlas check` tells "
+                   "more)")
         return
     if not rows:
         click.echo(f"project {project} has no topics yet; `atlas put NAME` writes one")

@@ -188,12 +188,19 @@ def ls(ctx: Context, as_json: bool) -> None:
         return
     from atlas_files.cli.render import warn
 
-    for problem in sheet.problems:
+    for problem in sheet.problems:  # a damaged resource's reason too: stderr says why
         warn(problem)
-    if not sheet.leases:
+    rows = sheet.rows()
+    if not rows:
         click.echo("no readable leases (see the warnings above)." if sheet.problems
                    else "no leases yet.")
-    for item in sheet.leases:
+    for item in rows:
+        if item.damaged:
+            click.echo(f"{item.resource:<24} DAMAGED (held or not cannot be read; see the "
+                       f"warning)  gen {item.generation}")
+            click.echo(f"    `atlas lease break {item.resource} --why TEXT` takes it over "
+                       "past the damaged generation")
+            continue
         if item.held:
             text = (f"{item.resource:<24} held by {item.holder:<12} {_left(item.expires_in_s):>6}"
                     f" left  gen {item.generation:<4} {item.why}")

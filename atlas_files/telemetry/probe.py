@@ -17,7 +17,6 @@ group and keeps a pipe open cannot hold the prober past the timeout either.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import fsio, timeutil
+from atlas_files import fsio, jsonfile, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, NotFound
 from atlas_files.names import check_name
 from atlas_files.telemetry import rows
@@ -155,7 +154,7 @@ def readings(answer: bytes) -> dict[str, Any]:
     if len(answer) > MAX_ANSWER_BYTES:
         raise ValueError(f"more than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB of output")
     try:
-        data = json.loads(answer)
+        data = jsonfile.loads(answer)  # a deep or out-of-range answer is damage, no crash
     except (ValueError, UnicodeDecodeError):
         first = answer.decode("utf-8", "replace").strip().splitlines()[:1]
         raise ValueError(f"not JSON: {first[0][:120] if first else '(empty output)'}") from None
