@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atlas_files import timeutil
+from atlas_files import layout, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile
 from atlas_files.names import check_name, quote
 
-CONFIG_NAME = "atlas.yaml"
+CONFIG_NAME = layout.CONFIG_NAME
 SCHEMA_VERSION = 1
 DEFAULT_LEASE_CAP = "4h"
 MAX_LEASE_CAP_S = 24 * 3600.0

@@ -18,33 +18,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frontmatter, fsio, timeutil
+from atlas_files import frontmatter, fsio, layout, timeutil
 from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict, warn
 from atlas_files.names import quote
 
 # The order front matter keys are written in; readers accept any order.
 FIELDS = ("name", "version", "based_on", "author", "written_at", "summary", "digest")
 MAX_SUMMARY = 200
-# A live row in the folder that holds the streams (the artifacts folder; a project's folder
-# for its status) naming each stream's latest version: a hint for readers, never trusted
-# by writers (see LatestHints). Kept out of git by the record's .gitignore.
-LATEST_HINTS = ".atlas-latest.json"
 HINTS_LIMIT = 16 << 20  # a hints file larger than this is ignored, as a missing one is
 # Applied to the folder listing joined by newlines (re.M: `$` is each name's end); a name
 # holding a newline is left out before joining, or it could pose as two names.
-_VERSION_LINE = re.compile(r"^(.+)\.v([0-9]{4,})\.md$", re.M)
-_TEMP_LINE = re.compile(rf"^{re.escape(fsio.TEMP_PREFIX)}.*$", re.M)
+_TEMP_LINE = re.compile(rf"^{re.escape(layout.TEMP_PREFIX)}.*$", re.M)
 # What a version file may hold besides its body: front matter is a few hundred bytes, so
 # this is generous; past body_limit plus this, a reader refuses the file unread.
 FRONT_MATTER_ALLOWANCE = 64 * 1024
-
-
-def version_filename(name: str, version: int) -> str:
-    return f"{name}.v{version:04d}.md"
-
-
-def version_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"{re.escape(name)}\.v(\d+)\.md\Z")
 
 
 def check_body_size(raw: bytes, limit: int) -> None:
@@ -113,7 +100,7 @@ class Stream:
     def _file(self, version: int) -> str:
         # String paths on the hot read path: pathlib costs microseconds per join, and
         # `atlas ls` joins several paths for every topic of the record.
-        return f"{self.folder}{os.sep}{self.name}.v{version:04d}.md"
+        return f"{self.folder}{os.sep}{layout.version_filename(self.name, version)}"
 
     def _listing(self) -> list[str]:
         try:
@@ -130,8 +117,8 @@ class Stream:
         # `plan.v2.md` is no version (atlas check says so), for readers and writers alike.
         if joined is None:
             joined = _join(names)
-        return [int(number) for name, number in _VERSION_LINE.findall(joined)
-                if name == self.name and (len(number) == 4 or number[0] != "0")]
+        return [int(number) for name, number in layout.VERSION_LINES.findall(joined)
+                if name == self.name and layout.is_canonical_number(number)]
 
     def scan(self) -> tuple[list[int], list[str]]:
         """The version numbers (sorted) and temp-file names, from one folder listing."""
@@ -139,7 +126,7 @@ class Stream:
         joined = _join(names)
         found = self._numbers(names, joined)
         found.sort()
-        return found, _TEMP_LINE.findall(joined) if fsio.TEMP_PREFIX in joined else []
+        return found, _TEMP_LINE.findall(joined) if layout.TEMP_PREFIX in joined else []
 
     def versions(self) -> list[int]:
         found = self._numbers(self._listing())
@@ -295,7 +282,7 @@ class LatestHints:
     """
 
     def __init__(self, folder: Path) -> None:
-        self.path = folder / LATEST_HINTS
+        self.path = folder / layout.LATEST_HINTS
         self._changed = False
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))

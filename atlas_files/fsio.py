@@ -28,9 +28,10 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
+from atlas_files import layout
 from atlas_files.errors import DamagedFile
 
-TEMP_PREFIX = ".atlas-tmp-"
+TEMP_PREFIX = layout.TEMP_PREFIX
 # Debris from another host (whose processes we cannot see) is removed only when old.
 FOREIGN_TEMP_AGE_S = 3600.0
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

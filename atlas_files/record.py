@@ -1,8 +1,10 @@
-"""The record: a folder with ``atlas.yaml`` at its root, and the ``Record`` API over it.
+"""The record: a folder with ``atlas.yaml`` at its root; finding, creating and configuring
+it, and building paths inside it.
 
-Every command of the CLI is one call to a method here (or to a module function taking a
-Record). Paths are built here and nowhere else, so the rule that the record never follows a
-symlinked folder is enforced in one place.
+Paths are built here and nowhere else, so the rule that the record never follows a
+symlinked folder is enforced in one place. What is done with the record (status,
+artifacts, leases, ...) lives in the mechanism modules above this one, and the public API
+over all of them in :mod:`atlas_files.api`.
 """
 
 from __future__ import annotations
@@ -12,30 +14,13 @@ import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from atlas_files import config as configmod
-from atlas_files import fsio
-from atlas_files.errors import BadInput, NotFound
+from atlas_files import fsio, guide, layout
+from atlas_files.documents import Stream
+from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import check_name
-
-if TYPE_CHECKING:
-    from atlas_files.artifacts import Diff, TopicSummary
-    from atlas_files.documents import Stream, Version
-    from atlas_files.feed import FeedItem
-
-CONFIG_NAME = configmod.CONFIG_NAME
-CONFIG_LOCK = ".atlas.yaml.lock"
-GITIGNORE = """\
-# Live rows are state, not documents: they change every few minutes and would churn or
-# conflict in git. Temp files are crash debris or writes in flight.
-receipts/
-telemetry/
-.atlas-tmp-*
-.atlas-latest.json
-*.lock
-"""
-
 
 # The largest README or .gitignore `atlas init` reads before deciding what to write.
 _INIT_READ_LIMIT = 1 << 20
@@ -49,19 +34,17 @@ def _merge_gitignore(path: Path) -> None:
         existing = ""
     except OSError as exc:
         # A symlink, a folder, a huge file: someone else's arrangement, left as it is.
-        from atlas_files.errors import warn
-
         warn(f"{path} was left alone ({fsio.damage(path, exc, 'file').message}); add the "
              "record's ignore rules to it by hand: " + ", ".join(
-                 line for line in GITIGNORE.splitlines() if line and not line.startswith("#")))
+                 line for line in layout.GITIGNORE.splitlines() if line and not line.startswith("#")))
         return
     have = {line.strip() for line in existing.splitlines()}
-    missing = [line for line in GITIGNORE.splitlines()
+    missing = [line for line in layout.GITIGNORE.splitlines()
                if line.strip() and not line.startswith("#") and line.strip() not in have]
     if existing and not missing:
         return
     if not existing:
-        text = GITIGNORE
+        text = layout.GITIGNORE
     else:
         text = existing.rstrip("\n") + "\n\n# added by `atlas init`\n" + "\n".join(missing) + "\n"
     fsio.replace_atomic(path, text.encode())
@@ -91,9 +74,9 @@ class Record:
         self.root = Path(root)
         self._real_root = os.path.realpath(self.root)
         self._safe: set[Path] = {self.root}  # paths known not to lead outside
-        if not (self.root / CONFIG_NAME).is_file():
+        if not (self.root / layout.CONFIG_NAME).is_file():
             raise NotFound(
-                f"no record at {self.root} (it has no {CONFIG_NAME})",
+                f"no record at {self.root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "
                 "ATLAS_RECORD",
             )
@@ -115,10 +98,10 @@ class Record:
             return cls(environ["ATLAS_RECORD"])
         here = Path.cwd()
         for folder in (here, *here.parents):
-            if (folder / CONFIG_NAME).is_file():
+            if (folder / layout.CONFIG_NAME).is_file():
                 return cls(folder)
         raise NotFound(
-            f"no record here: neither {here} nor any folder above it has an {CONFIG_NAME}",
+            f"no record here: neither {here} nor any folder above it has an {layout.CONFIG_NAME}",
             hint="pass --record PATH, set ATLAS_RECORD, or create one with `atlas init DIR`",
         )
 
@@ -130,13 +113,11 @@ class Record:
         default_project: str | None = None,
     ) -> Record:
         """Create a record at ``path``, or add projects to the record already there."""
-        from atlas_files import guide
-
         root = Path(path)
         wanted = [check_name(p, "project name") for p in projects]
         if default_project:
             check_name(default_project, "project name")
-        config_path = root / CONFIG_NAME
+        config_path = root / layout.CONFIG_NAME
         if config_path.exists():
             record = cls(root)
             wanted_all = wanted + ([default_project] if default_project else [])
@@ -164,7 +145,7 @@ class Record:
         default = default_project or projects_list[0]
         if default not in projects_list:
             projects_list.append(default)
-        for folder in ("projects", "leases", "telemetry", "receipts"):
+        for folder in layout.ROOT_FOLDERS:
             (root / folder).mkdir(exist_ok=True)
         _merge_gitignore(root / ".gitignore")
         readme = root / "README.md"
@@ -187,8 +168,8 @@ class Record:
         lose each other's update. The rewrite keeps atlas-files' own header comment but
         not comments added by hand (the file is dumped anew).
         """
-        path = self.root / CONFIG_NAME
-        with fsio.locked(self.root / CONFIG_LOCK):
+        path = self.root / layout.CONFIG_NAME
+        with fsio.locked(self.root / layout.CONFIG_LOCK):
             current = configmod.load(path)
             data = change(dict(current.raw))
             configmod.from_mapping(data, path)  # refuse a change that breaks the config
@@ -196,14 +177,14 @@ class Record:
         self.__dict__.pop("config", None)
 
     def _make_project(self, project: str) -> None:
-        for sub in ("status", "artifacts", "decisions", "corrections"):
-            self.path("projects", project, sub).mkdir(parents=True, exist_ok=True)
+        for sub in layout.PROJECT_FOLDERS:
+            self.path(layout.PROJECTS, project, sub).mkdir(parents=True, exist_ok=True)
 
     # -- config ---------------------------------------------------------------------------
 
     @cached_property
     def config(self) -> configmod.Config:
-        return configmod.load(self.root / CONFIG_NAME)
+        return configmod.load(self.root / layout.CONFIG_NAME)
 
     def project(self, name: str | None = None) -> str:
         """The project ``name`` (or the default one), checked to exist in atlas.yaml."""
@@ -263,37 +244,33 @@ class Record:
 
     @property
     def receipts_dir(self) -> Path:
-        return self.path("receipts")
+        return self.path(layout.RECEIPTS)
 
     @property
     def leases_dir(self) -> Path:
-        return self.path("leases")
+        return self.path(layout.LEASES)
 
     @property
     def telemetry_dir(self) -> Path:
-        return self.path("telemetry")
+        return self.path(layout.TELEMETRY)
 
     def project_dir(self, project: str | None = None) -> Path:
-        return self.path("projects", self.project(project))
+        return self.path(layout.PROJECTS, self.project(project))
 
     def has_entries(self, project: str, kind: str) -> bool:
         """Whether ``projects/<project>/<kind>/`` (decisions, corrections) holds any entry."""
         try:
-            with os.scandir(self.path("projects", project, kind)) as it:
+            with os.scandir(self.path(layout.PROJECTS, project, kind)) as it:
                 return any(not e.name.startswith(".") for e in it)
         except (FileNotFoundError, NotADirectoryError):
             return False
 
     def status_stream(self, project: str | None = None) -> Stream:
-        from atlas_files.documents import Stream
-
         p = self.project(project)
-        return Stream(self.path("projects", p, "status"), "status", f"the status of {p}",
-                      self.config.body_limit)
+        return Stream(self.path(layout.PROJECTS, p, layout.STATUS), "status",
+                      f"the status of {p}", self.config.body_limit)
 
     def artifact_stream(self, name: str, project: str | None = None) -> Stream:
-        from atlas_files.documents import Stream
-
         p = self.project(project)
         check_name(name, "topic name")
         if name == "status":
@@ -301,99 +278,8 @@ class Record:
                 "'status' is the name of the status stream, not a topic",
                 hint="use `atlas status show|write`, or choose another topic name",
             )
-        return Stream(self.path("projects", p, "artifacts", name), name, name,
+        return Stream(self.path(layout.PROJECTS, p, layout.ARTIFACTS, name), name, name,
                       self.config.body_limit)
-
-    # -- the core API: status, artifacts, receipts, feed ----------------------------------
-
-    def put(
-        self,
-        name: str,
-        body: str,
-        *,
-        author: str | None,
-        project: str | None = None,
-        expect: int | None = None,
-        summary: str | None = None,
-        proposal: bool = False,
-        links: Sequence[str] = (),
-    ) -> Version:
-        from atlas_files import artifacts
-
-        return artifacts.put(
-            self, name, body, author=author, project=project, expect=expect,
-            summary=summary, proposal=proposal, links=links,
-        )
-
-    def get(
-        self,
-        name: str,
-        *,
-        reader: str | None = None,
-        version: int | None = None,
-        project: str | None = None,
-    ) -> Version:
-        from atlas_files import artifacts
-
-        return artifacts.get(self, name, reader=reader, version=version, project=project)
-
-    def ls(self, project: str | None = None) -> list[TopicSummary]:
-        from atlas_files import artifacts
-
-        return artifacts.ls(self, project)
-
-    def history(self, name: str, project: str | None = None) -> list[Version]:
-        from atlas_files import artifacts
-
-        return artifacts.history(self, name, project)
-
-    def diff(
-        self,
-        name: str,
-        old: int | None = None,
-        new: int | None = None,
-        project: str | None = None,
-    ) -> Diff:
-        from atlas_files import artifacts
-
-        return artifacts.diff(self, name, old, new, project)
-
-    def status_show(
-        self, *, reader: str | None = None, project: str | None = None
-    ) -> Version | None:
-        from atlas_files import status
-
-        return status.show(self, reader=reader, project=project)
-
-    def status_write(
-        self,
-        body: str,
-        *,
-        author: str | None,
-        project: str | None = None,
-        expect: int | None = None,
-        summary: str | None = None,
-    ) -> tuple[Version, list[str]]:
-        from atlas_files import status
-
-        return status.write(
-            self, body, author=author, project=project, expect=expect, summary=summary
-        )
-
-    def status_log(self, project: str | None = None) -> list[Version]:
-        from atlas_files import status
-
-        return status.log(self, project)
-
-    def feed(self, identity: str | None, *, mark_read: bool = False) -> list[FeedItem]:
-        from atlas_files import feed
-
-        return feed.feed(self, identity, mark_read=mark_read)
-
-    def receipts(self, identity: str) -> dict[str, int]:
-        from atlas_files import receipts
-
-        return receipts.read(self, check_name(identity, "identity"))
 
     def describe(self) -> dict[str, Any]:
         return {"root": str(self.root), "projects": list(self.config.projects)}

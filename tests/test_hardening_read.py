@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from atlas_files import decisions, jsonfile, leases, receipts, telemetry
+from atlas_files import artifacts, decisions, jsonfile, leases, receipts, status, telemetry
 from atlas_files.cli import main
 from atlas_files.record import Record
 
@@ -63,9 +63,9 @@ def sub_front_matter(path: Path, key: str, value: str) -> None:
 @pytest.fixture
 def rec(tmp_path: Path) -> Record:
     record = Record.init(tmp_path / "rec", ["web"])
-    record.put("plan", "the plan\n", author="bob", summary="the plan")
-    record.put("notes", "notes\n", author="bob", summary="some notes")
-    record.status_write("all good\n", author="bob")
+    artifacts.put(record, "plan", "the plan\n", author="bob", summary="the plan")
+    artifacts.put(record, "notes", "notes\n", author="bob", summary="some notes")
+    status.write(record, "all good\n", author="bob")
     return record
 
 
@@ -322,7 +322,7 @@ def test_ls_and_get_survive_a_damaged_version(rec: Record, key: str, value: str)
 
 
 def test_a_deeply_nested_latest_hints_file_is_ignored(rec: Record) -> None:
-    from atlas_files.documents import LATEST_HINTS
+    from atlas_files.layout import LATEST_HINTS
 
     run(rec, "ls")  # writes the hints
     hints = rec.path("projects", "web", "artifacts") / LATEST_HINTS

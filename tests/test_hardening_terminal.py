@@ -19,7 +19,7 @@ from conftest import run_atlas
 from hypothesis import given
 from hypothesis import strategies as st
 
-from atlas_files import leases, timeutil
+from atlas_files import artifacts, leases, status, timeutil
 from atlas_files.cli import main
 from atlas_files.errors import NotFound
 from atlas_files.record import Record
@@ -46,9 +46,9 @@ def _entry(path: Path, fields: dict[str, str]) -> None:
 def _poisoned(root: Path) -> Record:
     """A record where an agent wrote terminal sequences into every field it can reach."""
     record = Record.init(root, ["web"])
-    record.put("plan", f"step one {OSC52}\nbody {CLEAR} {LINK}\n", author="ann", expect=0)
-    record.put("plan", PLAN_V2, author="ann", expect=1)  # default summary: its first line
-    record.status_write(f"status {OSC52}\nall {CLEAR} well\n", author="ann", expect=0)
+    artifacts.put(record, "plan", f"step one {OSC52}\nbody {CLEAR} {LINK}\n", author="ann", expect=0)
+    artifacts.put(record, "plan", PLAN_V2, author="ann", expect=1)  # default summary: its first line
+    status.write(record, f"status {OSC52}\nall {CLEAR} well\n", author="ann", expect=0)
     now = timeutil.now()
     at = timeutil.format_time(now)
     web = root / "projects" / "web"
@@ -178,7 +178,7 @@ def test_body_only_into_a_file_is_byte_exact(poisoned: Record, tmp_path: Path) -
     with target.open("wb") as fh:
         subprocess.run([sys.executable, "-m", "atlas_files", "get", "plan", "--body-only"],
                        stdout=fh, env=_env(poisoned, "ann"), check=True, timeout=60)
-    stored = poisoned.get("plan").body
+    stored = artifacts.get(poisoned, "plan").body
     assert target.read_bytes() == PLAN_V2.encode() == stored.encode()
 
 
@@ -246,8 +246,8 @@ def test_a_failure_with_json_prints_one_error_document(
     code, out, err = _run(capsys, "--record", root, "get", "missing")
     assert code == 2 and out == "" and err.startswith("atlas: error: ")
 
-    record.put("plan", "a\n", author="ann", expect=0)
-    record.put("plan", "b\n", author="bob", expect=1)
+    artifacts.put(record, "plan", "a\n", author="ann", expect=0)
+    artifacts.put(record, "plan", "b\n", author="bob", expect=1)
     code, out, _ = _run(capsys, "--record", root, "--as", "ann", "put", "plan",
                         "--expect", "1", "-f", os.devnull, "--allow-empty", "--json")
     assert code == 3

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from atlas_files import config as configmod
 from atlas_files import fsio, leases, schemas, timeutil
 from atlas_files.errors import BadInput, LeaseHeld
-from atlas_files.leases_store import GENERATION_RE
+from atlas_files.leases.store import GENERATION_RE
 from atlas_files.names import is_name
 from atlas_files.record import Record
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import run_atlas
 from site_fixtures import broken_links, page_text, parse
 
-from atlas_files import corrections, decisions, demo, leases
+from atlas_files import corrections, decisions, demo, leases, status
 from atlas_files.leases import ADVISORY
 
 
@@ -32,11 +32,11 @@ def test_demo_builds_a_site_showing_everything(tmp_path: Path) -> None:
     decided = parse(site / "decisions.html")
     for project in record.config.projects:
         assert project in home
-        status = record.status_log(project)
-        if status:
+        versions = status.log(record, project)
+        if versions:
             ids = parse(site / "status" / f"{project}.html").ids
-            assert {f"v{v.version}" for v in status} <= ids
-        for topic in record.ls(project):
+            assert {f"v{v.version}" for v in versions} <= ids
+        for topic in artifacts.ls(record, project):
             assert f"{project}/{topic.name}.html#v{topic.version}" in artifact_links
             ids = parse(site / "artifacts" / project / f"{topic.name}.html").ids
             assert {f"v{n}" for n in range(1, topic.version + 1)} <= ids

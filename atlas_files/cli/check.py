@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
 
 
@@ -34,7 +34,7 @@ def _print(finding: Any) -> None:
               "folder's tree), record or not; with --staged also edits of committed ones.")
 @json_option
 @pass_ctx
-def check(ctx: Context, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
+def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
           versions_only: bool, as_json: bool) -> None:
     """Check the record (or PATHs in it) for what a hand edit gets wrong.
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
 from atlas_files.cli.terminal import unfiltered
 
@@ -55,7 +55,7 @@ def site() -> None:
               "(default: beside the record, <record>-site). Must lie outside the record.")
 @json_option
 @pass_ctx
-def build(ctx: Context, out_dir: str | None, as_json: bool) -> None:
+def build(ctx: Invocation, out_dir: str | None, as_json: bool) -> None:
     """Write the record's MkDocs project into DIR and build it into DIR/site.
 
     DIR/mkdocs.yml and DIR/docs/ are plain files (search and tags plugins only, no
@@ -90,7 +90,7 @@ def build(ctx: Context, out_dir: str | None, as_json: bool) -> None:
               help="The address to serve on.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
 @pass_ctx
-def serve(ctx: Context, out_dir: str | None, dev_addr: str, open_browser: bool) -> None:
+def serve(ctx: Invocation, out_dir: str | None, dev_addr: str, open_browser: bool) -> None:
     """Serve the site with live reload until interrupted (Ctrl-C).
 
     The record is polled every two seconds; when it changed, the docs are rewritten

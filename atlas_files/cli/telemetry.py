@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import os
+import getpass
+import json
+import signal
 from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files import timeutil
+from atlas_files.api import telemetry as api
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
+from atlas_files.errors import BadInput
+from atlas_files.telemetry import LIMITS, nvml
+from atlas_files.telemetry.trust import LOCAL, shown
 
 
 @click.group()
@@ -35,13 +42,11 @@ def sample(as_json: bool) -> None:
     GPUs, exit 0. This is the command a probe runs on the far side, e.g.
     `ssh gpubox atlas telemetry sample --json`.
     """
-    from atlas_files.telemetry import nvml
-
-    data = nvml.sample()
+    result = api.sample()
     if as_json:
-        emit_json(data)
+        emit_json(result.to_json())
     else:
-        click.echo("\n".join(nvml.describe(data)))
+        click.echo("\n".join(result.lines()))
 
 
 def _outcome_line(outcome: Any) -> str:
@@ -60,8 +65,6 @@ def _outcome_line(outcome: Any) -> str:
 
 def _warn_not_run(outcome: Any) -> None:
     if outcome.not_run:
-        from atlas_files.telemetry.trust import shown
-
         warn(f"{outcome.machine}: probe not approved, not run: "
              f"{shown(str(outcome.row.get('probe')), 200)} (review it, then "
              f"`atlas telemetry approve {outcome.machine}`)")
@@ -78,7 +81,7 @@ def _warn_not_run(outcome: Any) -> None:
               "probes.yaml (~/.config/atlas/probes.yaml) if it exists.")
 @json_option
 @pass_ctx
-def probe(ctx: Context, machines: tuple[str, ...], every: str | None,
+def probe(ctx: Invocation, machines: tuple[str, ...], every: str | None,
           probes_file: str | None, as_json: bool) -> None:
     """Probe MACHINEs (default: all in atlas.yaml and your probes file); write their rows.
 
@@ -96,10 +99,7 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None,
     probing until interrupted (Ctrl-C or SIGTERM), one failing machine never stopping it;
     with --json it then prints one JSON document per round, one per line.
     """
-    from atlas_files.telemetry import probe as probemod
-    from atlas_files.telemetry import trust as trustmod
-
-    record = ctx.record
+    worker = ctx.worker
 
     def emit(outcome: Any) -> None:
         _warn_not_run(outcome)
@@ -107,22 +107,16 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None,
             click.echo(_outcome_line(outcome))
 
     if every is None:
-        outcomes = probemod.probe_once(record, ctx.identity, machines, emit,
-                                       probes_file=probes_file)
+        result = api.probe(worker, machines, probes_file=probes_file, on_outcome=emit)
         if as_json:
-            emit_json(_rows_json(record, [o.machine for o in outcomes]))
+            emit_json(result.to_json())
         return
-
-    import json
-    import signal
-
-    interval = probemod.parse_every(every)
 
     def on_term(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    per_round = len(probemod.select(record, machines, trustmod.load(record, probes_file)))
+    per_round = api.machines_per_round(worker, machines, probes_file=probes_file)
     round_names: list[str] = []
 
     def emit_round(outcome: Any) -> None:
@@ -130,12 +124,12 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None,
         if as_json:
             round_names.append(outcome.machine)
             if len(round_names) == per_round:
-                doc = _rows_json(record, round_names)
+                doc = api.rows(worker, round_names).to_json()
+                # One document per line (JSON Lines), so a reader can follow the rounds.
                 click.echo(json.dumps(doc, ensure_ascii=False, default=str))
                 round_names.clear()
 
-    done = probemod.probe_every(record, ctx.identity, machines, interval, emit_round, warn,
-                                probes_file=probes_file)
+    done = api.probe_every(worker, machines, every, emit_round, warn, probes_file=probes_file)
     click.echo(f"atlas: prober stopped after {done} round{'' if done == 1 else 's'}",
                err=True)
 
@@ -145,7 +139,7 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None,
 @click.option("--yes", is_flag=True, help="Approve without asking (for scripts); the "
               "command approved is still printed.")
 @pass_ctx
-def approve(ctx: Context, machines: tuple[str, ...], yes: bool) -> None:
+def approve(ctx: Invocation, machines: tuple[str, ...], yes: bool) -> None:
     """Let your prober run the probe command atlas.yaml gives MACHINE, exactly as it is now.
 
     Prints the exact string and asks. The approval is kept outside the record, in
@@ -154,14 +148,9 @@ def approve(ctx: Context, machines: tuple[str, ...], yes: bool) -> None:
     prober stops running it until you approve again. `local` needs no approval. An
     approval covers your own prober only; it says nothing to anyone else's.
     """
-    from atlas_files.errors import BadInput
-    from atlas_files.telemetry import probe as probemod
-    from atlas_files.telemetry import trust as trustmod
-
-    record = ctx.record
     for machine in machines:
-        command = trustmod.pending(record, machine)
-        if command == probemod.LOCAL:
+        command = api.pending_probe(ctx.worker, machine)
+        if command == LOCAL:
             click.echo(f"{machine}: probe: local runs no shell command; nothing to approve")
             continue
         if command.isprintable():
@@ -169,7 +158,7 @@ def approve(ctx: Context, machines: tuple[str, ...], yes: bool) -> None:
         else:
             click.echo(f"{machine}: atlas.yaml gives this probe command, which holds "
                        "characters a terminal would act on (shown escaped):\n  "
-                       f"{trustmod.shown(command)}")
+                       f"{shown(command)}")
         if not yes:
             try:
                 ok = click.confirm(f"Run it as {_user()} whenever you probe {machine}?",
@@ -180,29 +169,18 @@ def approve(ctx: Context, machines: tuple[str, ...], yes: bool) -> None:
                 raise BadInput(f"the probe of {machine} was not approved; nothing written",
                                hint="run it again and answer y, or pass --yes after reading "
                                "the command")
-        path = trustmod.approve(record, machine, command)
-        click.echo(f"approved: {machine} (kept in {path})")
+        approval = api.approve(ctx.worker, machine, command)
+        click.echo(f"approved: {machine} (kept in {approval.kept_in})")
 
 
 def _user() -> str:
-    import getpass
-
     try:
         return getpass.getuser()
     except (KeyError, OSError):
         return "you"
 
 
-def _rows_json(record: Any, machines: list[str] | None = None) -> dict[str, Any]:
-    from atlas_files import telemetry as tm
-
-    return {"limits": tm.LIMITS, "machines": [r.to_json() for r in tm.ls(record, machines)]}
-
-
 def _row_lines(row: Any) -> list[str]:
-    from atlas_files import timeutil
-    from atlas_files.telemetry import nvml
-
     when = "never"
     if row.observed_at:
         try:
@@ -227,31 +205,19 @@ def _row_lines(row: Any) -> list[str]:
 @click.argument("machines", nargs=-1, metavar="[MACHINE]...")
 @json_option
 @pass_ctx
-def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
+def ls(ctx: Invocation, machines: tuple[str, ...], as_json: bool) -> None:
     """Show each machine's last row: reachable or not, when, by whom, its GPUs.
 
     Age and staleness are computed now, from observed_at: a row older than
     stale_after_intervals (default 3) x the machine's interval is marked stale. A row is
     what the prober saw then, not the present, and never what anyone intends next.
     """
-    from atlas_files import telemetry as tm
-    from atlas_files.names import check_name
-    from atlas_files.telemetry import probe as probemod
-
-    record = ctx.record
-    wanted = [check_name(m, "machine name") for m in machines]
-    if wanted:
-        known = set(record.config.machines)
-        for name in wanted:
-            if name not in known and not os.path.lexists(tm.row_path(record, name)):
-                probemod.select(record, [name])  # raises the not-found error
-
-    views = tm.ls(record, wanted or None)
-    problem = tm.folder_problem(record)
+    result = api.ls(ctx.worker, machines)
     if as_json:
-        emit_json({"limits": tm.LIMITS, "machines": [r.to_json() for r in views],
-                   "problems": [problem] if problem else []})
+        emit_json(result.to_json())
         return
+    problem = result.problems[0] if result.problems else None
+    views = result.rows
     if problem:
         warn(problem)
     if not views:
@@ -260,4 +226,4 @@ def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
         return
     for row in views:
         click.echo("\n".join(_row_lines(row)))
-    click.echo(f"({tm.LIMITS})")
+    click.echo(f"({LIMITS})")

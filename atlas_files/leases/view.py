@@ -12,14 +12,29 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import leases_store as store
 from atlas_files import timeutil
 from atlas_files.errors import BadInput
-from atlas_files.leases_store import Generation
+from atlas_files.leases import store
+from atlas_files.leases.store import Generation
 from atlas_files.names import is_name
+from atlas_files.telemetry import busy_gpus, folder_problem, resource_usage
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
+
+
+# Printed verbatim wherever a lease is read: `atlas lease --help`, every `lease ls` (text
+# and the JSON `advisory` key), the lease schema's description and the generated site.
+ADVISORY = (
+    "Leases are advisory: a lease is an entry on a shared sign-up sheet and nothing "
+    "enforces it, so a worker that ignores the sheet is not stopped. Only the claim itself "
+    "is atomic: two readers can both see a resource free in the same second, and only one "
+    "of their claims will succeed. An empty list does not prove a machine is idle: a worker "
+    "that took no lease is invisible here. Expiry trusts the clocks of the machines that "
+    "write and read the lease; where they disagree, a lease can read as expired too early "
+    "or as held too long."
+)
+
 
 
 @dataclass(frozen=True)
@@ -206,8 +221,6 @@ class Sheet:
         return sorted((*self.leases, *self.damaged), key=lambda lease: lease.resource)
 
     def to_json(self) -> dict[str, Any]:
-        from atlas_files.leases import ADVISORY
-
         return {
             "advisory": ADVISORY,
             "leases": [
@@ -221,10 +234,6 @@ class Sheet:
 
 def sheet(record: Record) -> Sheet:
     problems, leases, damaged = read_all(record)
-    try:
-        from atlas_files.telemetry import busy_gpus, folder_problem, resource_usage
-    except ImportError:  # telemetry is its own layer; the sheet works without it
-        return Sheet(tuple(leases), problems=tuple(problems), damaged=tuple(damaged))
     telemetry_problem = folder_problem(record)
     if telemetry_problem:  # else "busy but unleased" would read as "nothing busy"
         problems.append(telemetry_problem)
