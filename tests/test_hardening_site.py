@@ -451,8 +451,8 @@ def test_a_fifo_among_decisions_leases_or_telemetry_does_not_hang_the_build(
     from atlas_files import decisions, leases, telemetry
 
     record = _record(tmp_path / "rec")
-    keep = decisions.decide(record, topic="kept", recommended="a", chosen="a",
-                            relation="agreed", why="healthy decision", author="alice")
+    decisions.decide(record, topic="kept", recommended="a", chosen="a", relation="agreed",
+                     why="healthy decision", author="alice")
     lost = decisions.decide(record, topic="lost", recommended="b", chosen="b",
                             relation="agreed", why="x", author="alice")
     leases.claim(record, "box", holder="alice", duration_s=600, why="healthy lease")

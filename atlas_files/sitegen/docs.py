@@ -113,14 +113,15 @@ def _write_pages(ctx: pages.Context, record: Record, docs: Writer, name: str,
                                    partial(pages.status_page, ctx, project, status))
         docs.write(urls.status_page(project.name), page or pages.status_page(ctx, project, []))
         step()
-    for rel, render in (
+    boards_and_indexes: tuple[tuple[str, Callable[[], str]], ...] = (
         (urls.DECISIONS, lambda: boards.decisions(ctx)),
         (urls.LEASES, lambda: boards.leases(ctx, ADVISORY)),
         (urls.TELEMETRY, lambda: boards.telemetry(ctx)),
         (urls.ARTIFACTS, lambda: pages.artifacts_index(ctx)),
         (urls.TAGS, boards.tags_page),
         (urls.HOME, lambda: pages.home(ctx, latest_status, name)),
-    ):
+    )
+    for rel, render in boards_and_indexes:
         docs.write(rel, render())
         step()
     docs.copy_tree(site_template().joinpath("assets"), "assets")
