@@ -52,7 +52,8 @@ def site() -> None:
 @site.command()
 @click.option("--out", "out_dir", metavar="DIR", type=click.Path(file_okay=False),
               help="Where to write mkdocs.yml, docs/ and the built site/ "
-              "(default: beside the record, <record>-site). Must lie outside the record.")
+              "(default: beside the record, <record>-site). Must lie outside the record, "
+              "and neither be nor hold a symlink.")
 @json_option
 @pass_ctx
 def build(ctx: Invocation, out_dir: str | None, as_json: bool) -> None:
@@ -60,6 +61,11 @@ def build(ctx: Invocation, out_dir: str | None, as_json: bool) -> None:
 
     DIR/mkdocs.yml and DIR/docs/ are plain files (search and tags plugins only, no
     hooks), so `mkdocs build` or Zensical can build the same folder again.
+
+    A record file that cannot be read, or whose body is over the record's body_limit,
+    is left out, named on stderr and in the JSON's "problems", and the build goes on
+    (exit 0); `atlas check` says how to fix it. Nothing is written or deleted outside
+    DIR: a DIR that is a symlink, or holds one, is refused (exit 2).
     """
     from atlas_files import sitegen
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from atlas_files.sitegen import fragments as f
 from atlas_files.sitegen import urls
 from atlas_files.sitegen.cache import SiteCache
+from atlas_files.sitegen.reading import Withheld
 from atlas_files.sitegen.sanitize import heading, text, yaml_str
 
 if TYPE_CHECKING:
@@ -92,7 +93,9 @@ def _versions_html(
         latest = doc is versions[-1]
         inner = [f.version_meta(doc, ctx.now, marks), f.marks_notes(marks, doc.proposal, page,
                                                                     ctx.now)]
-        if latest:
+        if isinstance(doc, Withheld):
+            inner.append(withheld_note(doc))
+        elif latest:
             body = ctx.renderer.render(doc.body, resolve, cache)
             inner.append(f'<div class="atlas-body">\n{body}\n</div>')
         else:
@@ -105,7 +108,11 @@ def _versions_html(
                 f'</summary><pre class="atlas-source">{text(doc.body)}</pre></details>'
             )
         before = by_number.get(doc.version - 1)
-        if before is not None:
+        if before is not None and (isinstance(before, Withheld) or isinstance(doc, Withheld)):
+            inner.append(
+                f'<p class="atlas-meta">The changes from v{before.version} are not shown: '
+                "a body over the body_limit is not read.</p>")
+        elif before is not None:
             inner.append(
                 # Left out of the search index: the texts of both versions are indexed.
                 '<details class="atlas-fold" data-search-exclude><summary>Changes from '
@@ -120,6 +127,12 @@ def _versions_html(
         ctx.event(doc.written_at, project.name, what, page, urls.version_anchor(doc.version),
                   doc.author)
     return parts, older
+
+
+def withheld_note(doc: Withheld) -> str:
+    """Where the text of a version over the body limit would have been."""
+    return (f'<p class="atlas-note">The {text(doc.note)} (the limit is {doc.limit} bytes, '
+            "<code>body_limit</code> in <code>atlas.yaml</code>).</p>")
 
 
 def _changes(old: Version, new: Version, cache: SiteCache) -> str:
@@ -254,8 +267,11 @@ def home(ctx: Context, latest_status: dict[str, Version | None], site_name: str)
                 f"{f.when(doc.written_at, ctx.now)}</p>"
             )
             inner.append(f.marks_notes(marks, False, page, ctx.now))
-            body = ctx.renderer.render(doc.body, resolve, cache)
-            inner.append(f'<div class="atlas-body">\n{body}\n</div>')
+            if isinstance(doc, Withheld):
+                inner.append(withheld_note(doc))
+            else:
+                body = ctx.renderer.render(doc.body, resolve, cache)
+                inner.append(f'<div class="atlas-body">\n{body}\n</div>')
         inner.append(f"<p>{status_link} · {topics}</p>")
         out.append(f.block("\n".join(x for x in inner if x), "atlas-project"))
     out.append("## Recent activity\n\n")
@@ -278,6 +294,7 @@ def home(ctx: Context, latest_status: dict[str, Version | None], site_name: str)
         more = len(snap.problems) - 200
         tail = f"<p>… and {more} more.</p>" if more > 0 else ""
         out.append(f.block(
-            "<p>These files could not be read and are left out of the site; "
+            "<p>These files could not be read, or are too large to show, and are left out "
+            "of the site; "
             f"<code>atlas check</code> says how to fix them.</p><ul>{items}</ul>{tail}"))
     return "".join(out)
