@@ -4,6 +4,7 @@ the record's limits, and whether to fix what is safe to fix."""
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from atlas_files import timeutil
+from atlas_files.errors import AtlasError
 from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
 from atlas_files.check.links import LinkChecker
@@ -23,6 +25,7 @@ class Limits:
     lease_cap_s: float = 4 * 3600.0
     clock_tolerance_s: float = 120.0
     projects: tuple[str, ...] = ()
+    body_limit: int = 1 << 20  # config.DEFAULT_BODY_LIMIT
 
 
 def limits_of(config_path: Path) -> Limits:
@@ -34,7 +37,8 @@ def limits_of(config_path: Path) -> Limits:
         cfg = configmod.load(config_path)
     except Exception:  # noqa: BLE001 - any damage is reported by the config check
         return Limits()
-    return Limits(cfg.status_limit, cfg.lease_cap_s, cfg.clock_tolerance_s, cfg.projects)
+    return Limits(cfg.status_limit, cfg.lease_cap_s, cfg.clock_tolerance_s, cfg.projects,
+                  cfg.body_limit)
 
 
 @dataclass
@@ -66,9 +70,30 @@ class Context:
 F = TypeVar("F", bound=Callable[..., None])
 
 
+# What reading a damaged or hostile file can raise, anywhere from the bytes to the schema:
+# a finding on that file (ATL002), like any other file that cannot be read as its kind.
+DAMAGE = (AtlasError, OSError, ValueError, RecursionError, OverflowError, MemoryError)
+
+
+def damage_message(exc: BaseException) -> str:
+    """What is wrong with a file, from what reading it raised."""
+    if isinstance(exc, RecursionError):
+        return "cannot be read: it is nested too deeply"
+    if isinstance(exc, MemoryError):
+        return "cannot be read: it is too large to hold in memory"
+    if isinstance(exc, OSError):
+        return f"cannot be read: {why_unreadable(exc)}"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start})"
+    if isinstance(exc, OverflowError):
+        return f"cannot be read: a number in it is out of range ({exc})"
+    return f"cannot be read: {exc}"
+
+
 def per_file(fn: F) -> F:
-    """One file's check may fail in a way nobody foresaw; that is a finding on that file
-    (and a bug to report), never the end of the run: the other files are still checked."""
+    """One file's check may fail in a way nobody foresaw; that is a finding on that file,
+    never the end of the run: the other files are still checked. Damage (see DAMAGE) is
+    ATL002; anything else is a bug in atlas (ATL099)."""
 
     @functools.wraps(fn)
     def guarded(ctx: Context, path: Path, *args: Any, **kwargs: Any) -> None:
@@ -76,10 +101,34 @@ def per_file(fn: F) -> F:
             fn(ctx, path, *args, **kwargs)
         except (KeyboardInterrupt, SystemExit):
             raise
+        except DAMAGE as exc:
+            ctx.report.add(path, getattr(exc, "line", 1) or 1, "ATL002", damage_message(exc))
         except Exception as exc:  # noqa: BLE001 - reported, see above
             ctx.report.add(path, 1, "ATL099", f"{type(exc).__name__}: {exc}"[:240])
 
     return guarded  # type: ignore[return-value]
+
+
+def list_folder(ctx: Context, folder: Path) -> list[str]:
+    """The names in a record folder; [] if there is none. One that cannot be listed is a
+    finding (ATL038), and the check goes on with the rest of the record."""
+    from atlas_files.check.sources import DiskSource
+
+    if not isinstance(ctx.source, DiskSource):
+        return ctx.source.listdir(folder)
+    try:
+        return os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:
+        unreadable_folder(ctx, folder, exc)
+        return []
+
+
+def unreadable_folder(ctx: Context, folder: Path, exc: OSError) -> None:
+    ctx.report.add(folder, 1, "ATL038",
+                   f"cannot list the folder {ctx.rel(folder)}: {why_unreadable(exc)}; "
+                   "nothing in it was checked")
 
 
 def make_context(root: Path, report: Report, source: Source, fix: bool = False) -> Context:
@@ -95,4 +144,8 @@ def why_unreadable(exc: OSError) -> str:
 
     if exc.errno == errno.ELOOP:
         return "it is a symbolic link, and the record never follows one (readers skip it)"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a folder, where a file should be"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "its name is too long"
     return str(exc.strerror or exc)

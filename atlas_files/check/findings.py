@@ -13,6 +13,7 @@ from typing import Any
 
 ERROR = "error"
 WARNING = "warning"
+MAX_MESSAGE = 600
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,17 @@ _TABLE = (
          "add the project with `atlas init RECORD --project NAME`"),
     Code("ATL034", ERROR, "misnamed version file: readers do not see it",
          "name versions NAME.vNNNN.md: four digits at least, no extra leading zero"),
+    Code("ATL036", ERROR, "misnamed entry file: readers do not see it",
+         "name an entry <id>.md exactly as its id is written (lowercase), e.g. "
+         "dec-20260131t120000000000z-1a2b3c4d.md"),
+    Code("ATL037", ERROR, "a record folder is a symlink or not a folder: commands refuse it",
+         "replace it with a real folder (restore it from git); the record never follows a "
+         "symlink"),
+    Code("ATL038", ERROR, "a folder cannot be read (no permission)",
+         "let the user who runs atlas read it (`chmod u+rx`, or fix its owner); the rest of "
+         "the record was still checked"),
+    Code("ATL039", ERROR, "version body larger than the record's body_limit",
+         "split it into smaller documents and link them; or raise body_limit in atlas.yaml"),
     Code("ATL040", ERROR, "commit edits an immutable file (a version or an entry)",
          "restore it (`git restore --staged --worktree PATH`) and write the next version or "
          "a correction"),
@@ -138,6 +150,9 @@ class Report:
         return text
 
     def add(self, path: Path | str, line: int, code: str, message: str, hint: str = "") -> None:
+        # A message may quote what a hostile file holds: one finding stays one short line.
+        if len(message) > MAX_MESSAGE:
+            message = message[:MAX_MESSAGE - 3] + "..."
         shown = self.show(path)
         key = (shown, line, code, message)
         if key in self._seen:  # the same problem reached by two routes is one finding

@@ -68,3 +68,17 @@ def stamp_entry(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parse
         return again.meta.get("digest") == entries.digest_of_entry(dict(again.meta), again.body)
 
     _stamp(ctx, path, data, parsed, digest, ok)
+
+
+def remove_bom(ctx: Context, path: Path, data: bytes, rest: bytes) -> bool:
+    """Rewrite ``path`` without its leading byte-order mark (see check/bom.py); False if
+    the file changed while we looked or cannot be replaced."""
+    try:
+        if path.read_bytes() != data:
+            return False
+        mode = path.stat().st_mode & 0o777
+        fsio.replace_atomic(path, rest, mode=mode)
+    except OSError:
+        return False
+    ctx.report.fixed.append(f"removed the byte-order mark from {ctx.report.show(path)}")
+    return True

@@ -127,7 +127,10 @@ class RecordIndex:
                 return RefState("ok")
             return RefState("missing", f"no entry {value} in project {project}")
         name, at, number = value.partition("@v")
-        if not at or not number.isdigit() or not is_name(name) or int(number) < 1:
+        # isascii: "١" is a digit to isdigit; the length bound keeps int() from refusing
+        # (or spending long on) a number thousands of digits long.
+        if not at or not (number.isascii() and number.isdigit()) or len(number) > 12 \
+                or not is_name(name) or int(number) < 1:
             return RefState("bad", f"{value!r} is not NAME@vN, status@vN or an entry id")
         version = int(number)
         versions = self.versions(project, name)

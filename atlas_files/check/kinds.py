@@ -10,12 +10,14 @@ from typing import Any
 
 from atlas_files import frontmatter, fsio, timeutil
 from atlas_files.check import debris, refs
-from atlas_files.check.context import Context, per_file, why_unreadable
+from atlas_files.check.bom import BOM, strip_bom
+from atlas_files.check.context import DAMAGE, Context, list_folder, per_file, why_unreadable
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
 from atlas_files.check.versions import is_private
 
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
+_ENTRY_HEAD = 64 * 1024  # enough to read the front matter of a file that may be an entry
 ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction"}
 
 
@@ -63,6 +65,11 @@ def _load_json_file(
     except OSError as exc:
         ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
         return None
+    if data.startswith(BOM):
+        ctx.report.add(path, 1, "ATL002", "it starts with a UTF-8 byte-order mark, which JSON "
+                       "readers refuse; remove it (the three bytes before the first '{')",
+                       "remove the byte-order mark; the tools never write one")
+        return None
     value = load_json(ctx.report, path, data)
     if value is None:
         return None
@@ -83,7 +90,7 @@ def check_row(ctx: Context, path: Path, kind: str, key: str) -> None:
 
 def check_entry_folder(ctx: Context, folder: Path, project: str, kind: str,
                        only: set[str] | None = None) -> None:
-    for name in sorted(ctx.source.listdir(folder)):
+    for name in sorted(list_folder(ctx, folder)):
         if only is not None and name not in only:
             continue
         path = folder / name
@@ -92,8 +99,32 @@ def check_entry_folder(ctx: Context, folder: Path, project: str, kind: str,
         elif is_entry_file(name):
             check_entry(ctx, path, project, kind)
         elif ctx.source.is_file(path) and not is_private(name):
-            ctx.report.add(path, 1, "ATL032",
-                           f"{name} is not a {kind} entry (<id>.md): readers ignore it")
+            check_stray_entry(ctx, path, kind)
+
+
+@per_file
+def check_stray_entry(ctx: Context, path: Path, kind: str) -> None:
+    """A file in an entry folder that readers do not list. Named like an entry but for its
+    case (``DEC-...``, uppercase hex), or Markdown holding an entry's front matter, it is an
+    entry nobody will see: an error. Anything else is a stray file (a warning)."""
+    name = path.name
+    meant = is_entry_file(name.lower())
+    if not meant and name.lower().endswith(".md"):
+        try:
+            head, _ = ctx.source.read_limited(path, _ENTRY_HEAD)
+            meta = frontmatter.parse(head.removeprefix(BOM)).meta
+            meant = meta.get("kind") in ("decision", "correction", "retraction") \
+                or isinstance(meta.get("id"), str) and is_entry_file(f"{meta['id']}.md")
+        except (OSError, *DAMAGE):
+            meant = False
+    if not meant:
+        ctx.report.add(path, 1, "ATL032",
+                       f"{name} is not a {kind} entry (<id>.md): readers ignore it")
+        return
+    better = name.lower() if is_entry_file(name.lower()) else "<id>.md, its id as written"
+    ctx.report.add(path, 1, "ATL036",
+                   f"{name} is written as a {kind} entry, but readers do not list it "
+                   f"(`atlas decisions` and every other reader skip it): name it {better}")
 
 
 @per_file
@@ -104,14 +135,19 @@ def check_entry(ctx: Context, path: Path, project: str, kind: str) -> None:
     report.files += 1
     try:
         data = ctx.source.read(path)
-        parsed = frontmatter.parse(data)
-        parsed.body.decode("utf-8")
     except OSError as exc:
         report.add(path, 1, "ATL002", f"cannot read this entry: {why_unreadable(exc)}")
         return
+    data = strip_bom(ctx, path, data, "entry")
+    if data is None:
+        return
+    try:
+        parsed = frontmatter.parse(data)
     except frontmatter.FrontMatterError as exc:
         report.add(path, exc.line, "ATL002", str(exc))
         return
+    try:
+        parsed.body.decode("utf-8")
     except UnicodeDecodeError:
         report.add(path, parsed.body_line, "ATL002", "the body is not UTF-8 text")
         return
@@ -163,7 +199,7 @@ def _entry_refs(ctx: Context, path: Path, project: str, meta: dict[str, Any],
 
 def check_lease_folder(ctx: Context, folder: Path, only: set[str] | None = None) -> None:
     found: list[tuple[int, str]] = []
-    for name in sorted(ctx.source.listdir(folder)):
+    for name in sorted(list_folder(ctx, folder)):
         path = folder / name
         m = _GENERATION_RE.match(name)
         if m:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote
@@ -22,6 +22,14 @@ _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 # (linking file, line, the link as written, the file it resolves to)
 TargetHook = Callable[[Path, int, str, Path], None]
+_MAX_SUGGEST_FROM = 2000
+_MAX_SUGGEST_CHARS = 100
+_MAX_SHOWN = 200
+
+
+def _cut(text: str) -> str:
+    """A link as written, cut for a message: a megabyte of link is still one line."""
+    return text if len(text) <= _MAX_SHOWN else text[:_MAX_SHOWN - 3] + "..."
 
 
 def split_target(target: str) -> tuple[str, str | None] | None:
@@ -53,13 +61,14 @@ class LinkChecker:
         self.on_target = on_target
         self._anchors = lru_cache(maxsize=2048)(self._anchors_uncached)
 
-    def _anchors_uncached(self, path: Path) -> frozenset[str] | None:
+    def _anchors_uncached(self, path: Path) -> tuple[frozenset[str], bool] | None:
         try:
             data = self.source.read(path)
         except (OSError, ValueError):
             return None
         body, _ = markdown.split_front_matter(data.decode("utf-8", "replace"))
-        return frozenset(markdown.anchors(body))
+        found, exact = markdown.anchors_exact(body)
+        return frozenset(found), exact
 
     def check_file(self, path: Path) -> None:
         """Read ``path`` (through the source) and check its links."""
@@ -68,14 +77,15 @@ class LinkChecker:
         except FileNotFoundError:
             return
         except OSError as exc:
-            self.report.add(path, 1, "ATL002", f"cannot read this file: {exc.strerror}")
+            self.report.add(path, 1, "ATL002",
+                            f"cannot read this file: {exc.strerror or exc}")
             return
         text = data.decode("utf-8", "replace")
         body, first = markdown.split_front_matter(text)
         self.check_text(path, body, first)
 
     def check_text(self, path: Path, text: str, first_line: int = 1) -> None:
-        own: set[str] | None = None
+        own: tuple[set[str], bool] | None = None
         for link in markdown.links(text, first_line):
             parts = split_target(link.target)
             if parts is None:
@@ -85,21 +95,22 @@ class LinkChecker:
                 if fragment is None:
                     continue
                 if own is None:
-                    own = markdown.anchors(text)
-                if fragment not in own:
-                    self._bad_anchor(path, link, "this file", fragment, own)
+                    own = markdown.anchors_exact(text)
+                if fragment not in own[0]:
+                    self._bad_anchor(path, link, "this file", fragment, *own)
                 continue
             target = resolve(path, path_part)
             if not (self.source.is_file(target) or self.source.is_dir(target)):
                 self.report.add(
                     path, link.line, "ATL010",
-                    f"broken link '{link.target}': {self._shown(target)} does not exist",
+                    f"broken link '{_cut(link.target)}': {_cut(self._shown(target))} does "
+                    "not exist",
                 )
                 continue
             if fragment is not None and is_markdown(target) and self.source.is_file(target):
                 found = self._anchors(target)
-                if found is not None and fragment not in found:
-                    self._bad_anchor(path, link, self._shown(target), fragment, found)
+                if found is not None and fragment not in found[0]:
+                    self._bad_anchor(path, link, self._shown(target), fragment, *found)
             if self.on_target is not None:
                 self.on_target(path, link.line, link.target, target)
 
@@ -112,16 +123,25 @@ class LinkChecker:
         return self.report.show(target)
 
     def _bad_anchor(
-        self, path: Path, link: markdown.Link, where: str, fragment: str, known: Iterable[str]
+        self, path: Path, link: markdown.Link, where: str, fragment: str,
+        known: Collection[str], exact: bool = True,
     ) -> None:
         import difflib
 
         from atlas_files.check.findings import CODES
 
-        close = difflib.get_close_matches(fragment, sorted(known), n=1, cutoff=0.6)
+        close: list[str] = []
+        # difflib is quadratic in the words' lengths: suggest only among few, short ones.
+        if len(known) <= _MAX_SUGGEST_FROM and len(fragment) <= _MAX_SUGGEST_CHARS:
+            close = difflib.get_close_matches(fragment, sorted(known), n=1, cutoff=0.6)
         hint = CODES["ATL011"].hint + (f"; did you mean #{close[0]}?" if close else "")
+        caveat = "" if exact else (
+            f" (it has over {markdown.MAX_RENDERED_HEADINGS} headings, or one over "
+            f"{markdown.MAX_RENDERED_CHARS} characters, with markup: too many to render, so "
+            "its anchors were worked out from the plain text and may differ from the site's)")
         self.report.add(
             path, link.line, "ATL011",
-            f"broken anchor '{link.target}': {where} has no heading with anchor #{fragment}",
+            f"broken anchor '{_cut(link.target)}': {where} has no heading with anchor "
+            f"#{_cut(fragment)}{caveat}",
             hint,
         )

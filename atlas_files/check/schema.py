@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -68,6 +69,7 @@ def validate(
     """
     from atlas_files.check.fastschema import checker
 
+    instance = clip(kind, instance)
     if checker(kind)(instance):  # sure it is valid: no need to ask jsonschema
         return True
     from atlas_files import schemas
@@ -99,3 +101,47 @@ def load_json(report: Report, path: Path, data: bytes) -> Any | None:
     except RecursionError:
         report.add(path, 1, "ATL002", "not readable JSON: nested too deeply")
     return None
+
+
+@functools.cache
+def _bounds(kind: str) -> dict[str, tuple[int | None, int | None, int | None]]:
+    """Top-level key -> (maxLength, maxItems, the items' maxLength) from ``kind``'s schema."""
+    from atlas_files import schemas
+
+    props = schemas.load(kind).get("properties") or {}
+    out: dict[str, tuple[int | None, int | None, int | None]] = {}
+    for key, sub in props.items():
+        if not isinstance(sub, dict):
+            continue
+        items = sub.get("items") if isinstance(sub.get("items"), dict) else {}
+        bounds = (sub.get("maxLength"), sub.get("maxItems"), items.get("maxLength"))
+        if any(isinstance(b, int) for b in bounds):
+            out[key] = bounds
+    return out
+
+
+def _cut(value: Any, most: int | None) -> Any:
+    return value[: most + 1] if isinstance(most, int) and len(value) > most else value
+
+
+def clip(kind: str, instance: Any) -> Any:
+    """``instance`` with each string or list longer than its schema allows cut to one past
+    the bound. Still invalid, so still reported, but a pattern is never run over a
+    megabyte: some of the schemas' patterns (a decision's one-line topic) backtrack, and
+    would take minutes on a long string where they take microseconds on a short one."""
+    if type(instance) is not dict:
+        return instance
+    bounds = _bounds(kind)
+    out = None
+    for key, (max_length, max_items, item_length) in bounds.items():
+        value = instance.get(key)
+        new = value
+        if isinstance(value, str):
+            new = _cut(value, max_length)
+        elif isinstance(value, list):
+            new = [_cut(v, item_length) if isinstance(v, str) else v
+                   for v in _cut(value, max_items)]
+        if new is not value and new != value:
+            out = dict(instance) if out is None else out
+            out[key] = new
+    return instance if out is None else out

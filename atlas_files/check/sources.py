@@ -19,6 +19,10 @@ class Source(Protocol):
     def read(self, path: Path) -> bytes:
         """The file's bytes; FileNotFoundError if there is no such file."""
 
+    def read_limited(self, path: Path, limit: int) -> tuple[bytes, int]:
+        """At most ``limit`` bytes from the start of the file, and the file's whole size:
+        a file too large to judge is measured without being loaded."""
+
     def listdir(self, folder: Path) -> list[str]:
         """Names of the files directly in ``folder`` (subfolders may be listed too);
         [] if it does not exist."""
@@ -43,17 +47,41 @@ class DiskSource:
         with open(path, "rb") as fh:
             return fh.read()
 
+    def read_limited(self, path: Path, limit: int) -> tuple[bytes, int]:
+        flags = os.O_RDONLY | (getattr(os, "O_NOFOLLOW", 0) if self.nofollow else 0)
+        fd = os.open(path, flags)
+        try:
+            size = os.fstat(fd).st_size
+            chunks: list[bytes] = []
+            got = 0
+            while got < limit:
+                chunk = os.read(fd, min(limit - got, 1 << 20))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+            data = b"".join(chunks)
+            if len(data) < limit:  # read to its end: that is its size, whatever fstat said
+                return data, len(data)
+            return data, max(size, len(data))
+        finally:
+            os.close(fd)
+
     def listdir(self, folder: Path) -> list[str]:
+        # A folder that cannot be listed (no permission) is reported by the walk that
+        # reaches it; to everything else it is an empty folder.
         try:
             return os.listdir(folder)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:
             return []
 
+    # os.path's tests answer False for any error (a name too long, no permission), where
+    # pathlib's raise: a link to a megabyte-long path is a broken link, not a crash.
     def is_file(self, path: Path) -> bool:
-        return path.is_file()
+        return os.path.isfile(path)
 
     def is_dir(self, path: Path) -> bool:
-        return path.is_dir()
+        return os.path.isdir(path)
 
 
 def git(args: list[str], cwd: Path, *, input: bytes | None = None) -> bytes:
@@ -95,21 +123,30 @@ class IndexSource:
         return rel.as_posix()
 
     def read(self, path: Path) -> bytes:
+        return self._read(path, None)[0]
+
+    def read_limited(self, path: Path, limit: int) -> tuple[bytes, int]:
+        return self._read(path, limit)
+
+    def _read(self, path: Path, limit: int | None) -> tuple[bytes, int]:
         rel = self.rel(path)
         if rel is None or not self.is_file(path):
             raise FileNotFoundError(str(path))
         blob = self.staged.get(rel)
-        data = self._batch_read(blob if blob is not None else f"HEAD:{rel}")
-        if data is None:
+        found = self._batch_read(blob if blob is not None else f"HEAD:{rel}", limit)
+        if found is None:
             raise FileNotFoundError(str(path))
-        return data
+        return found
 
-    def _batch_read(self, spec: str) -> bytes | None:
+    def _batch_read(self, spec: str, limit: int | None = None) -> tuple[bytes, int] | None:
+        """(the object's bytes, its size); with ``limit``, only its first ``limit`` bytes
+        are kept (the rest is read from git's pipe and dropped)."""
         if "\n" in spec:
             try:
-                return git(["cat-file", "blob", spec], self.root)
+                data = git(["cat-file", "blob", spec], self.root)
             except subprocess.CalledProcessError:
                 return None
+            return data[:limit], len(data)
         if self._batch is None:
             self._batch = subprocess.Popen(
                 ["git", "cat-file", "--batch"], cwd=self.root, stdin=subprocess.PIPE,
@@ -124,9 +161,16 @@ class IndexSource:
             header = proc.stdout.readline().split()
             if len(header) != 3 or header[1] != b"blob":
                 return None
-            data = proc.stdout.read(int(header[2]))
-            proc.stdout.read(1)  # the newline after each object
-            return data
+            size = int(header[2])
+            keep = size if limit is None else min(size, limit)
+            data = proc.stdout.read(keep)
+            left = size - keep + 1  # what is not kept, and the newline after each object
+            while left > 0:
+                dropped = proc.stdout.read(min(left, 1 << 20))
+                if not dropped:
+                    break
+                left -= len(dropped)
+            return data, size
         except (OSError, ValueError):
             return None
 

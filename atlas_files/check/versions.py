@@ -9,15 +9,20 @@ versions are history: a reference in them that has since gone stale is no findin
 
 from __future__ import annotations
 
-from collections.abc import Container
+import bisect
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from atlas_files import frontmatter, fsio
 from atlas_files.check import debris, refs
-from atlas_files.check.context import Context, per_file, why_unreadable
+from atlas_files.check.bom import BOM, strip_bom
+from atlas_files.check.context import Context, list_folder, per_file, why_unreadable
 from atlas_files.check.index import VERSION_FILE_RE, canonical_number
 from atlas_files.check.schema import key_lines, plain, validate
+
+# Room for the front matter when reading a version whose body may be up to body_limit.
+HEAD_ROOM = 64 * 1024
 
 
 def check_stream(ctx: Context, folder: Path, project: str, name: str,
@@ -25,7 +30,7 @@ def check_stream(ctx: Context, folder: Path, project: str, name: str,
     """Check the stream in ``folder``. ``only``: file names to check (numbering is still
     judged on the whole folder, since a gap is a property of the folder)."""
     found: dict[int, list[str]] = {}
-    for entry in sorted(ctx.source.listdir(folder)):
+    for entry in sorted(list_folder(ctx, folder)):
         if fsio.is_temp(entry):
             debris.check_temp(ctx, folder / entry)
             continue
@@ -74,7 +79,7 @@ def check_stream(ctx: Context, folder: Path, project: str, name: str,
         for entry in files:
             path = folder / entry
             check_version_file(ctx, path, project, name, number, latest=latest,
-                               present=found)
+                               present=numbers)
 
 
 def version_filename(name: str, version: int) -> str:
@@ -94,22 +99,77 @@ def _skip_hint(name: str, expected: int) -> str:
 
 @per_file
 def check_version_file(ctx: Context, path: Path, project: str, name: str, number: int,
-                       *, latest: int, present: Container[int] = ()) -> None:
-    """One version file. ``present``: the version numbers its folder holds."""
+                       *, latest: int, present: Sequence[int] = ()) -> None:
+    """One version file. ``present``: the version numbers its folder holds, sorted."""
     report = ctx.report
     report.files += 1
+    limit = ctx.limits.body_limit
     try:
-        data = ctx.source.read(path)
+        # Enough for any body within the limit and its front matter; a larger file is
+        # measured, not loaded.
+        raw, size = ctx.source.read_limited(path, limit + HEAD_ROOM)
     except OSError as exc:
         report.add(path, 1, "ATL002", f"cannot read this version: {why_unreadable(exc)}")
         return
+    whole = len(raw) >= size
+    data = strip_bom(ctx, path, raw, "version") if whole else raw.removeprefix(BOM)
     try:
         parsed = frontmatter.parse(data)
     except frontmatter.FrontMatterError as exc:
-        report.add(path, exc.line, "ATL002", str(exc))
+        if whole:
+            report.add(path, exc.line, "ATL002", str(exc))
+        else:
+            report.add(path, 1, "ATL039",
+                       f"this version is {size:,} bytes, more than the record's body_limit "
+                       f"of {limit:,} bytes, and its front matter was not found in its first "
+                       f"{limit + HEAD_ROOM:,} bytes; it was not read further")
         return
+    # The body is the end of the file: its size is the file's less what precedes it.
+    body_size = len(parsed.body) if whole else size - (len(raw) - len(parsed.body))
+    if body_size > limit:
+        report.add(path, parsed.body_line, "ATL039",
+                   f"this version's body is {body_size:,} bytes, more than the record's "
+                   f"body_limit of {limit:,} bytes (readers may refuse it)"
+                   + ("" if whole else "; it was not read further"))
     meta = plain(parsed.meta)
     lines = _lazy_lines(data, parsed.body_line)
+    clean = _check_meta(ctx, path, meta, lines, name, number, latest, present)
+    if not whole:
+        return  # the body was not loaded: its digest and links are not judged
+    body_text = _body_text(ctx, path, parsed)
+    digest_ok = parsed.digest_ok
+    if digest_ok is False:
+        clean = False
+        report.add(path, lines().get("digest", 2), "ATL005",
+                   f"v{number} was edited in place: its body no longer matches its digest "
+                   "(versions are immutable; write the next version)")
+    current = number == latest
+    refs.check_meta_links(ctx, path, project, meta.get("links"),
+                          lines().get("links", 2) if meta.get("links") else 2, current=current)
+    if current and body_text is not None:
+        if name == "status" and len(body_text) > ctx.limits.status_limit:
+            report.add(path, parsed.body_line, "ATL031",
+                       f"this status is {len(body_text)} characters, over the record's "
+                       f"status_limit of {ctx.limits.status_limit}")
+        if ctx.links is not None:
+            ctx.links.check_text(path, body_text, parsed.body_line)
+    if digest_ok is None:
+        # Last, so that any other finding on this file (from here or from its folder's
+        # numbering) keeps --fix from stamping it.
+        if ctx.fix and clean and body_text is not None and not report.has_findings(path):
+            from atlas_files.check import fix
+
+            fix.stamp_version(ctx, path, data, parsed)
+        else:
+            report.add(path, 1, "ATL006",
+                       f"v{number} has no digest yet: an in-place edit of it cannot be detected")
+
+
+def _check_meta(ctx: Context, path: Path, meta: dict[str, Any], lines: Any, name: str,
+                number: int, latest: int, present: Sequence[int]) -> bool:
+    """The front matter against the schema, the file's name and its folder; True if no
+    finding was made."""
+    report = ctx.report
     clean = validate(report, path, "version", meta, lines, 2)
     here = f"v{number}"
     version = meta.get("version")
@@ -131,7 +191,9 @@ def check_version_file(ctx: Context, path: Path, project: str, name: str, number
         else:
             # Versions between what the writer read and what it wrote: the writer never read
             # them. (Missing ones are a version skip, reported on its own.)
-            unread = [v for v in range(max(based_on + 1, 1), number) if v in present]
+            # ``present`` is sorted: two bisections, however long the stream.
+            unread = present[bisect.bisect_right(present, based_on):
+                             bisect.bisect_left(present, number)]
             if unread:
                 clean = False
                 code = "ATL007" if number == latest else "ATL008"
@@ -140,33 +202,7 @@ def check_version_file(ctx: Context, path: Path, project: str, name: str, number
                            f"version jump: {here} is based on v{based_on}, but {shown} was "
                            f"written before it; you read v{based_on}, but v{unread[0]} exists: "
                            "read it, merge, write again")
-    body_text = _body_text(ctx, path, parsed)
-    digest_ok = parsed.digest_ok
-    if digest_ok is False:
-        clean = False
-        report.add(path, lines().get("digest", 2), "ATL005",
-                   f"{here} was edited in place: its body no longer matches its digest "
-                   "(versions are immutable; write the next version)")
-    current = number == latest
-    refs.check_meta_links(ctx, path, project, meta.get("links"),
-                          lines().get("links", 2) if meta.get("links") else 2, current=current)
-    if current and body_text is not None:
-        if name == "status" and len(body_text) > ctx.limits.status_limit:
-            report.add(path, parsed.body_line, "ATL031",
-                       f"this status is {len(body_text)} characters, over the record's "
-                       f"status_limit of {ctx.limits.status_limit}")
-        if ctx.links is not None:
-            ctx.links.check_text(path, body_text, parsed.body_line)
-    if digest_ok is None:
-        # Last, so that any other finding on this file (from here or from its folder's
-        # numbering) keeps --fix from stamping it.
-        if ctx.fix and clean and body_text is not None and not report.has_findings(path):
-            from atlas_files.check import fix
-
-            fix.stamp_version(ctx, path, data, parsed)
-        else:
-            report.add(path, 1, "ATL006",
-                       f"{here} has no digest yet: an in-place edit of it cannot be detected")
+    return clean
 
 
 def _body_text(ctx: Context, path: Path, parsed: frontmatter.Parsed) -> str | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from atlas_files import fsio
 from atlas_files.check import debris, kinds
-from atlas_files.check.context import Context, per_file
+from atlas_files.check.context import Context, per_file, unreadable_folder
 from atlas_files.check.links import is_markdown
 from atlas_files.check.versions import check_stream
 
@@ -46,11 +46,14 @@ class Scope:
         return {p.name for p in self.paths or () if p.parent == folder}
 
 
-def _dirs(folder: Path) -> list[os.DirEntry[str]]:
+def _dirs(ctx: Context, folder: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
             return sorted(it, key=lambda e: e.name)
     except (FileNotFoundError, NotADirectoryError):
+        return []
+    except OSError as exc:  # no permission: a finding, and the rest is still checked
+        unreadable_folder(ctx, folder, exc)
         return []
 
 
@@ -59,31 +62,72 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
     return entry.is_dir(follow_symlinks=False)
 
 
+# The record's own folders, as commands reach them: each must be a real folder. Commands
+# refuse a symlink (even to a folder inside the record, which would give one set of files
+# two names) and a file in its place, so the check reports them instead of passing.
+_TOP_FOLDERS = {"projects": "the projects folder", "leases": "the leases folder",
+                "telemetry": "the telemetry folder", "receipts": "the receipts folder"}
+
+
+def _record_folder(ctx: Context, entry: os.DirEntry[str], path: Path, what: str) -> bool:
+    """Whether ``path`` (a record folder: ``what``) is a real folder to walk into; a
+    symlink or a file there is reported (ATL037) and not followed."""
+    try:
+        if entry.is_symlink():
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            real = os.path.realpath(path)
+            inside = real == str(ctx.root) or real.startswith(str(ctx.root) + os.sep)
+            where = "to a folder inside the record" if inside else "leading outside the record"
+            ctx.report.add(path, 1, "ATL037",
+                           f"{what} {ctx.rel(path)} is a symlink {where} ({target}): "
+                           "commands refuse it, and nothing behind it was checked")
+            return False
+        if not entry.is_dir(follow_symlinks=False):
+            ctx.report.add(path, 1, "ATL037",
+                           f"{what} {ctx.rel(path)} is a file, where a folder should be: "
+                           "commands refuse it")
+            return False
+    except OSError as exc:
+        unreadable_folder(ctx, path, exc)
+        return False
+    return True
+
+
 def check_tree(ctx: Context, scope: Scope) -> None:
     root = ctx.root
-    for entry in _dirs(root):
+    for entry in _dirs(ctx, root):
         path = root / entry.name
         if scope(path) is None:
             continue
         name = entry.name
+        if name in _TOP_FOLDERS and not _record_folder(ctx, entry, path, _TOP_FOLDERS[name]):
+            continue
         if fsio.is_temp(name):
             debris.check_temp(ctx, path)
         elif name == "atlas.yaml":
             kinds.check_config(ctx, path)
-        elif name == "projects" and _is_dir(entry):
-            for project in _dirs(path):
-                if _is_dir(project) and scope(path / project.name):
-                    check_project(ctx, path / project.name, scope)
-        elif name == "leases" and _is_dir(entry):
-            for resource in _dirs(path):
+        elif name == "projects":
+            for project in _dirs(ctx, path):
+                where = path / project.name
+                if scope(where) and not project.name.startswith(".") \
+                        and (_is_dir(project) or project.is_symlink()) \
+                        and _record_folder(ctx, project, where, "the project folder"):
+                    check_project(ctx, where, scope)
+        elif name == "leases":
+            for resource in _dirs(ctx, path):
                 where = path / resource.name
-                if _is_dir(resource) and scope(where):
+                if scope(where) and not resource.name.startswith(".") \
+                        and (_is_dir(resource) or resource.is_symlink()) \
+                        and _record_folder(ctx, resource, where, "the lease folder"):
                     kinds.check_lease_folder(ctx, where, scope.only(where))
-        elif name in ("telemetry", "receipts") and _is_dir(entry):
+        elif name in ("telemetry", "receipts"):
             kind = "telemetry" if name == "telemetry" else "receipt"
             key = "machine" if name == "telemetry" else "identity"
-            for row in _dirs(path):
-                if row.name.endswith(".json") and not _is_dir(row) and scope(path / row.name):
+            for row in _dirs(ctx, path):
+                if row.name.endswith(".json") and scope(path / row.name):
                     kinds.check_row(ctx, path / row.name, kind, key)
                 elif fsio.is_temp(row.name):
                     debris.check_temp(ctx, path / row.name)
@@ -94,24 +138,33 @@ def check_tree(ctx: Context, scope: Scope) -> None:
             check_markdown(ctx, path)
 
 
+_PROJECT_FOLDERS = {"status": "the status folder", "artifacts": "the artifacts folder",
+                    "decisions": "the decisions folder", "corrections": "the corrections folder"}
+
+
 def check_project(ctx: Context, folder: Path, scope: Scope) -> None:
     project = folder.name
     if ctx.limits.projects and project not in ctx.limits.projects and scope(folder) == ALL:
         ctx.report.add(folder, 1, "ATL033",
                        f"project folder {project!r} is not listed in atlas.yaml: commands "
                        "refuse it")
-    for entry in _dirs(folder):
+    for entry in _dirs(ctx, folder):
         path = folder / entry.name
         if not scope(path):
             continue
-        if entry.name == "status" and _is_dir(entry):
+        if entry.name in _PROJECT_FOLDERS and not _record_folder(
+                ctx, entry, path, _PROJECT_FOLDERS[entry.name]):
+            continue
+        if entry.name == "status":
             check_stream(ctx, path, project, "status", scope.only(path))
-        elif entry.name == "artifacts" and _is_dir(entry):
-            for topic in _dirs(path):
+        elif entry.name == "artifacts":
+            for topic in _dirs(ctx, path):
                 where = path / topic.name
-                if _is_dir(topic) and scope(where):
+                if scope(where) and not topic.name.startswith(".") \
+                        and (_is_dir(topic) or topic.is_symlink()) \
+                        and _record_folder(ctx, topic, where, "the topic folder"):
                     check_stream(ctx, where, project, topic.name, scope.only(where))
-        elif entry.name in kinds.ENTRY_FOLDERS and _is_dir(entry):
+        elif entry.name in kinds.ENTRY_FOLDERS:
             kinds.check_entry_folder(ctx, path, project, kinds.ENTRY_FOLDERS[entry.name],
                                      scope.only(path))
         elif _is_dir(entry):
@@ -124,7 +177,7 @@ def check_project(ctx: Context, folder: Path, scope: Scope) -> None:
 
 def check_plain_tree(ctx: Context, folder: Path, scope: Scope) -> None:
     """Any other folder: its Markdown files' links, and crash debris."""
-    for entry in _dirs(folder):
+    for entry in _dirs(ctx, folder):
         path = folder / entry.name
         if not scope(path):
             continue
