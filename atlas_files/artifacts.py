@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import receipts
-from atlas_files.documents import LatestHints, Stream, Version, read_marked, write_checked
+from atlas_files import corrections, receipts
+from atlas_files.documents import LatestHints, Stream, Version, clean_summary
 from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import is_name
 from atlas_files.record import require_identity
+from atlas_files.stopsign import read_marked, write_checked
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -60,24 +62,14 @@ def put(
     stream = record.artifact_stream(name, project)
     p = record.project(project)
     if links:
-        from atlas_files.corrections import resolve_refs
-
         # What a version builds on must exist, or the link is dangling from birth.
-        links = resolve_refs(record, p, links, "--link")
+        links = corrections.resolve_refs(record, p, links, "--link")
     if summary is not None:
-        summary = _clean_summary(summary)
+        summary = clean_summary(summary)
     return write_checked(
         record, stream, receipts.artifact_key(p, name), body, author=author, expect=expect,
         summary=summary, proposal=proposal, links=links,
     )
-
-
-def _clean_summary(summary: str) -> str:
-    from atlas_files.documents import MAX_SUMMARY
-    from atlas_files.text import clean_text
-
-    return clean_text(summary, "the summary (--summary)", one_line=True, limit=MAX_SUMMARY,
-                      elsewhere="the body")
 
 
 def get(
@@ -180,8 +172,6 @@ def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicS
     before it that stands (if any): the gate keeps a proposal out, not the topic.
     Returns (summary, state) with state "accepted" or "" (never a proposal).
     """
-    from atlas_files import corrections
-
     p = record.project(project)
     retracted = corrections.retracted_refs(record, p)
     out = []
@@ -212,8 +202,6 @@ def history(record: Record, name: str, project: str | None = None) -> list[Versi
 
 
 def unified_diff(old: Version | None, new: Version) -> str:
-    import difflib
-
     old_lines = old.body.splitlines(keepends=True) if old else []
     old_label = f"{old.name}@v{old.version}" if old else "/dev/null"
     lines = difflib.unified_diff(

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from atlas_files import layout, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile
+from atlas_files.frontmatter import YamlError, load_yaml
 from atlas_files.names import check_name, quote
 
 CONFIG_NAME = layout.CONFIG_NAME
@@ -67,8 +70,6 @@ def default_config(projects: list[str], default_project: str) -> dict[str, Any]:
 
 
 def render(data: Mapping[str, Any]) -> bytes:
-    import yaml
-
     head = (
         "# atlas-files record config. `atlas check` validates it against its schema.\n"
         "# lease_cap: the longest lease (at most 24h); status_limit: characters before a\n"
@@ -79,8 +80,6 @@ def render(data: Mapping[str, Any]) -> bytes:
 
 
 def load(path: Path) -> Config:
-    from atlas_files.frontmatter import YamlError, load_yaml
-
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import entries, fsio
+from atlas_files import entries, frontmatter, fsio
 from atlas_files.errors import BadInput, DamagedFile, NotFound
 from atlas_files.names import VersionRef, parse_ref
 from atlas_files.record import require_identity
@@ -375,8 +375,6 @@ def accepted_by(record: Record, project: str, ref: str) -> str | None:
 
 
 def _is_proposal(record: Record, project: str, name: str, version: int) -> bool:
-    from atlas_files import frontmatter
-
     stream = record.artifact_stream(name, project)
     try:
         data = fsio.read_nofollow(stream.path(version))

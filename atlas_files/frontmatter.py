@@ -16,6 +16,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 DELIMITER = "---"
 BOM = b"\xef\xbb\xbf"
 
@@ -88,8 +90,6 @@ def load_yaml(text: str) -> Any:
     start one), so an alias bomb costs what its few hundred bytes cost to parse. The scan
     works the same for the C loader, whose composer cannot be subclassed.
     """
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         if "&" in text or "*" in text:

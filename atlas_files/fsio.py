@@ -29,6 +29,11 @@ from functools import cache
 from pathlib import Path
 
 from atlas_files import layout
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX: portalocker does the locking
+    fcntl = None  # type: ignore[assignment]
 from atlas_files.errors import DamagedFile
 
 TEMP_PREFIX = layout.TEMP_PREFIX
@@ -296,10 +301,8 @@ def locked(lock_path: Path) -> Iterator[None]:
     is flock directly: portalocker wraps the same call but its import costs about 0.1 s,
     which every `atlas get` would pay. Elsewhere portalocker does the work.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX
-        import portalocker
+    if fcntl is None:  # pragma: no cover - non-POSIX
+        import portalocker  # noqa: PLC0415 - about 0.1 s at import; POSIX never needs it
 
         with portalocker.Lock(str(lock_path), mode="a", timeout=30):
             yield

@@ -34,9 +34,10 @@ def _merge_gitignore(path: Path) -> None:
         existing = ""
     except OSError as exc:
         # A symlink, a folder, a huge file: someone else's arrangement, left as it is.
+        rules = [line for line in layout.GITIGNORE.splitlines()
+                 if line and not line.startswith("#")]
         warn(f"{path} was left alone ({fsio.damage(path, exc, 'file').message}); add the "
-             "record's ignore rules to it by hand: " + ", ".join(
-                 line for line in layout.GITIGNORE.splitlines() if line and not line.startswith("#")))
+             "record's ignore rules to it by hand: " + ", ".join(rules))
         return
     have = {line.strip() for line in existing.splitlines()}
     missing = [line for line in layout.GITIGNORE.splitlines()
@@ -67,6 +68,33 @@ def require_identity(identity: str | None) -> str:
     return check_name(identity, "identity")
 
 
+def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
+           starts: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """The record's folder, not yet opened: ``path``, else ``$ATLAS_RECORD``, else the
+    nearest folder holding atlas.yaml at or above each of ``starts``, then the current
+    folder. The one home of this rule: every front end and `atlas check` find records so."""
+    environ = os.environ if env is None else env
+    explicit = path or environ.get("ATLAS_RECORD")
+    if explicit:
+        root = Path(explicit)
+        if not (root / layout.CONFIG_NAME).is_file():
+            raise NotFound(
+                f"no record at {root} (it has no {layout.CONFIG_NAME})",
+                hint="create one with `atlas init DIR`, or point to one with --record or "
+                "ATLAS_RECORD",
+            )
+        return root
+    here = Path.cwd()
+    for start in (*(Path(s).absolute() for s in starts), here):
+        for folder in (start, *start.parents):
+            if (folder / layout.CONFIG_NAME).is_file():
+                return folder
+    raise NotFound(
+        f"no record here: neither {here} nor any folder above it has an {layout.CONFIG_NAME}",
+        hint="pass --record PATH, set ATLAS_RECORD, or create one with `atlas init DIR`",
+    )
+
+
 class Record:
     """A record folder. Open one with ``Record.find()`` or create one with ``Record.init()``."""
 
@@ -91,19 +119,7 @@ class Record:
         cls, path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
     ) -> Record:
         """``path``, else ``$ATLAS_RECORD``, else the nearest folder upward with atlas.yaml."""
-        environ = os.environ if env is None else env
-        if path:
-            return cls(path)
-        if environ.get("ATLAS_RECORD"):
-            return cls(environ["ATLAS_RECORD"])
-        here = Path.cwd()
-        for folder in (here, *here.parents):
-            if (folder / layout.CONFIG_NAME).is_file():
-                return cls(folder)
-        raise NotFound(
-            f"no record here: neither {here} nor any folder above it has an {layout.CONFIG_NAME}",
-            hint="pass --record PATH, set ATLAS_RECORD, or create one with `atlas init DIR`",
-        )
+        return cls(locate(path, env))
 
     @classmethod
     def init(

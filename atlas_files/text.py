@@ -9,6 +9,7 @@ on (an agent can write anything into a file by hand) as visible escapes.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from atlas_files.errors import BadInput
 
@@ -38,7 +39,6 @@ def clean_text(value: str | None, what: str, *, one_line: bool, limit: int,
     if one_line and len(text.splitlines()) > 1:
         raise BadInput(f"{what} must be one line",
                        hint=f"keep it to one line; put the rest in {elsewhere}")
-    import unicodedata
 
     allowed = "" if one_line else "\n\t"
     for ch in text:

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from atlas_files import artifacts, leases, status, timeutil
 from atlas_files.cli import main
 from atlas_files.errors import NotFound
+from atlas_files.api import core
 from atlas_files.record import Record
 from atlas_files.telemetry.rows import write_row
 from atlas_files.text import escape_controls
@@ -281,7 +282,7 @@ def test_an_environment_error_with_json_prints_one_error_document(
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied", str(record.root / "projects"))
 
-    monkeypatch.setattr(Record, "get", refuse)
+    monkeypatch.setattr(core, "get", refuse)
     code, out, err = _run(capsys, "--record", str(record.root), "get", "plan", "--json")
     error = _error_doc(out, "environment", 2)
     assert code == 2 and "Permission denied" in error["message"]
@@ -300,7 +301,7 @@ def test_error_messages_quoting_stored_text_are_escaped_on_stderr(
     def damaged(*args: Any, **kwargs: Any) -> Any:
         raise NotFound(f"no topic {OSC52}", hint=f"see {CLEAR}")
 
-    monkeypatch.setattr(Record, "get", damaged)
+    monkeypatch.setattr(core, "get", damaged)
     code, out, err = _run(capsys, "--record", str(record.root), "get", "plan", "--json")
     assert code == 2
     assert "\x1b" not in out + err and "\x07" not in out + err

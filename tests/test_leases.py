@@ -452,9 +452,9 @@ def test_the_demo_scene_runs_the_cli_through_the_shared_demo_runner(
     record: Record, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The lease scene shows bob's refused claim (exit 4) and his later claim (exit 0)
-    through the one demo runner, atlas_files.demo.atlas_cli."""
-    from atlas_files import demo
-    from atlas_files.demo import leases as scene_module
+    through the one demo runner, atlas_files.cli.demo.atlas_cli."""
+    from atlas_files.cli import demo
+    from atlas_files.cli.demo import leases as scene_module
 
     calls: list[tuple[str | None, tuple[str, ...]]] = []
     real = demo.atlas_cli

@@ -8,7 +8,8 @@ from pathlib import Path
 from conftest import run_atlas
 from site_fixtures import broken_links, page_text, parse
 
-from atlas_files import corrections, decisions, demo, leases, status
+from atlas_files import corrections, decisions, leases, status
+from atlas_files.cli import demo
 from atlas_files.leases import ADVISORY
 
 
@@ -27,8 +28,8 @@ def test_demo_builds_a_site_showing_everything(tmp_path: Path) -> None:
 
     assert broken_links(site) == []
     home = page_text(site / "index.html")
-    artifacts = parse(site / "artifacts" / "index.html")
-    artifact_links = {v for _, _, v in artifacts.links}
+    artifacts_page = parse(site / "artifacts" / "index.html")
+    artifact_links = {v for _, _, v in artifacts_page.links}
     decided = parse(site / "decisions.html")
     for project in record.config.projects:
         assert project in home

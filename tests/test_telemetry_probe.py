@@ -19,6 +19,7 @@ from conftest import run_atlas, snapshot
 from atlas_files import schemas, timeutil
 from atlas_files import telemetry as tm
 from atlas_files.record import Record
+from atlas_files.telemetry import probe as probemod
 from atlas_files.telemetry import rows, trust
 
 SAMPLE = json.dumps({"host": "box", "sampled_at": None,
@@ -38,7 +39,7 @@ def _own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def _add(record: Record, name: str, probe: str, **kwargs: str) -> None:
     """A machine in atlas.yaml whose probe the person running these probers approved: an
     atlas.yaml probe nobody approved is not run (tests/test_hardening_probe.py)."""
-    tm.add_machine(record, name, probe, **kwargs)
+    probemod.add_machine(record, name, probe, **kwargs)
     trust.approve(record, name, probe)
 
 
@@ -127,7 +128,7 @@ def test_an_answer_that_is_not_a_sample_is_reachable_with_the_problem_as_error(
 
 def test_an_oversized_answer_is_reachable_but_no_sample(record: Record) -> None:
     _add(record, "flood", "head -c 5000000 /dev/zero | tr '\\0' x", timeout="10s")
-    (outcome,) = tm.probe_once(record, "prober", ["flood"])
+    (outcome,) = probemod.probe_once(record, "prober", ["flood"])
     assert outcome.reachable is True and "more than 4 MiB" in (outcome.error or "")
     assert schemas.errors("telemetry", _row(record, "flood")) == []
 
@@ -156,7 +157,7 @@ def test_hanging_command_is_killed_and_the_row_written_within_timeout_plus_1s(
                    timeout="2s")
     _add(record, "fine", ANSWER, timeout="2s")
     start = time.monotonic()
-    outcomes = tm.probe_once(record, "prober", ["hangs", "fine"])
+    outcomes = probemod.probe_once(record, "prober", ["hangs", "fine"])
     elapsed = time.monotonic() - start
     path = record.telemetry_dir / "hangs.json"
     try:
@@ -177,7 +178,7 @@ def test_the_whole_process_group_of_a_hanging_probe_is_killed(record: Record,
     pidfile = tmp_path / "child.pid"
     _add(record, "tree", f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait",
                    timeout="1s")
-    tm.probe_once(record, "prober", ["tree"])
+    probemod.probe_once(record, "prober", ["tree"])
     pid = int(pidfile.read_text())
     deadline = time.monotonic() + 2
     while _alive(pid) and time.monotonic() < deadline:
@@ -359,10 +360,10 @@ def test_add_machine_refuses_bad_input_and_keeps_atlas_yaml(record: Record) -> N
     for name, probe, timeout in (("Bad Name", "local", "10s"), ("ok", "  ", "10s"),
                                  ("ok", "local", "ten seconds")):
         with pytest.raises(BadInput):
-            tm.add_machine(record, name, probe, timeout=timeout)
+            probemod.add_machine(record, name, probe, timeout=timeout)
     assert (record.root / "atlas.yaml").read_bytes() == before
-    tm.add_machine(record, "a", "local")
-    tm.add_machine(record, "b", ANSWER, timeout="3s", interval="1m")
+    probemod.add_machine(record, "a", "local")
+    probemod.add_machine(record, "b", ANSWER, timeout="3s", interval="1m")
     machines = Record(record.root).config.machines
     assert list(machines) == ["a", "b"]
     assert (machines["b"].timeout_s, machines["b"].interval_s) == (3.0, 60.0)
@@ -374,7 +375,7 @@ def test_add_machine_refuses_bad_input_and_keeps_atlas_yaml(record: Record) -> N
 
 def test_demo_scene_shows_a_reachable_local_row_and_an_unreachable_one(
         record: Record) -> None:
-    from atlas_files.demo import telemetry as scene
+    from atlas_files.cli.demo import telemetry as scene
 
     said: list[str] = []
     scene.scene(record, said.append)
@@ -399,7 +400,7 @@ def test_a_row_that_cannot_be_written_stops_neither_the_round_nor_the_loop(
     _add(record, "blocked", ANSWER, timeout="5s")
     (record.telemetry_dir / "blocked.json").mkdir()  # rename cannot replace a folder
     with pytest.raises(probemod.RowNotWritten, match="the row of blocked was not written"):
-        tm.probe_once(record, "prober", ["blocked", "good"])
+        probemod.probe_once(record, "prober", ["blocked", "good"])
     assert _row(record, "good")["reachable"] is True
     errors: list[str] = []
     seen: list[str] = []
@@ -435,7 +436,7 @@ def test_a_symlinked_row_is_damage_never_followed(record: Record, tmp_path: Path
     assert tm.busy_gpus(record) == [] and tm.resource_usage(record, "box.gpu0") is None
 
     _add(record, "box", ANSWER)
-    (outcome,) = tm.probe_once(record, "prober", ["box"])
+    (outcome,) = probemod.probe_once(record, "prober", ["box"])
     assert outcome.reachable and not (record.telemetry_dir / "box.json").is_symlink()
     assert json.loads(forged.read_text())["observer"] == "mallory"  # never written through
 

@@ -19,13 +19,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from atlas_files import layout
 from atlas_files.check.sources import git
 
 if TYPE_CHECKING:
     from atlas_files.check.findings import Report
     from atlas_files.check.staged import Change
 
-CONFIG_NAME = "atlas.yaml"
 CODE = "ATL050"
 LOCAL = "local"
 
@@ -113,7 +113,7 @@ def check_staged(report: Report, repo: Path, changes: Sequence[Change],
     """Each atlas.yaml the commit adds or changes, its ``machines`` against HEAD's."""
     for change in changes:
         if not change.present or change.blob is None \
-                or change.path.rpartition("/")[2] != CONFIG_NAME:
+                or change.path.rpartition("/")[2] != layout.CONFIG_NAME:
             continue
         path = repo / change.path
         if given and not any(path == p or p in path.parents for p in given):
@@ -131,7 +131,7 @@ def check_worktree(report: Report, root: Path, wanted: Sequence[Path] = ()) -> N
     atlas.yaml is tracked or staged; nothing otherwise (git cannot vouch for anything)."""
     from atlas_files.fsio import read_nofollow
 
-    path = root / CONFIG_NAME
+    path = root / layout.CONFIG_NAME
     if wanted and not any(p in (root, path) for p in wanted):
         return
     try:

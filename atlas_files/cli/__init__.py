@@ -10,11 +10,16 @@ reading stdout never gets nothing. Everything printed passes the terminal filter
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 
 import click
 
-from atlas_files.errors import AtlasError
+from atlas_files.cli import terminal
+from atlas_files.cli.app import cli
+from atlas_files.cli.render import emit_json
+from atlas_files.errors import AtlasError, AtlasWarning
 
 # An error's `kind` in JSON: a short stable word per class, looked up along the class's
 # ancestry by name (so a subclass of NotFound is "not_found" without being listed, and
@@ -55,8 +60,6 @@ def _wants_json(args: list[str]) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from atlas_files.cli import terminal
-
     args = list(sys.argv[1:] if argv is None else argv)
     saved = terminal.install()
     try:
@@ -70,8 +73,6 @@ def _fail(kind: str, message: str, hint: str | None, exit_code: int, as_json: bo
     """Report a failure (two plain lines on stderr, or ``line``; with --json also one
     document on stdout) and exit with ``exit_code``."""
     if as_json:
-        from atlas_files.cli.render import emit_json
-
         try:
             emit_json({"error": {"kind": kind, "message": message, "hint": hint,
                                  "exit_code": exit_code}})
@@ -84,10 +85,7 @@ def _fail(kind: str, message: str, hint: str | None, exit_code: int, as_json: bo
 
 
 def _main(args: list[str], as_json: bool) -> None:
-    import warnings
 
-    from atlas_files.cli.app import cli
-    from atlas_files.errors import AtlasWarning
 
     warnings.simplefilter("always", AtlasWarning)
     warnings.showwarning = _show_warning
@@ -124,8 +122,6 @@ def _main(args: list[str], as_json: bool) -> None:
 
 
 def _quiet_broken_pipe() -> None:
-    import os
-
     # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

@@ -35,7 +35,7 @@ COMMANDS: dict[str, str] = {
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
-    "demo": "atlas_files.cli.demo:demo",
+    "demo": "atlas_files.cli.demo.command:demo",
 }
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from atlas_files.api import site as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
 from atlas_files.cli.terminal import unfiltered
@@ -67,11 +68,9 @@ def build(ctx: Invocation, out_dir: str | None, as_json: bool) -> None:
     (exit 0); `atlas check` says how to fix it. Nothing is written or deleted outside
     DIR: a DIR that is a symlink, or holds one, is refused (exit 2).
     """
-    from atlas_files import sitegen
-
     bars = None if as_json or not sys.stderr.isatty() else _Bars()
     try:
-        result = sitegen.build(ctx.record, out_dir, progress=bars)
+        result = api.build(ctx.worker, out_dir, progress=bars)
     finally:
         if bars is not None:
             bars.close()
@@ -102,9 +101,7 @@ def serve(ctx: Invocation, out_dir: str | None, dev_addr: str, open_browser: boo
     The record is polled every two seconds; when it changed, the docs are rewritten
     and the open pages reload.
     """
-    from atlas_files import sitegen
-
     def say(message: str) -> None:
         click.echo(f"atlas site: {message}", err=True)
 
-    sitegen.serve(ctx.record, out_dir, dev_addr=dev_addr, open_browser=open_browser, say=say)
+    api.serve(ctx.worker, out_dir, dev_addr=dev_addr, open_browser=open_browser, say=say)

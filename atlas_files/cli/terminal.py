@@ -15,8 +15,11 @@ them from ``--json`` (valid JSON with the same values) or from `atlas get NAME
 
 from __future__ import annotations
 
+import codecs
 import sys
 from typing import Any, TextIO
+
+import click
 
 from atlas_files.text import escape_controls
 
@@ -70,8 +73,6 @@ def _filtered(stream: TextIO | None) -> TextIO | EscapingStream | None:
 
 
 def _is_ascii(encoding: str) -> bool:
-    import codecs
-
     try:
         return codecs.lookup(encoding).name == "ascii"
     except LookupError:
@@ -88,8 +89,6 @@ def echo_body(body: str, *, exact: bool) -> None:
     """Print a stored body, ending in a newline. ``exact`` (`--body-only`) into a pipe or
     file writes its bytes untouched, so `atlas get NAME --body-only > FILE` is the stored
     text; to a terminal it is filtered like everything else."""
-    import click
-
     if exact and not sys.stdout.isatty():
         data = body.encode("utf-8", "surrogateescape")
         # bytes: click writes them to the binary stream beneath, unfiltered and without

@@ -9,6 +9,7 @@ folder listing alone; only that one file is opened.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -230,8 +231,6 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
 def read(where: Path, resource: str, name: str) -> Generation:
     """Read one generation; a symlink is damage, never followed (it may lead outside the
     record, and a lease the record cannot vouch for must not decide who holds what)."""
-    import errno
-
     path = where / name
     try:
         data = fsio.read_nofollow(path, GENERATION_LIMIT)

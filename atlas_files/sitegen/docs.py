@@ -68,7 +68,7 @@ def write_docs(
     name = site_name(record)
     with Writer(out / CACHE_DIR) as cache_dir, Writer(out / "docs") as docs, \
             Writer(out / "overrides") as theme, Writer(out) as top:
-        ctx = pages.Context(snap, BodyRenderer(), SiteCache(cache_dir))
+        ctx = pages.PageContext(snap, BodyRenderer(), SiteCache(cache_dir))
         versions, page_count = _write_pages(ctx, record, docs, name, progress)
         ctx.cache.save()
         template = site_template()
@@ -84,7 +84,7 @@ def write_docs(
     )
 
 
-def _write_pages(ctx: pages.Context, record: Record, docs: Writer, name: str,
+def _write_pages(ctx: pages.PageContext, record: Record, docs: Writer, name: str,
                  progress: Progress | None) -> tuple[int, int]:
     """Every page and the site's assets into ``docs``, the rest pruned; (versions shown,
     pages written)."""

@@ -50,7 +50,7 @@ class TopicRow:
 
 
 @dataclass
-class Context:
+class PageContext:
     snap: Snapshot
     renderer: BodyRenderer
     cache: SiteCache = field(default_factory=lambda: SiteCache(None))
@@ -78,7 +78,7 @@ def front_matter(title: str, tags: list[str] | None = None, hide_toc: bool = Fal
 
 
 def _versions_html(
-    ctx: Context, project: ProjectData, page: str, versions: list[Version], kind: str,
+    ctx: PageContext, project: ProjectData, page: str, versions: list[Version], kind: str,
     source_dir: str,
 ) -> tuple[list[str], list[str]]:
     """(the page parts, newest first; the older versions' mark summaries)."""
@@ -148,7 +148,7 @@ def _changes(old: Version, new: Version, cache: SiteCache) -> str:
     return found
 
 
-def topic_page(ctx: Context, project: ProjectData, topic: str, versions: list[Version]) -> str:
+def topic_page(ctx: PageContext, project: ProjectData, topic: str, versions: list[Version]) -> str:
     page = urls.topic_page(project.name, topic)
     latest = versions[-1]
     parts, older = _versions_html(
@@ -182,7 +182,7 @@ def _tags(marks: Marks, proposal: bool, older: list[str]) -> list[str]:
     return tags
 
 
-def status_page(ctx: Context, project: ProjectData, versions: list[Version]) -> str:
+def status_page(ctx: PageContext, project: ProjectData, versions: list[Version]) -> str:
     page = urls.status_page(project.name)
     title = f"Status of {project.name}"
     if not versions:
@@ -201,7 +201,7 @@ def status_page(ctx: Context, project: ProjectData, versions: list[Version]) -> 
             + "".join(parts))
 
 
-def artifacts_index(ctx: Context) -> str:
+def artifacts_index(ctx: PageContext) -> str:
     page = urls.ARTIFACTS
     out = [front_matter("Artifacts"), "# Artifacts\n\n"]
     total = len(ctx.rows)
@@ -236,7 +236,7 @@ def artifacts_index(ctx: Context) -> str:
     return "".join(out)
 
 
-def home(ctx: Context, latest_status: dict[str, Version | None], site_name: str) -> str:
+def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: str) -> str:
     page = urls.HOME
     snap = ctx.snap
     out = [front_matter("Home"), f"# {heading(site_name)}\n\n"]

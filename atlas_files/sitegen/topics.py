@@ -32,7 +32,7 @@ class Done:
     versions: int = 0
 
 
-def write_topics(ctx: pages.Context, record: Record, writer: Writer) -> Iterator[Done]:
+def write_topics(ctx: pages.PageContext, record: Record, writer: Writer) -> Iterator[Done]:
     """Write every topic page with ``writer``; yields as each chunk is done. Index rows
     and recent-activity events are added to ``ctx``, unreadable versions to its problems."""
     snap = ctx.snap
@@ -55,7 +55,7 @@ def write_topics(ctx: pages.Context, record: Record, writer: Writer) -> Iterator
         yield done
 
 
-def guarded_page(ctx: pages.Context, where: str, render: Callable[[], str]) -> str | None:
+def guarded_page(ctx: pages.PageContext, where: str, render: Callable[[], str]) -> str | None:
     """``render()``, or None (and a problem) if the record's text made it fail; what the
     failed page added to the index and to recent activity is taken back, so no link
     points at a page that is not there."""

@@ -19,18 +19,21 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import fsio, jsonfile, timeutil
+from atlas_files import fsio, jsonfile, schemas, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, NotFound
 from atlas_files.names import check_name
+from atlas_files.record import require_identity
 from atlas_files.telemetry import rows
 from atlas_files.telemetry import trust as trustmod
 
@@ -99,8 +102,6 @@ def _tail(data: bytes, limit: int = 300) -> str:
 
 def run_command(machine: Machine, rnd: _Round | None = None) -> tuple[bytes | None, str | None]:
     """Run the probe command of ``machine``: (its stdout, None) or (None, why it failed)."""
-    import subprocess
-
     rnd = rnd or _Round()
     argv: list[str] | str = local_command() if machine.probe == LOCAL else machine.probe
     timeout = machine.timeout_s
@@ -185,8 +186,6 @@ def probe_machine(record: Record, machine: Machine, observer: str,
     at all, and the row says ``reachable: false`` with the refusal as its error: the
     prober learned nothing of the machine, and says why rather than keeping silent.
     """
-    from atlas_files import schemas
-
     rnd = rnd or _Round()
     started = time.monotonic()
     answer, error = (None, refusal) if refusal else run_command(machine, rnd)
@@ -255,9 +254,6 @@ def probe_once(record: Record, observer: str | None, names: Iterable[str] = (),
     and its row says so. Every machine is probed even when a row cannot be written; the
     first such failure is raised (RowNotWritten) once the round is over.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from atlas_files.record import require_identity
 
     who = require_identity(observer)
     trust = trust or trustmod.load(record, probes_file)

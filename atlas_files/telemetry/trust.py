@@ -26,8 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from atlas_files import config as configmod
 from atlas_files import fsio, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, NotFound
+from atlas_files.names import check_name
 
 if TYPE_CHECKING:
     from atlas_files.config import Machine
@@ -104,9 +108,6 @@ def _read_small(path: Path, what: str) -> bytes:
 
 def load_probes(path: Path, record_root: str) -> dict[str, Machine]:
     """The machines of a probes file: ``name: {probe, timeout, interval}`` per machine."""
-    import yaml
-
-    from atlas_files import config as configmod
 
     what = "probes file"
     if not path.exists():
@@ -227,8 +228,6 @@ def load(record: Record, probes_file: str | os.PathLike[str] | None = None) -> T
 
 def pending(record: Record, machine: str) -> str:
     """The probe string of ``machine`` in atlas.yaml, the one ``approve`` would approve."""
-    from atlas_files.names import check_name
-
     check_name(machine, "machine name")
     spec = record.config.machines.get(machine)
     if spec is None:

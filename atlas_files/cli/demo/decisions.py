@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from atlas_files import artifacts, corrections, decisions, demo, status
+from atlas_files import artifacts, corrections, decisions, status
+from atlas_files.cli import demo
 from atlas_files.record import Record
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from atlas_files import artifacts, status
 from atlas_files import feed as feedmod
-from atlas_files.demo import atlas_cli
+from atlas_files.cli.demo import atlas_cli
 from atlas_files.record import Record
 
 
