@@ -17,7 +17,7 @@ import pytest
 from conftest import run_atlas, snapshot
 from site_fixtures import page_text, parse
 
-from atlas_files import frontmatter, sitegen
+from atlas_files import artifacts, frontmatter, sitegen, status
 from atlas_files.record import Record
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -26,8 +26,8 @@ KEY = b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine mine@laptop\n"
 
 def _record(root: Path) -> Record:
     record = Record.init(root, ["web"])
-    record.put("plan", "# Plan\n\nhealthy plan text\n", author="alice")
-    record.put("notes", "# Notes\n\nhealthy notes text\n", author="bob")
+    artifacts.put(record, "plan", "# Plan\n\nhealthy plan text\n", author="alice")
+    artifacts.put(record, "notes", "# Notes\n\nhealthy notes text\n", author="bob")
     return record
 
 
@@ -169,7 +169,7 @@ def test_a_fifo_in_the_output_folder_does_not_hang_the_build(tmp_path: Path) -> 
 def test_the_site_does_not_read_through_a_symlink_in_the_record(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     record = Record.init(tmp_path / "rec", ["web", "ml"])
-    record.put("plan", "# Plan\n\nhealthy plan text\n", author="alice")
+    artifacts.put(record, "plan", "# Plan\n\nhealthy plan text\n", author="alice")
     outside = tmp_path / "outside"
     outside.mkdir()
     # A whole topic folder outside the record, a version file outside it, a status
@@ -182,9 +182,9 @@ def test_the_site_does_not_read_through_a_symlink_in_the_record(
     v2 = _hand_write(record, "plan", 2, b"SECRET-VERSION\n")
     v2.replace(outside / v2.name)
     v2.symlink_to(outside / v2.name)
-    status = _hand_write(record, "status", 1, b"SECRET-STATUS\n")
-    status.replace(outside / status.name)
-    status.symlink_to(outside / status.name)
+    status_file = _hand_write(record, "status", 1, b"SECRET-STATUS\n")
+    status_file.replace(outside / status_file.name)
+    status_file.symlink_to(outside / status_file.name)
     (outside / "ml-artifacts" / "t").mkdir(parents=True)
     ml = record.root / "projects/ml/artifacts"
     ml.rmdir()
@@ -205,7 +205,7 @@ def test_the_site_does_not_read_through_a_symlink_in_the_record(
 def test_a_version_over_the_body_limit_is_not_shown(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     record = _record(tmp_path / "rec")
-    record.status_write("status one, healthy\n", author="alice")
+    status.write(record, "status one, healthy\n", author="alice")
     big = b"# Huge\n\n" + b"OVERSIZE-MARKER filler line of text\n" * (3 * 2**20 // 36)
     _hand_write(record, "plan", 2, big)
     _hand_write(record, "status", 2, big)
@@ -286,10 +286,10 @@ def damaged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     command (in a child process: on code that opens a FIFO it would hang)."""
     root = tmp_path_factory.mktemp("damaged")
     record = _record(root / "rec")
-    record.status_write("healthy status v1\n", author="alice")
+    status.write(record, "healthy status v1\n", author="alice")
     _hand_write(record, "status", 2, b"body\n", {"version": float("inf")})
     for topic, damage in DAMAGE.items():
-        record.put(topic, f"healthy {topic} v1\n", author="alice")
+        artifacts.put(record, topic, f"healthy {topic} v1\n", author="alice")
         path = record.root / f"projects/web/artifacts/{topic}/{topic}.v0002.md"
         if damage == "folder":
             path.mkdir()
@@ -348,7 +348,7 @@ def test_a_body_too_deeply_nested_to_render_is_shown_as_written(
 def test_a_body_that_renders_too_slowly_is_shown_as_written(tmp_path: Path) -> None:
     record = _record(tmp_path / "rec")
     # Python-Markdown's link pattern takes time that grows as the cube of this.
-    record.put("brackets", "[" * 60_000 + "\n", author="mallory")
+    artifacts.put(record, "brackets", "[" * 60_000 + "\n", author="mallory")
     out = tmp_path / "out"
     try:
         r = run_atlas("site", "build", "--out", str(out), record=record.root, timeout=120)
@@ -396,7 +396,7 @@ def test_any_reader_error_skips_the_version_and_goes_on(
 def test_an_unreadable_topic_folder_or_version_is_skipped(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     record = _record(tmp_path / "rec")
-    record.put("locked", "locked text\n", author="alice")
+    artifacts.put(record, "locked", "locked text\n", author="alice")
     _hand_write(record, "plan", 2, b"unreadable v2\n").chmod(0)
     folder = record.root / "projects/web/artifacts/locked"
     folder.chmod(0)
