@@ -182,9 +182,9 @@ def test_the_site_does_not_read_through_a_symlink_in_the_record(
     v2 = _hand_write(record, "plan", 2, b"SECRET-VERSION\n")
     v2.replace(outside / v2.name)
     v2.symlink_to(outside / v2.name)
-    status = _hand_write(record, "status", 1, b"SECRET-STATUS\n")
-    status.replace(outside / status.name)
-    status.symlink_to(outside / status.name)
+    status_file = _hand_write(record, "status", 1, b"SECRET-STATUS\n")
+    status_file.replace(outside / status_file.name)
+    status_file.symlink_to(outside / status_file.name)
     (outside / "ml-artifacts" / "t").mkdir(parents=True)
     ml = record.root / "projects/ml/artifacts"
     ml.rmdir()

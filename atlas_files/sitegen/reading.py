@@ -15,7 +15,8 @@ import stat
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from atlas_files.documents import Version
+from atlas_files import fsio
+from atlas_files.documents import FRONT_MATTER_ALLOWANCE, Version
 from atlas_files.errors import AtlasError, DamagedFile
 
 if TYPE_CHECKING:
@@ -29,8 +30,9 @@ UNREADABLE: tuple[type[BaseException], ...] = (
     AtlasError, OSError, ValueError, OverflowError, RecursionError, TypeError, KeyError,
     AttributeError,
 )
-# The most front matter read from a version whose body is over the limit.
-HEAD_MAX = 64 * 1024
+# The most front matter read from a version whose body is over the limit (the same
+# allowance as the record's own reader).
+HEAD_MAX = FRONT_MATTER_ALLOWANCE
 _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
           | getattr(os, "O_CLOEXEC", 0))
 
@@ -97,14 +99,16 @@ def read_version(stream: Stream, version: int, limit: int) -> Version:
         fd = os.open(path, _FLAGS)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            raise DamagedFile(f"{path} is a symlink, and the record never follows "
-                              "symlinks") from None
+            raise fsio.damage(path, exc, "version") from None
         raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise DamagedFile(f"{path} is {kind}, not a version file")
+            what: OSError = (
+                IsADirectoryError(errno.EISDIR, "it is a folder", str(path))
+                if stat.S_ISDIR(st.st_mode)
+                else fsio.NotAFile(errno.EINVAL, "it is not a plain file", str(path)))
+            raise fsio.damage(path, what, "version")
         data = _read_at_most(fd, limit + HEAD_MAX + 1)
     finally:
         os.close(fd)
