@@ -20,7 +20,13 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from atlas_files.check import gitmodes, machines, staged
+from atlas_files.check.families import check_families, is_versioned
 from atlas_files.check.findings import CODES, ERROR, WARNING, Finding, Report
+from atlas_files.check.links import LinkChecker, is_markdown
+from atlas_files.check.run import start_run
+from atlas_files.check.sources import DiskSource
+from atlas_files.check.walk import Scope, check_tree
 from atlas_files.errors import BadInput, NotFound
 from atlas_files.record import locate
 
@@ -50,10 +56,6 @@ def check_record(
     root: Path, paths: Sequence[str | os.PathLike[str]] = (), *, fix: bool = False,
     on_finding: OnFinding = None, base: Path | None = None,
 ) -> Report:
-    from atlas_files.check.run import start_run
-    from atlas_files.check.sources import DiskSource
-    from atlas_files.check.walk import Scope, check_tree
-
     root = _abs(root)
     wanted = [_abs(p) for p in paths]
     for p in wanted:
@@ -66,8 +68,6 @@ def check_record(
     report = Report(base=base, on_finding=on_finding)
     check_tree(start_run(root, report, DiskSource(nofollow=True), fix),
                Scope(wanted or None))
-    from atlas_files.check import machines
-
     machines.check_worktree(report, root, wanted)
     return report
 
@@ -91,8 +91,6 @@ def check_links(paths: Sequence[str | os.PathLike[str]] = (), *, on_finding: OnF
                 base: Path | None = None) -> Report:
     """Broken relative links and anchors in the Markdown files among ``paths`` (default:
     the current folder's tree), record or not."""
-    from atlas_files.check.links import LinkChecker, is_markdown
-
     report = Report(base=base, on_finding=on_finding)
     files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_markdown)
     LinkChecker(report).check_files(f for f in files if is_markdown(f))
@@ -102,9 +100,6 @@ def check_links(paths: Sequence[str | os.PathLike[str]] = (), *, on_finding: OnF
 def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
                    on_finding: OnFinding = None, base: Path | None = None) -> Report:
     """Version skips in the ``*.vN.*`` families of the files among ``paths``."""
-    from atlas_files.check.families import check_families, is_versioned
-    from atlas_files.check.sources import DiskSource
-
     report = Report(base=base, on_finding=on_finding)
     files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_versioned)
     check_families(report, DiskSource(), files)
@@ -119,15 +114,11 @@ def check_staged(
     """What the commit being made (git's index) gets wrong. ``mode``: "record" (the record
     checks on changed files, immutable files, moved links), "links" (links in ``paths`` or
     the staged Markdown, moved links) or "versions" (``*.vN.*`` families)."""
-    from atlas_files.check import staged
-
     here = (cwd or Path.cwd()).resolve()
     repo = staged.repo_root(here)
     report = Report(base=base, on_finding=on_finding)
     changes = staged.staged_changes(repo)
     given = [_abs(p) for p in paths]
-    from atlas_files.check import gitmodes
-
     if mode == "links":
         gitmodes.staged_links(report, repo, changes, given)
     elif mode == "versions":
@@ -135,7 +126,5 @@ def check_staged(
     else:
         explicit = find_record(record_path) if record_path else None
         gitmodes.staged_record(report, repo, changes, given, explicit)
-        from atlas_files.check import machines
-
         machines.check_staged(report, repo, changes, given, explicit)
     return report

@@ -3,6 +3,7 @@ the record's limits, and whether to fix what is safe to fix."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 from collections.abc import Callable
@@ -11,11 +12,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from atlas_files import config as configmod
 from atlas_files import layout, timeutil
 from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
 from atlas_files.check.links import LinkChecker
-from atlas_files.check.sources import Source
+from atlas_files.check.sources import DiskSource, Source
 from atlas_files.errors import AtlasError
 
 
@@ -31,8 +33,6 @@ class Limits:
 def limits_of(config_path: Path) -> Limits:
     """The record's limits; defaults where atlas.yaml cannot be read (that is reported
     by the config check, and must not stop the other checks)."""
-    from atlas_files import config as configmod
-
     try:
         cfg = configmod.load(config_path)
     except Exception:  # noqa: BLE001 - any damage is reported by the config check
@@ -112,8 +112,6 @@ def per_file(fn: F) -> F:
 def list_folder(ctx: CheckRun, folder: Path) -> list[str]:
     """The names in a record folder; [] if there is none. One that cannot be listed is a
     finding (ATL038), and the check goes on with the rest of the record."""
-    from atlas_files.check.sources import DiskSource
-
     if not isinstance(ctx.source, DiskSource):
         return ctx.source.listdir(folder)
     try:
@@ -132,8 +130,6 @@ def unreadable_folder(ctx: CheckRun, folder: Path, exc: OSError) -> None:
 
 
 def why_unreadable(exc: OSError) -> str:
-    import errno
-
     if exc.errno == errno.ELOOP:
         return "it is a symbolic link, and the record never follows one (readers skip it)"
     if isinstance(exc, IsADirectoryError):

@@ -7,10 +7,12 @@ from pathlib import Path
 
 from atlas_files import layout
 from atlas_files.check import moves, staged
-from atlas_files.check.families import is_versioned
+from atlas_files.check.families import check_families, is_versioned
 from atlas_files.check.findings import Report
 from atlas_files.check.links import LinkChecker, is_markdown
+from atlas_files.check.run import start_run
 from atlas_files.check.sources import IndexSource
+from atlas_files.check.walk import check_changed
 
 
 def _in_scope(path: Path, given: list[Path]) -> bool:
@@ -58,9 +60,6 @@ class _Records:
 
 def staged_record(report: Report, repo: Path, changes: list[staged.Change], given: list[Path],
                   explicit: Path | None) -> None:
-    from atlas_files.check.run import start_run
-    from atlas_files.check.walk import check_changed
-
     source = staged.index_source(repo, changes)
     records = _Records(repo, source, explicit)
     changed: dict[Path, list[Path]] = defaultdict(list)
@@ -102,8 +101,6 @@ def staged_links(report: Report, repo: Path, changes: list[staged.Change],
 
 def staged_versions(report: Report, repo: Path, changes: list[staged.Change],
                     given: list[Path]) -> None:
-    from atlas_files.check.families import check_families
-
     source = staged.index_source(repo, changes)
     files = given or _present(repo, changes, [])
     try:

@@ -14,6 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from atlas_files.fsio import read_nofollow
+
 
 class Source(Protocol):
     def read(self, path: Path) -> bytes:
@@ -41,8 +43,6 @@ class DiskSource:
 
     def read(self, path: Path) -> bytes:
         if self.nofollow:
-            from atlas_files.fsio import read_nofollow
-
             return read_nofollow(path)
         with open(path, "rb") as fh:
             return fh.read()
