@@ -20,6 +20,8 @@ import functools
 import html
 import re
 import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from atlas_files.check.markdown import Page, read
@@ -68,24 +70,37 @@ def anchors_exact(text: str) -> tuple[set[str], bool]:
     return page_ids(read(text))
 
 
-def page_ids(page: Page) -> tuple[set[str], bool]:
+@dataclass(frozen=True)
+class Toc:
+    """How a site's ``toc`` makes ids: its ``slugify`` and ``separator``."""
+
+    slugify: Callable[[str, str], str] | None = None
+    separator: str = "-"
+
+
+DEFAULT_TOC = Toc()
+
+
+def page_ids(page: Page, toc: Toc = DEFAULT_TOC) -> tuple[set[str], bool]:
     """The ids of a page read by markdown.read, and whether they are exact."""
-    found, exact = heading_ids(page.headings, page.reserved)
+    found, exact = heading_ids(page.headings, page.reserved, toc)
     return found | page.ids, exact
 
 
-def heading_ids(headings: list[tuple[int, str]], reserved: set[str]) -> tuple[set[str], bool]:
+def heading_ids(headings: list[tuple[int, str]], reserved: set[str],
+                toc: Toc = DEFAULT_TOC) -> tuple[set[str], bool]:
     """The ids toc gives ``headings``, with ``reserved`` (ids of other blocks) taken."""
     exact = True
     if any(not _MARKUP.isdisjoint(raw) for _, raw in headings):
-        ids = _rendered_ids(headings, reserved) if renderable(headings) else None
+        ids = _rendered_ids(headings, reserved, toc) if renderable(headings) else None
         if ids is not None:
             return ids | reserved, True
         exact = False
     used = set(reserved)
     skip: dict[str, str] = {}
+    slug = toc.slugify or slugify
     for _, raw in headings:
-        _unique(slugify(raw.strip()), used, skip)
+        _unique(slug(raw.strip(), toc.separator), used, skip)
     return used, exact
 
 
@@ -100,12 +115,13 @@ def renderable(headings: list[tuple[int, str]]) -> bool:
 _MARKUP = set("*_`[]<>&\\!{}")
 
 
-def _rendered_ids(headings: list[tuple[int, str]], reserved: set[str]) -> set[str] | None:
+def _rendered_ids(headings: list[tuple[int, str]], reserved: set[str],
+                  toc: Toc) -> set[str] | None:
     """The heading ids Python-Markdown itself gives (the renderer MkDocs uses, so emphasis,
     code, escapes and attr_list come out exactly as on the site), from a document holding
     just the headings. None if Python-Markdown is missing or a source does not render as
     one heading."""
-    md = _renderer()
+    md = _renderer(toc)
     parts = [f"x\n{{: #{ident} }}" for ident in sorted(reserved)]
     parts += ["#" * level + " " + " ".join(raw.split("\n")) for level, raw in headings]
     md.reset()
@@ -122,9 +138,13 @@ def _rendered_ids(headings: list[tuple[int, str]], reserved: set[str]) -> set[st
 
 
 @functools.cache
-def _renderer() -> Any:
+def _renderer(toc: Toc) -> Any:
     # Python-Markdown costs ~100 ms to import; only a page whose headings hold markup
     # pays for it.
     import markdown  # noqa: PLC0415 - see above
 
-    return markdown.Markdown(extensions=["toc", "attr_list"])
+    config: dict[str, Any] = {"separator": toc.separator}
+    if toc.slugify is not None:
+        config["slugify"] = toc.slugify
+    return markdown.Markdown(extensions=["toc", "attr_list"],
+                             extension_configs={"toc": config})

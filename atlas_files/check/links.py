@@ -83,9 +83,11 @@ class LinkChecker:
     """Checks the links of one file after another, caching each target's anchors."""
 
     def __init__(
-        self, report: Report, source: Source | None = None, on_target: TargetHook | None = None
+        self, report: Report, source: Source | None = None, on_target: TargetHook | None = None,
+        toc: anchors.Toc = anchors.DEFAULT_TOC,
     ) -> None:
         self.report = report
+        self.toc = toc
         self.source: Source = source if source is not None else DiskSource()
         self.on_target = on_target
         self._anchors = lru_cache(maxsize=2048)(self._anchors_uncached)
@@ -101,7 +103,7 @@ class LinkChecker:
 
     def anchors_of(self, path: Path, page: markdown.Page) -> Anchors:
         """The ids of ``page`` (the text of ``path``), snippets it includes followed."""
-        ids, exact = anchors.page_ids(page)
+        ids, exact = anchors.page_ids(page, self.toc)
         why = None
         if page.directives:
             line, what = page.directives[0]

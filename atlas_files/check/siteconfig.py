@@ -215,7 +215,12 @@ def load(path: Path) -> SiteConfig:
     docs_dir = (root / (docs if isinstance(docs, str) else "docs")).resolve()
     extensions: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in BUILTIN_EXTENSIONS]
     for name, cfg in _names(data.get("markdown_extensions")):
-        extensions = [e for e in extensions if e[0] != name] + [(name, cfg)]
+        # Configured again, an extension keeps its place (MkDocs' own come first).
+        at = next((i for i, e in enumerate(extensions) if e[0] == name), None)
+        if at is None:
+            extensions.append((name, cfg))
+        else:
+            extensions[at] = (name, cfg)
     plugins = frozenset(name.split("/")[-1] for name, _ in _names(data.get("plugins")))
     hooks = data["hooks"] if isinstance(data.get("hooks"), list) else []
     urls = data.get("use_directory_urls", True)

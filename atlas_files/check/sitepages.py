@@ -10,8 +10,7 @@ HTML are left as they are, by MkDocs and here).
 What atlas does not run: plugins and hooks (they change pages as the site is built, which
 is why some anchors "cannot be checked from source"), extensions that run code or reach
 the network (mkdocs-click imports the documented program; markdown-exec runs code blocks;
-PlantUML and Kroki fetch diagrams), and snippets downloaded by URL. Pygments highlighting
-is turned off: it makes no ids, and it is most of a page's rendering time.
+PlantUML and Kroki fetch diagrams), and snippets downloaded by URL.
 """
 
 from __future__ import annotations
@@ -37,7 +36,6 @@ NOT_RUN = frozenset({
 })
 # Directives (`::: name`) these make at build time: mkdocstrings (a plugin) and mkdocs-click.
 DIRECTIVE_MAKERS = frozenset({"mkdocstrings", "mkdocs-click", "mkdocs_click"})
-_HIGHLIGHTERS = ("pymdownx.highlight", "codehilite", "markdown.extensions.codehilite")
 
 
 class _RawIds(HTMLParser):
@@ -110,6 +108,12 @@ def _local(name: str, root: Path) -> bool:
     return bool(origin) and Path(str(origin)).resolve().is_relative_to(root.resolve())
 
 
+def unresolved_message(name: str, value: Unresolved) -> str:
+    return (f"markdown extension {name}: {value.what} is not loaded by atlas check (only "
+            "Python-Markdown's, pymdown-extensions', Material's and MkDocs' own names are); "
+            "its default is used")
+
+
 class Renderer:
     """One Python-Markdown, set up as the site's, reset for each page."""
 
@@ -118,7 +122,6 @@ class Renderer:
         self.directive_makers = {n for n in DIRECTIVE_MAKERS
                                  if n in site.plugins or n in dict(site.extensions)}
         loaded: list[Any] = []
-        names = [name for name, _ in site.extensions]
         base = markdown.Markdown()
         for name, raw in site.extensions:
             if name in NOT_RUN:
@@ -132,12 +135,10 @@ class Renderer:
                 continue
 
             def unresolved(value: Unresolved, name: str = name) -> None:
-                problem(f"{name}:{value.what}", f"markdown extension {name}: {value.what} is "
-                        "not loaded by atlas check (only Python-Markdown's, pymdown-extensions', "
-                        "Material's and MkDocs' own names are); its default is used")
+                problem(f"{name}:{value.what}", unresolved_message(name, value))
 
             config = resolve_relative(raw, site.root, site.docs_dir, unresolved)
-            config = self._tuned(name, config, names)
+            config = self._tuned(name, config)
             try:
                 loaded.append(base.build_extension(name, config))
             except ImportError:
@@ -146,9 +147,6 @@ class Renderer:
             except Exception as exc:  # noqa: BLE001 - a bad config is the site's problem
                 problem(name, f"markdown extension {name} cannot be loaded: "
                         f"{type(exc).__name__}: {exc}"[:300])
-        if not any(n in names for n in _HIGHLIGHTERS) and (
-                "pymdownx.superfences" in names or "pymdownx.inlinehilite" in names):
-            loaded.append(base.build_extension("pymdownx.highlight", {"use_pygments": False}))
         self.md = markdown.Markdown(extensions=loaded)
         self._raw = _RawHtml()
         self.md.preprocessors.register(self._raw, "atlas_raw_ids", 21)
@@ -157,7 +155,7 @@ class Renderer:
         self._links = _Links(self.md)
         self.md.treeprocessors.register(self._links, "atlas_links", 0)
 
-    def _tuned(self, name: str, config: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    def _tuned(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
         config = dict(config)
         if name == "pymdownx.snippets":
             bases = config.get("base_path", ["."])
@@ -165,8 +163,6 @@ class Renderer:
             config["base_path"] = [str(self.site.root / b) for b in bases if isinstance(b, str)]
             config["check_paths"] = False
             config["url_download"] = False
-        if name in _HIGHLIGHTERS:
-            config["use_pygments"] = False
         return config
 
     def render(self, text: str) -> Rendered:
