@@ -120,7 +120,8 @@ def _extension_ok(name: str) -> bool:
 
 
 def _clean(value: Any) -> Any:
-    """``value`` without python names this machine cannot import (dropped whole)."""
+    """``value`` without python names this machine cannot import; a custom fence whose
+    code is not installed stays a fence, shown as code (as atlas itself reads it)."""
     if isinstance(value, Tagged):
         name = value.tag.rpartition(":")[2]
         if "python/" in value.tag and not _importable(name):
@@ -132,12 +133,26 @@ def _clean(value: Any) -> Any:
             cleaned = _clean(v)
             if cleaned is not None or v is None:
                 out[k] = cleaned
-        if any(isinstance(v, str) and k in ("format", "validator") and not _importable(v)
-               for k, v in value.items()):
-            return None  # a custom fence whose code is not installed
+        if "name" in out and "format" not in out and "format" in value:
+            out["format"] = Tagged("tag:yaml.org,2002:python/name:"
+                                   "pymdownx.superfences.fence_code_format", "")
         return out
     if isinstance(value, list):
         return [c for c in (_clean(v) for v in value) if c is not None]
+    return value
+
+
+_CALLABLE_KEYS = ("format", "validator", "emoji_index", "emoji_generator", "slugify")
+
+
+def _toml_names(value: Any) -> Any:
+    """zensical.toml writes a Python name as a plain string: tag it as mkdocs.yml would."""
+    if isinstance(value, dict):
+        return {k: Tagged(f"tag:yaml.org,2002:python/name:{v}", "")
+                if k in _CALLABLE_KEYS and isinstance(v, str) else _toml_names(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_toml_names(v) for v in value]
     return value
 
 
@@ -148,7 +163,7 @@ def _toml_extensions(node: dict[str, Any], prefix: str = "") -> list[Any]:
         if not isinstance(value, dict):
             continue
         if _extension_ok(name) or not any(isinstance(v, dict) for v in value.values()):
-            out.append({name: value} if value else name)
+            out.append({name: _toml_names(value)} if value else name)
         else:
             out.extend(_toml_extensions(value, name + "."))
     return out
@@ -235,8 +250,11 @@ def mkdocs_warnings(root: Path, out: Path) -> tuple[float, set[tuple[str, str]],
 
 
 def atlas_findings(root: Path, docs: Path) -> tuple[float, set[tuple[str, str]], int]:
+    # Run from outside the corpus: `python -m` puts its folder first on sys.path, and a
+    # project that is itself a Markdown extension (pymdown-extensions) must not be imported
+    # from its own sources (atlas refuses to run a project's own code).
     wall, proc = timed([sys.executable, "-m", "atlas_files", "check", "--links-only",
-                        "--json", str(docs)], root)
+                        "--json", str(docs)], root.parent)
     found: set[tuple[str, str]] = set()
     warnings = 0
     for f in json.loads(proc.stdout)["findings"]:
@@ -244,11 +262,11 @@ def atlas_findings(root: Path, docs: Path) -> tuple[float, set[tuple[str, str]],
             warnings += 1
             continue
         page = Path(f["path"])
-        page = page if not page.is_absolute() else page.relative_to(root)
+        page = page if page.is_absolute() else root.parent / page
         quoted = QUOTED_RE.search(f["message"])
         link = quoted.group(1) if quoted else f["message"]
         try:
-            page_uri = (root / page).relative_to(docs).as_posix()
+            page_uri = page.relative_to(docs).as_posix()
         except ValueError:
             page_uri = page.as_posix()
         found.add((page_uri, link))
@@ -268,6 +286,13 @@ def bench(project: str, version: str, cache: Path, work: Path, verbose: bool) ->
     docs = root / reduced["docs_dir"]
     pages = sum(1 for _ in docs.rglob("*.md"))
     m_wall, truth, failed = mkdocs_warnings(root, work / f"{project}-site")
+    if failed and reduced["theme"]["name"] != "mkdocs":
+        # The theme installed here may lack what the pages ask of it (an icon set): the
+        # theme makes no link, so build with MkDocs' own.
+        left.append(f"theme {reduced['theme']['name']}")
+        reduced["theme"] = {"name": "mkdocs"}
+        (root / "mkdocs.yml").write_text(yaml.dump(reduced, Dumper=_Dumper, sort_keys=False))
+        m_wall, truth, failed = mkdocs_warnings(root, work / f"{project}-site")
     if failed:
         print(f"{project} {version}: mkdocs build failed:\n{failed[-1500:]}")
         return

@@ -256,12 +256,6 @@ def resolve_relative(value: Any, root: Path, docs_dir: Path,
             if isinstance(v, Unresolved):
                 unresolved(v)
                 continue
-            if isinstance(v, dict) and any(isinstance(x, Unresolved) for x in v.values()):
-                # A custom fence or the like whose code atlas does not run: left out whole.
-                for x in v.values():
-                    if isinstance(x, Unresolved):
-                        unresolved(x)
-                continue
             kept.append(resolve_relative(v, root, docs_dir, unresolved))
         return kept
     return value

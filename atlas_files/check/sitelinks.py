@@ -215,10 +215,35 @@ class SiteLinks:
             suspect = self._judge(uri, link, page)
             if suspect is not None:
                 suspects.append(suspect)
+        if self._makes_links(page):
+            suspects += self._made_links(uri, page)
         for suspect in suspects[:_MAX_FOUND]:
             self._confirm(path, uri, suspect)
         for suspect in suspects[_MAX_FOUND:]:
             self._report(path, suspect, suspect.link.used)
+
+    def _makes_links(self, page: Page) -> bool:
+        """Whether the site's parser may make links the page's source does not show that
+        could be broken: a footnote's way back (to a reference that may not exist), and a
+        heading's permalink where the heading sets its own id (an escape in it shows)."""
+        return any(label.startswith("fn:") for label in page.read.ids) or any(
+            "{" in raw and "#" in raw for _, raw in page.read.headings)
+
+    def _made_links(self, uri: str, page: Page) -> list[Suspect]:
+        rendered = self.rendered(uri)
+        if rendered is None:
+            return []
+        written = {link.target for link in page.read.links}
+        out = []
+        for url in dict.fromkeys(rendered.links):
+            if url in written or not url.startswith("#"):
+                continue
+            at = page.body.find(url[1:])
+            line = page.first + page.body.count("\n", 0, at) if at >= 0 else page.first
+            suspect = self._judge(uri, markdown.Link(line, url), page)
+            if suspect is not None:
+                out.append(suspect)
+        return out
 
     def _confirm(self, path: Path, uri: str, suspect: Suspect) -> None:
         """Report ``suspect`` if the site's parser agrees: the page makes that link, and
@@ -297,7 +322,10 @@ class SiteLinks:
 
     def _anchor(self, link: markdown.Link, fragment: str, target: str, page: Page,
                 where: str) -> Suspect | None:
-        ids = page.anchors.ids
+        # The target's ids as the site renders it (its reader's where it cannot be): a page
+        # the reader misjudges (a fence the site's parser refuses) must not hide a break.
+        rendered = self.rendered(target)
+        ids = rendered.ids if rendered is not None else page.anchors.ids
         if fragment in ids or unquote(fragment) in ids:
             return None
         if page.why is not None:

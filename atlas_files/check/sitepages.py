@@ -34,6 +34,9 @@ NOT_RUN = frozenset({
     "mkdocs-click", "mkdocs_click", "markdown_exec", "markdown-exec", "plantuml_markdown",
     "markdown_kroki", "mkdocs_kroki", "mdx_truly_sane_lists_exec",
 })
+# Extensions whose output holds no id and no relative link, left out for speed (the emoji
+# index alone takes longer to load than most pages take to render).
+NOT_NEEDED = frozenset({"pymdownx.emoji"})
 # Directives (`::: name`) these make at build time: mkdocstrings (a plugin) and mkdocs-click.
 DIRECTIVE_MAKERS = frozenset({"mkdocstrings", "mkdocs-click", "mkdocs_click"})
 
@@ -108,6 +111,12 @@ def _local(name: str, root: Path) -> bool:
     return bool(origin) and Path(str(origin)).resolve().is_relative_to(root.resolve())
 
 
+def _code_format() -> Any:
+    from pymdownx.superfences import fence_code_format  # noqa: PLC0415 - only when needed
+
+    return fence_code_format
+
+
 def unresolved_message(name: str, value: Unresolved) -> str:
     return (f"markdown extension {name}: {value.what} is not loaded by atlas check (only "
             "Python-Markdown's, pymdown-extensions', Material's and MkDocs' own names are); "
@@ -124,6 +133,8 @@ class Renderer:
         loaded: list[Any] = []
         base = markdown.Markdown()
         for name, raw in site.extensions:
+            if name in NOT_NEEDED:
+                continue
             if name in NOT_RUN:
                 problem(name, f"markdown extension {name} is not run by atlas check (it runs "
                         "code or fetches from the network when the site is built): what it "
@@ -163,6 +174,15 @@ class Renderer:
             config["base_path"] = [str(self.site.root / b) for b in bases if isinstance(b, str)]
             config["check_paths"] = False
             config["url_download"] = False
+        if name == "pymdownx.superfences" and isinstance(config.get("custom_fences"), list):
+            # A custom fence whose code atlas does not run is still a fence: its content
+            # is shown as code (what it would make cannot be seen from source anyway).
+            fences = []
+            for fence in config["custom_fences"]:
+                if isinstance(fence, dict) and "format" not in fence:
+                    fence = {**fence, "format": _code_format()}
+                fences.append(fence)
+            config["custom_fences"] = fences
         return config
 
     def render(self, text: str) -> Rendered:
