@@ -24,6 +24,9 @@ TAB = 4
 _FENCE_RE = re.compile(r"(`{3,}|~{3,})")
 _LIST_RE = re.compile(r"(?:[-*+]|[0-9]{1,9}[.)])(?:[ \t]|$)")
 _CONTAINER_RE = re.compile(r"(?:!!!|\?\?\?\+?|===[!+]?)[ \t]")
+_FENCE_CHARS = frozenset("`~")
+_LIST_CHARS = frozenset("-*+0123456789")
+_CONTAINER_CHARS = frozenset("!?=")
 _TAG_RE = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(?=[\s/>]|$)")
 _MARKDOWN_ATTR_RE = re.compile(r"""\smarkdown\s*=\s*["']?(?:1|block|span)""")
 # Python-Markdown's block-level elements: a line starting with one opens a raw HTML block.
@@ -132,14 +135,18 @@ def scan(text: str, first_line: int = 1) -> Iterator[Line]:
             yield Line(number, line, CODE, not stack, blank)
             blank = False
             continue
-        content, quoted = _strip_quotes(line.lstrip(" "))
-        m = _FENCE_RE.match(content)
+        content = line[indent:]
+        quoted = False
+        if content[0] == ">":
+            content, quoted = _strip_quotes(content)
+        first = content[:1]
+        m = _FENCE_RE.match(content) if first in _FENCE_CHARS else None
         if m:
             fence = (m.group(1), len(stack))
             yield Line(number, content, CODE, not stack, blank)
             blank = False
             continue
-        opened = content.rfind("<!--")
+        opened = content.rfind("<!--") if "<" in content else -1
         if opened >= 0 and content.find("-->", opened + 4) < 0:
             # A comment that runs on: what stands before it is still read.
             comment = True
@@ -158,6 +165,7 @@ def scan(text: str, first_line: int = 1) -> Iterator[Line]:
                 continue
         top = not stack and not quoted
         yield Line(number, content, TEXT, top, blank)
-        if _LIST_RE.match(content) or _CONTAINER_RE.match(content):
+        if (first in _LIST_CHARS and _LIST_RE.match(content)) or (
+                first in _CONTAINER_CHARS and _CONTAINER_RE.match(content)):
             stack.append((indent // TAB + 1) * TAB)
         blank = False

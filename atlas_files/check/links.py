@@ -91,15 +91,22 @@ class LinkChecker:
         self.source: Source = source if source is not None else DiskSource()
         self.on_target = on_target
         self._anchors = lru_cache(maxsize=2048)(self._anchors_uncached)
+        # A file read for its links is often read again as a link's target, or the other
+        # way round: each is parsed once (only the reading is kept, never the text).
+        self._read = lru_cache(maxsize=2048)(self._read_uncached)
         self._reading: set[Path] = set()  # snippets being followed (a cycle stops here)
+
+    def _read_uncached(self, path: Path) -> markdown.Page:
+        data = self.source.read(path)
+        body, first = markdown.split_front_matter(data.decode("utf-8", "replace"))
+        return markdown.read(body, first)
 
     def _anchors_uncached(self, path: Path) -> Anchors | None:
         try:
-            data = self.source.read(path)
+            page = self._read(path)
         except (OSError, ValueError):
             return None
-        body, _ = markdown.split_front_matter(data.decode("utf-8", "replace"))
-        return self.anchors_of(path, markdown.read(body))
+        return self.anchors_of(path, page)
 
     def anchors_of(self, path: Path, page: markdown.Page) -> Anchors:
         """The ids of ``page`` (the text of ``path``), snippets it includes followed."""
@@ -145,19 +152,19 @@ class LinkChecker:
     def check_file(self, path: Path) -> None:
         """Read ``path`` (through the source) and check its links."""
         try:
-            data = self.source.read(path)
+            page = self._read(path)
         except FileNotFoundError:
             return
         except OSError as exc:
             self.report.add(path, 1, "ATL002",
                             f"cannot read this file: {exc.strerror or exc}")
             return
-        text = data.decode("utf-8", "replace")
-        body, first = markdown.split_front_matter(text)
-        self.check_text(path, body, first)
+        self.check_page(path, page)
 
     def check_text(self, path: Path, text: str, first_line: int = 1) -> None:
-        page = markdown.read(text, first_line)
+        self.check_page(path, markdown.read(text, first_line))
+
+    def check_page(self, path: Path, page: markdown.Page) -> None:
         own: Anchors | None = None
         for link in page.links:
             parts = split_target(link.target)

@@ -43,6 +43,8 @@ _SETEXT_RE = re.compile(r"(=+|-+)[ ]*")
 _SNIPPET_RE = re.compile(r"(;?)-{1,}8<-{1,}[ \t]*+(?:([\"'])([^\"'\n]*+)\2)?[ \t]*")
 _DIRECTIVE_RE = re.compile(r":::[ \t]+(\S.*)")
 _COMMENT_RE = re.compile(r"<!--.*?(?:-->|$)")
+# A line without any character that starts a link, a heading, an id or a directive.
+_PLAIN_PROSE_RE = re.compile(r"[^\[\]{#<:=\-8`]*+")
 
 
 @dataclass(frozen=True)
@@ -209,6 +211,9 @@ def read(text: str, first_line: int = 1) -> Page:
                 snippet_block = False
             elif not content.lstrip().startswith(";"):
                 page.snippets.append((line.number, content.strip()))
+            continue
+        if _PLAIN_PROSE_RE.fullmatch(content):  # most lines: nothing to find in them
+            previous = content if line.after_blank else ""
             continue
         plain = _blank_comments(_blank_code_spans(content)) if "`" in content or "<!--" in \
             content else content

@@ -103,7 +103,7 @@ class SiteLinks:
         """Say at once which configured extensions are not installed (without importing
         Python-Markdown, which a site whose links are fine never needs)."""
         for name, _ in self.site.extensions:
-            module = name.split(":")[0]
+            module = name.split(":")[0].split(".")[0]  # found, not imported
             if name in NOT_RUN or name in self._entry_points:
                 continue
             try:

@@ -102,9 +102,10 @@ class Rendered:
 
 
 def _local(name: str, root: Path) -> bool:
-    """Whether extension ``name`` would be imported from the repository itself."""
+    """Whether extension ``name`` would be imported from the repository itself. Its
+    top-level package is looked up, not imported (finding ``a.b`` would run ``a``)."""
     try:
-        spec = importlib.util.find_spec(name.split(":")[0])
+        spec = importlib.util.find_spec(name.split(":")[0].split(".")[0])
     except (ImportError, ValueError):
         return False
     origin = getattr(spec, "origin", None) if spec is not None else None
