@@ -75,7 +75,7 @@ def _run(record: Any, q: Any, kinds: list[str], projects: list[str], all_version
 
     from atlas_files.search import index
 
-    st = _open(record, projects)
+    st = _open(record, projects, all_versions)
     try:
         return _answer(st, record, q, kinds, projects, all_versions, limit)
     except sqlite3.DatabaseError:
@@ -85,27 +85,27 @@ def _run(record: Any, q: Any, kinds: list[str], projects: list[str], all_version
         # once; a scan answers if even that cannot be done.
         st.close()
         try:
-            st = index.rebuild_now(record, projects)
+            st = index.rebuild_now(record, projects, all_versions)
         except index.Unwritable as exc:
             _say_scanned(exc.reason)
-            st = index.open_scan(record, projects)
+            st = index.open_scan(record, projects, all_versions)
         return _answer(st, record, q, kinds, projects, all_versions, limit)
     finally:
         st.close()
 
 
-def _open(record: Any, projects: list[str]) -> Any:
+def _open(record: Any, projects: list[str], history: bool) -> Any:
     from atlas_files.search import index, store
 
     if not store.has_fts5():
         warn("this Python's SQLite has no FTS5, so there is no search index: every file "
              "was read for this search (slower, same matches)")
-        return index.open_scan(record, projects)
+        return index.open_scan(record, projects, history)
     try:
-        return index.open_index(record, projects)
+        return index.open_index(record, projects, history)
     except index.Unwritable as exc:
         _say_scanned(exc.reason)
-        return index.open_scan(record, projects)
+        return index.open_scan(record, projects, history)
 
 
 def _say_scanned(reason: str) -> None:

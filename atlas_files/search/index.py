@@ -114,8 +114,12 @@ def _locked(path: Path, wait_s: float) -> Iterator[None]:
 
 
 def _connect(path: Path | str) -> sqlite3.Connection:
-    # Autocommit: transactions are begun by hand (BEGIN IMMEDIATE for a sync).
-    return sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None)
+    # Autocommit: transactions are begun by hand (BEGIN IMMEDIATE for a sync). No fsync:
+    # the journal still protects the index from a process killed mid-write (the OS holds
+    # what was written); only a machine crash can damage it, and it is disposable.
+    conn = sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None)
+    conn.execute("PRAGMA synchronous = OFF")
+    return conn
 
 
 def _open_current(path: Path) -> storemod.Store | None:
@@ -138,7 +142,8 @@ def _open_current(path: Path) -> storemod.Store | None:
     return storemod.Store(conn)
 
 
-def _rebuild(folder: Path, record: Record, projects: Sequence[str]) -> storemod.Store:
+def _rebuild(folder: Path, record: Record, projects: Sequence[str],
+             history: bool) -> storemod.Store:
     """Write a fresh index of ``projects`` beside the old one, then rename it into place."""
     path = folder / INDEX_NAME
     for leftover in folder.glob(INDEX_NAME + ".tmp-*"):  # a rebuild killed halfway
@@ -153,7 +158,7 @@ def _rebuild(folder: Path, record: Record, projects: Sequence[str]) -> storemod.
             conn.execute("PRAGMA synchronous = OFF")
             conn.execute("PRAGMA cache_size = -65536")
             storemod.create(conn, fts=True, meta={"format": FORMAT})
-            storemod.sync(storemod.Store(conn), record, projects)
+            storemod.sync(storemod.Store(conn), record, projects, history=history)
         finally:
             conn.close()
         fd = os.open(tmp, os.O_RDONLY)
@@ -173,21 +178,22 @@ def _rebuild(folder: Path, record: Record, projects: Sequence[str]) -> storemod.
     return storemod.Store(_connect(path))
 
 
-def open_index(record: Record, projects: Sequence[str]) -> storemod.Store:
-    """The index, up to date with ``projects``; Unwritable when it cannot be written."""
+def open_index(record: Record, projects: Sequence[str], history: bool) -> storemod.Store:
+    """The index, up to date with ``projects`` (every version of every stream with
+    ``history``); Unwritable when it cannot be written."""
     folder = _prepare(record)
     with _locked(folder / LOCK_NAME, LOCK_WAIT_S):
         try:
             store = _open_current(folder / INDEX_NAME)
             if store is None:
-                return _rebuild(folder, record, projects)
+                return _rebuild(folder, record, projects, history)
             try:
-                storemod.sync(store, record, projects)
+                storemod.sync(store, record, projects, history=history)
             except sqlite3.DatabaseError as exc:
                 store.close()
                 if _read_only(exc):
                     raise
-                return _rebuild(folder, record, projects)
+                return _rebuild(folder, record, projects, history)
             return store
         except sqlite3.DatabaseError as exc:
             if _read_only(exc):
@@ -197,12 +203,12 @@ def open_index(record: Record, projects: Sequence[str]) -> storemod.Store:
             raise Unwritable(f"{exc.strerror or exc}: {exc.filename or folder}") from None
 
 
-def rebuild_now(record: Record, projects: Sequence[str]) -> storemod.Store:
+def rebuild_now(record: Record, projects: Sequence[str], history: bool) -> storemod.Store:
     """Rebuild under the lock (a query found the index damaged); Unwritable as above."""
     folder = _prepare(record)
     with _locked(folder / LOCK_NAME, LOCK_WAIT_S):
         try:
-            return _rebuild(folder, record, projects)
+            return _rebuild(folder, record, projects, history)
         except sqlite3.DatabaseError as exc:
             raise Unwritable(str(exc)) from None
         except OSError as exc:
@@ -214,12 +220,12 @@ def _read_only(exc: sqlite3.DatabaseError) -> bool:
     return "readonly" in text or "read-only" in text or "unable to open" in text
 
 
-def open_scan(record: Record, projects: Sequence[str]) -> storemod.Store:
+def open_scan(record: Record, projects: Sequence[str], history: bool) -> storemod.Store:
     """A throwaway store in memory, read from every file: the same tables, never saved.
     Without FTS5 the text stays in Python and is matched there."""
     conn = _connect(":memory:")
     fts = storemod.has_fts5()
     storemod.create(conn, fts=fts, meta={"format": FORMAT})
     store = storemod.Store(conn, None if fts else {}, kind="scan")
-    storemod.sync(store, record, projects)
+    storemod.sync(store, record, projects, history=history)
     return store

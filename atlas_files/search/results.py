@@ -7,7 +7,7 @@ never shown: no result names a version that does not exist.
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +25,9 @@ SNIPPET_BEFORE = 60
 _COLUMNS = ("rowid", "folder", "file", "kind", "project", "name", "version", "ref", "author",
             "written_at", "proposal", "relation", "latest")
 _SELECT = ", ".join(f"d.{c}" for c in _COLUMNS)
+# C0 and C1 control characters and lone surrogates (from a file decoded with "replace",
+# none are left; from a hand-built record, perhaps).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -147,8 +150,7 @@ def _fields(record: Record, hit: Hit) -> list[tuple[str, str]] | None:
 def _printable(text: str) -> str:
     # Same length, so token offsets stay valid: a control character read from a hand-
     # written file must never reach a terminal.
-    return "".join(" " if unicodedata.category(c) in ("Cc", "Cs") else c for c in text) \
-        if not text.isprintable() else text
+    return _CONTROL.sub(" ", text)
 
 
 def snippet(fields: Sequence[tuple[str, str]], q: querymod.Query) -> str:

@@ -42,7 +42,8 @@ WEIGHTS = (4.0, 3.0, 1.0)
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE folders (rel TEXT PRIMARY KEY, project TEXT NOT NULL, fp TEXT NOT NULL);
+CREATE TABLE folders (rel TEXT PRIMARY KEY, project TEXT NOT NULL, fp TEXT NOT NULL,
+                      history INTEGER NOT NULL);
 CREATE TABLE docs (
   rowid INTEGER PRIMARY KEY AUTOINCREMENT,
   folder TEXT NOT NULL, file TEXT NOT NULL, ino INTEGER NOT NULL,
@@ -108,15 +109,19 @@ def fingerprint(path: str, now_ns: int) -> str:
     return f"{st.st_ino}:{st.st_mtime_ns}"
 
 
-def sync(store: Store, record: Record, projects: Sequence[str]) -> None:
-    """Bring the tables up to date with ``projects``' folders, in one transaction."""
+def sync(store: Store, record: Record, projects: Sequence[str], *, history: bool) -> None:
+    """Bring the tables up to date with ``projects``' folders, in one transaction.
+
+    Without ``history`` only the newest version of each stream is read (and whatever was
+    read before stays); with it, every version, and from then on every new one too.
+    """
     conn = store.conn
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'docs'").fetchone()
         writer = _Writer(store, (row[0] if row else 0) + 1)
         for project in projects:
-            _sync_project(writer, record, project)
+            _sync_project(writer, record, project, history)
         writer.flush()
         conn.execute("COMMIT")
     except BaseException:
@@ -124,25 +129,27 @@ def sync(store: Store, record: Record, projects: Sequence[str]) -> None:
         raise
 
 
-def _sync_project(writer: _Writer, record: Record, project: str) -> None:
+def _sync_project(writer: _Writer, record: Record, project: str, history: bool) -> None:
     conn = writer.store.conn
-    stored = dict(conn.execute("SELECT rel, fp FROM folders WHERE project = ?", (project,)))
+    stored = {rel: (fp, bool(full)) for rel, fp, full in conn.execute(
+        "SELECT rel, fp, history FROM folders WHERE project = ?", (project,))}
     now_ns = time.time_ns()
-    current = collect.folders(record, project)
-    for folder in current:
+    for folder in collect.folders(record, project):
         fp = fingerprint(folder.path, now_ns)
-        old = stored.pop(folder.rel, None)
-        if fp and fp == old:
+        old, full = stored.pop(folder.rel, ("", False))
+        # Entries are all read always; a stream's older versions once history is asked for.
+        want = history or full or folder.stream is None
+        if fp and fp == old and (full or not want):
             continue
-        _sync_folder(writer, folder)
-        conn.execute("INSERT OR REPLACE INTO folders (rel, project, fp) VALUES (?, ?, ?)",
-                     (folder.rel, project, fp))
+        _sync_folder(writer, folder, want)
+        conn.execute("INSERT OR REPLACE INTO folders (rel, project, fp, history) "
+                     "VALUES (?, ?, ?, ?)", (folder.rel, project, fp, int(want)))
     for rel in stored:  # a topic folder that is gone
         conn.execute("DELETE FROM docs WHERE folder = ?", (rel,))
         conn.execute("DELETE FROM folders WHERE rel = ?", (rel,))
 
 
-def _sync_folder(writer: _Writer, folder: collect.Folder) -> None:
+def _sync_folder(writer: _Writer, folder: collect.Folder, every: bool) -> None:
     conn = writer.store.conn
     known = {file: (rowid, ino) for rowid, file, ino in conn.execute(
         "SELECT rowid, file, ino FROM docs WHERE folder = ?", (folder.rel,))}
@@ -151,10 +158,14 @@ def _sync_folder(writer: _Writer, folder: collect.Folder) -> None:
     if gone:
         conn.executemany("DELETE FROM docs WHERE rowid = ?", gone)
     newest = None
+    wanted = sorted(files)
     if folder.stream is not None:
         skip = len(folder.stream.name) + 2
-        newest = max((int(f[skip:-3]) for f in files), default=0)
-    for file in sorted(files):
+        numbers = {f: int(f[skip:-3]) for f in wanted}
+        newest = max(numbers.values(), default=0)
+        if not every:
+            wanted = [f for f in wanted if numbers[f] == newest]
+    for file in wanted:
         ino = files[file]
         if file in known and known[file][1] == ino:
             continue
