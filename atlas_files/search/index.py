@@ -126,7 +126,10 @@ def _open_current(path: Path) -> storemod.Store | None:
     """The index at ``path`` if it is whole and of this format; None otherwise."""
     if not path.is_file():
         return None
-    conn = _connect(path)
+    try:
+        conn = _connect(path)
+    except sqlite3.DatabaseError:
+        return None
     try:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         pages = conn.execute("PRAGMA page_count").fetchone()[0]

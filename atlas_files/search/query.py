@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 
 from atlas_files.errors import BadInput
 
@@ -20,26 +21,51 @@ MAX_CHARS = 1000
 MAX_TERMS = 64
 HINT = 'search for words (all must match), "quoted phrases" and prefix*; punctuation is ignored'
 # Runs of letters and digits: what the unicode61 tokenizer keeps (its separators are
-# punctuation, spaces and symbols).
-_TOKEN_RE = re.compile(r"[^\W_]+")
+# punctuation, spaces, symbols and most combining marks). The combining diacritics it
+# removes (a subset of U+0300-U+0331) belong to the token they sit in: "0\u0323"+"0" is
+# one token "00" there, so it is here too. Letters newer than its Unicode 6.1 tables may
+# still be split differently; only the scan without FTS5 and snippets see the difference.
+_DIACRITICS = "".join(chr(0x300 + i) for i in (
+    0, 1, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 15, 17, 27, 35, 36, 37, 38, 39, 40, 45, 46, 48, 49))
+_TOKEN_RE = re.compile(rf"(?:[^\W_]|[{_DIACRITICS}])+")
 _SPACE = " \t\n\r"
 
 
 def fold(word: str) -> str:
-    """Lower case without diacritics: ``Café`` -> ``cafe`` (what remove_diacritics does)."""
+    """Case-folded, Latin letters without diacritics: ``Café`` -> ``cafe``, as unicode61
+    with remove_diacritics folds them (Greek and Cyrillic keep theirs there, too)."""
     if word.isascii():
         return word.lower()
-    decomposed = unicodedata.normalize("NFD", word.lower())
-    return "".join(ch for ch in decomposed if unicodedata.category(ch) != "Mn")
+    return "".join(map(_fold_char, word))
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    if ch in "\u00df\u1e9e":  # unicode61 keeps the sharp s; casefold would make it "ss"
+        return "\u00df"
+    if ch in _DIACRITICS:
+        return ""
+    if ch in "\u01e0\u01e1":  # one of the few precomposed letters unicode61 keeps whole
+        return "\u01e1"
+    folded = ch.casefold()
+    if len(folded) != 1:  # casefold expands a few letters (n-apostrophe); unicode61 doesn't
+        folded = ch.lower()
+    parts = unicodedata.normalize("NFD", folded)
+    if len(parts) > 1 and parts[0].isascii() and parts[0].isalpha() \
+            and all(unicodedata.category(p) == "Mn" for p in parts[1:]):
+        return parts[0]
+    return folded
 
 
 def tokens(text: str) -> list[str]:
-    return [fold(t) for t in _TOKEN_RE.findall(text)]
+    # A run of diacritics alone folds to nothing, and is no token (as in unicode61).
+    return [f for f in map(fold, _TOKEN_RE.findall(text)) if f]
 
 
 def token_spans(text: str) -> list[tuple[int, int, str]]:
     """(start, end, folded token) of every token of ``text``."""
-    return [(m.start(), m.end(), fold(m.group())) for m in _TOKEN_RE.finditer(text)]
+    spans = ((m.start(), m.end(), fold(m.group())) for m in _TOKEN_RE.finditer(text))
+    return [s for s in spans if s[2]]
 
 
 @dataclass(frozen=True)
