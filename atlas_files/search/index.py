@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import __version__
+from atlas_files import __version__, fsio
 from atlas_files.search import store as storemod
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ def _prepare(record: Record) -> Path:
         folder.mkdir(exist_ok=True)
         ignore = folder / ".gitignore"
         if not ignore.exists():
-            ignore.write_text("# derived by `atlas search`; safe to delete\n*\n",
-                              encoding="utf-8")
+            fsio.replace_atomic(ignore, b"# derived by `atlas search`; safe to delete\n*\n",
+                                durable=False)
         if not os.access(folder, os.W_OK):
             raise PermissionError(13, "Permission denied", str(folder))
     except OSError as exc:
