@@ -230,3 +230,54 @@ def test_index_size_stays_small(record: Record, tmp_path: Path) -> None:
     seeded(record)
     search(record, "kestrel", all_versions=True)
     assert index.index_path(record).stat().st_size < 1_000_000
+
+
+KILLED = r"""
+import os, sys
+from atlas_files.record import Record
+from atlas_files.search import search, store
+real = store._Writer.flush
+def flush_then_die(self):
+    real(self)
+    os._exit(9)  # killed inside the transaction: rows written, nothing committed
+store._Writer.flush = flush_then_die
+search(Record(sys.argv[1]), "kestrel")
+"""
+
+
+def test_a_search_killed_while_writing_the_index_harms_nothing(record: Record) -> None:
+    import sys
+
+    seeded(record)
+    before = search(record, "kestrel")
+    record.put("plan", "a kestrel again\n", author="ann", expect=2)
+    record.put("late", "kestrel late\n", author="ann")
+    done = subprocess.run([sys.executable, "-c", KILLED, str(record.root)], check=False)
+    assert done.returncode == 9
+    assert (index.cache_dir(record) / "search.sqlite-journal").exists()  # a hot journal
+    after = search(record, "kestrel")
+    want = [i for i in ids(before) if i != "plan@v2"] + ["plan@v3", "late@v1"]
+    assert sorted(ids(after)) == sorted(want)
+
+
+def test_an_index_that_cannot_be_updated_falls_back_to_a_scan(
+        record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded(record)
+    expected = ids(search(record, "kestrel"))
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    record.put("late", "kestrel late\n", author="ann")
+    monkeypatch.setattr(store, "sync", full)
+    monkeypatch.setattr(index.storemod, "sync", full)
+    real_open_scan = index.open_scan
+
+    def open_scan(*args: Any, **kwargs: Any) -> store.Store:
+        monkeypatch.undo()  # the scan reads files with the real sync
+        return real_open_scan(*args, **kwargs)
+
+    monkeypatch.setattr(index, "open_scan", open_scan)
+    found, said = quiet(record, "kestrel")
+    assert sorted(found) == sorted(expected + ["late@v1"])
+    assert len(said) == 1 and "disk is full" in said[0]

@@ -183,7 +183,7 @@ def _rebuild(folder: Path, record: Record, projects: Sequence[str],
 
 def open_index(record: Record, projects: Sequence[str], history: bool) -> storemod.Store:
     """The index, up to date with ``projects`` (every version of every stream with
-    ``history``); Unwritable when it cannot be written."""
+    ``history``); Unwritable when it cannot be written (read-only, disk full, ...)."""
     folder = _prepare(record)
     with _locked(folder / LOCK_NAME, LOCK_WAIT_S):
         try:
@@ -196,14 +196,10 @@ def open_index(record: Record, projects: Sequence[str], history: bool) -> storem
                 store.close()
                 if _read_only(exc):
                     raise
-                return _rebuild(folder, record, projects, history)
+                return _rebuild(folder, record, projects, history)  # damaged: start over
             return store
-        except sqlite3.DatabaseError as exc:
-            if _read_only(exc):
-                raise Unwritable(str(exc)) from None
-            raise
-        except OSError as exc:
-            raise Unwritable(f"{exc.strerror or exc}: {exc.filename or folder}") from None
+        except (sqlite3.Error, OSError) as exc:
+            raise Unwritable(_reason(exc, folder)) from None
 
 
 def rebuild_now(record: Record, projects: Sequence[str], history: bool) -> storemod.Store:
@@ -212,10 +208,14 @@ def rebuild_now(record: Record, projects: Sequence[str], history: bool) -> store
     with _locked(folder / LOCK_NAME, LOCK_WAIT_S):
         try:
             return _rebuild(folder, record, projects, history)
-        except sqlite3.DatabaseError as exc:
-            raise Unwritable(str(exc)) from None
-        except OSError as exc:
-            raise Unwritable(f"{exc.strerror or exc}: {exc.filename or folder}") from None
+        except (sqlite3.Error, OSError) as exc:
+            raise Unwritable(_reason(exc, folder)) from None
+
+
+def _reason(exc: Exception, folder: Path) -> str:
+    if isinstance(exc, OSError):
+        return f"{exc.strerror or exc}: {exc.filename or folder}"
+    return f"SQLite: {exc}"
 
 
 def _read_only(exc: sqlite3.DatabaseError) -> bool:
