@@ -111,12 +111,8 @@ def test_the_scan_matches_what_the_index_matches(
         indexed = {r["id"] for r in search(record, query)["results"]}
     except BadInput:
         return
-    real = store.has_fts5
-    try:
-        store.has_fts5 = lambda: False  # type: ignore[assignment]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AtlasWarning)
-            scanned = {r["id"] for r in search(record, query)["results"]}
-    finally:
-        store.has_fts5 = real  # type: ignore[assignment]
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        mp.setattr(store, "has_fts5", lambda: False)
+        warnings.simplefilter("ignore", AtlasWarning)
+        scanned = {r["id"] for r in search(record, query)["results"]}
     assert scanned == indexed, query

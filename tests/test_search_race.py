@@ -10,6 +10,8 @@ import sys
 import time
 import warnings
 
+import pytest
+
 from atlas_files.errors import AtlasWarning
 from atlas_files.record import Record
 from atlas_files.search import search, store
@@ -110,14 +112,10 @@ def test_eight_writers_and_eight_searchers(record: Record) -> None:
     # Afterwards the index agrees with a scan of every file: nothing lost, nothing extra.
     indexed = {r["id"] for r in search(record, "kestrel", all_versions=True,
                                        limit=1000)["results"]}
-    real = store.has_fts5
-    try:
-        store.has_fts5 = lambda: False  # type: ignore[assignment]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", AtlasWarning)
-            scanned = {r["id"] for r in search(record, "kestrel", all_versions=True,
-                                               limit=1000)["results"]}
-    finally:
-        store.has_fts5 = real  # type: ignore[assignment]
+    with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
+        mp.setattr(store, "has_fts5", lambda: False)
+        warnings.simplefilter("ignore", AtlasWarning)
+        scanned = {r["id"] for r in search(record, "kestrel", all_versions=True,
+                                           limit=1000)["results"]}
     assert indexed == scanned and len(indexed) > 8
     print(f"{written} versions written, searches: {searched}")

@@ -81,8 +81,8 @@ def search(ctx: Context, query: tuple[str, ...], kinds: tuple[str, ...], project
     --all-versions.
 
     The index is derived (.atlas-cache/ in the record, out of git) and brought up to date
-    by every search; deleting it is always safe. Where it cannot be written, every file
-    is read instead, and a warning says so.
+    by every search; deleting it is always safe. Where it cannot be written, the files
+    are read directly instead, and a warning says so.
     """
     from atlas_files.search import search as run
 

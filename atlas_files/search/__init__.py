@@ -3,8 +3,8 @@
 One public function, ``search``, returns exactly what `atlas search --json` prints. It
 reads the record through a derived index (``index.py``: SQLite FTS5 in the record's
 ``.atlas-cache/``, brought up to date by folder fingerprints on every search, rebuilt
-when missing or damaged) and falls back to scanning every file, with a warning, when the
-index cannot be written or this Python has no FTS5. Writers never touch the index.
+when missing or damaged) and falls back to reading the files directly, with a warning,
+when the index cannot be written or this Python has no FTS5. Writers never touch it.
 
 sqlite3 is imported only below this package, and only when a search runs, so no other
 command pays for it at start-up.
@@ -13,9 +13,14 @@ command pays for it at start-up.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from atlas_files.errors import BadInput, warn
+
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+    from atlas_files.search.query import Query
+    from atlas_files.search.store import Store
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
@@ -37,7 +42,7 @@ def _kinds(kinds: Sequence[str]) -> list[str]:
 
 
 def search(
-    record: Any,
+    record: Record,
     query: str,
     *,
     kinds: Sequence[str] = (),
@@ -69,7 +74,7 @@ def search(
     return {"query": query, "results": _run(record, q, wanted, projects, all_versions, limit)}
 
 
-def _run(record: Any, q: Any, kinds: list[str], projects: list[str], all_versions: bool,
+def _run(record: Record, q: Query, kinds: list[str], projects: list[str], all_versions: bool,
          limit: int) -> list[dict[str, Any]]:
     import sqlite3
 
@@ -94,12 +99,12 @@ def _run(record: Any, q: Any, kinds: list[str], projects: list[str], all_version
         st.close()
 
 
-def _open(record: Any, projects: list[str], history: bool) -> Any:
+def _open(record: Record, projects: list[str], history: bool) -> Store:
     from atlas_files.search import index, store
 
     if not store.has_fts5():
-        warn("this Python's SQLite has no FTS5, so there is no search index: every file "
-             "was read for this search (slower, same matches)")
+        warn("this Python's SQLite has no FTS5, so there is no search index: the record's "
+             "files were read directly for this search (slower, same matches)")
         return index.open_scan(record, projects, history)
     try:
         return index.open_index(record, projects, history)
@@ -109,11 +114,11 @@ def _open(record: Any, projects: list[str], history: bool) -> Any:
 
 
 def _say_scanned(reason: str) -> None:
-    warn(f"the search index cannot be written ({reason}): every file was read for this "
-         "search instead (slower, same results)")
+    warn(f"the search index cannot be written ({reason}): the record's files were read "
+         "directly for this search (slower, same results)")
 
 
-def _answer(st: Any, record: Any, q: Any, kinds: list[str], projects: list[str],
+def _answer(st: Store, record: Record, q: Query, kinds: list[str], projects: list[str],
             all_versions: bool, limit: int) -> list[dict[str, Any]]:
     from atlas_files.search import results, store
 
