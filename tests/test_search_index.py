@@ -112,7 +112,8 @@ def test_a_version_that_vanished_after_the_update_is_never_shown(record: Record)
     assert ids(search(record, "heron", all_versions=True)) == ["plan@v1"]
 
 
-@pytest.mark.parametrize("damage", ["delete", "truncate", "empty", "garbage", "other-atlas"])
+@pytest.mark.parametrize("damage", ["delete", "truncate", "last-page", "empty", "garbage",
+                                    "other-atlas"])
 def test_damaged_index_is_rebuilt_and_answers_the_same(record: Record, damage: str) -> None:
     seeded(record)
     first = search(record, "kestrel", all_projects=True)
@@ -122,6 +123,9 @@ def test_damaged_index_is_rebuilt_and_answers_the_same(record: Record, damage: s
     elif damage == "truncate":
         with open(path, "r+b") as fh:
             fh.truncate(path.stat().st_size // 2)
+    elif damage == "last-page":
+        with open(path, "r+b") as fh:
+            fh.truncate(path.stat().st_size - 4096)
     elif damage == "empty":
         path.write_bytes(b"")
     elif damage == "garbage":
