@@ -21,6 +21,7 @@ them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -125,7 +126,8 @@ def sync(store: Store, record: Record, projects: Sequence[str], *, history: bool
         writer.flush()
         conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        with contextlib.suppress(sqlite3.Error):  # the error that got us here is the news
+            conn.execute("ROLLBACK")
         raise
 
 
