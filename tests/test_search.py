@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import run_atlas
 
-from atlas_files import corrections, decisions
+from atlas_files import artifacts, corrections, decisions, status
 from atlas_files.cli import main
 from atlas_files.errors import BadInput
 from atlas_files.record import Record
@@ -48,7 +48,7 @@ def test_a_why_written_fifty_decisions_ago_outranks_a_passing_mention(record: Re
     for i in range(50):
         decide(record, f"routine choice number {i}, nothing unusual")
     filler = " ".join(f"word{i}" for i in range(400))
-    record.put("notes", f"{filler} quillwort {filler}\n", author="bob")
+    artifacts.put(record, "notes", f"{filler} quillwort {filler}\n", author="bob")
     fix = corrections.correct(record, old.id, what="it was the network, not the runner",
                               author="cy")
 
@@ -67,9 +67,9 @@ def test_a_why_written_fifty_decisions_ago_outranks_a_passing_mention(record: Re
 
 def test_retracted_version_is_found_and_marked_superseded_only_with_all_versions(
         record: Record) -> None:
-    record.put("plan", "use the alpha queue\n", author="ann")
+    artifacts.put(record, "plan", "use the alpha queue\n", author="ann")
     assert ids(search(record, "alpha")) == ["plan@v1"]  # v1 is in the index from here on
-    record.put("plan", "use the beta queue\n", author="ann", expect=1)
+    artifacts.put(record, "plan", "use the beta queue\n", author="ann", expect=1)
     corrections.retract(record, "plan@v2", why="beta lost messages", author="bob")
 
     beta = search(record, "beta")["results"]
@@ -87,8 +87,8 @@ def test_retracted_version_is_found_and_marked_superseded_only_with_all_versions
 
 
 def test_status_every_version_and_its_corrections(record: Record) -> None:
-    record.status_write("deploy frozen until friday\n", author="ann")
-    record.status_write("deploy open again\n", author="ann", expect=1)
+    status.write(record, "deploy frozen until friday\n", author="ann")
+    status.write(record, "deploy open again\n", author="ann", expect=1)
     corrections.correct(record, "status@v2", what="it opens monday", author="bob")
 
     now = search(record, "deploy", kinds=["status"])["results"]
@@ -99,7 +99,7 @@ def test_status_every_version_and_its_corrections(record: Record) -> None:
 
 
 def test_open_proposal_then_accepted(record: Record) -> None:
-    record.put("idea", "switch to postgres\n", author="ann", proposal=True)
+    artifacts.put(record, "idea", "switch to postgres\n", author="ann", proposal=True)
     assert search(record, "postgres")["results"][0]["marks"] == {"proposal": {"state": "open"}}
     d = decide(record, "postgres fits", accepts="idea@v1")
     marks = {r["id"]: r["marks"] for r in search(record, "postgres")["results"]}
@@ -107,9 +107,9 @@ def test_open_proposal_then_accepted(record: Record) -> None:
 
 
 def test_query_language_words_phrases_prefixes(record: Record) -> None:
-    record.put("a", "the blue green deploy\n", author="ann")
-    record.put("b", "green then blue, never deploy\n", author="ann")
-    record.put("c", "Déploiement café\n", author="ann")
+    artifacts.put(record, "a", "the blue green deploy\n", author="ann")
+    artifacts.put(record, "b", "green then blue, never deploy\n", author="ann")
+    artifacts.put(record, "c", "Déploiement café\n", author="ann")
     assert sorted(ids(search(record, "blue deploy"))) == ["a@v1", "b@v1"]
     assert ids(search(record, '"blue green"')) == ["a@v1"]
     assert ids(search(record, '"blue-green"')) == ["a@v1"]  # punctuation separates words
@@ -119,8 +119,8 @@ def test_query_language_words_phrases_prefixes(record: Record) -> None:
 
 
 def test_kinds_projects_and_limit(record: Record) -> None:
-    record.put("plan", "kestrel\n", author="ann")
-    record.put("plan", "kestrel in ml\n", author="ann", project="ml")
+    artifacts.put(record, "plan", "kestrel\n", author="ann")
+    artifacts.put(record, "plan", "kestrel in ml\n", author="ann", project="ml")
     decide(record, "kestrel won")
     assert ids(search(record, "kestrel", kinds=["artifact"])) == ["plan@v1"]
     assert {r["project"] for r in search(record, "kestrel", project="ml")["results"]} == {"ml"}
@@ -142,7 +142,7 @@ def test_queries_that_cannot_be_understood_exit_2_with_a_hint(record: Record,
 @pytest.mark.parametrize("query", ["NEAR(", "NEAR(a b)", "title:x", "head:x", "a OR b",
                                    "NOT a", "a AND", "(a", "^a", "a + b", "{a b}"])
 def test_fts_syntax_is_just_words(record: Record, query: str) -> None:
-    record.put("plan", "near a title head not and or b\n", author="ann")
+    artifacts.put(record, "plan", "near a title head not and or b\n", author="ann")
     code, out, err = cli("--record", str(record.root), "search", "--json", "--", query)
     assert code == 0, err
     assert json.loads(out)["query"] == query
@@ -158,8 +158,8 @@ def test_bad_options_exit_2(record: Record) -> None:
 
 
 def test_text_output_says_what_each_result_is(record: Record) -> None:
-    record.put("plan", "use the alpha queue\n", author="ann")
-    record.put("plan", "use the beta queue\n", author="ann", expect=1)
+    artifacts.put(record, "plan", "use the alpha queue\n", author="ann")
+    artifacts.put(record, "plan", "use the beta queue\n", author="ann", expect=1)
     corrections.retract(record, "plan@v1", why="alpha is gone", author="bob")
     d = decide(record, "alpha was cheaper", topic="queue", relation="timed-out")
     code, out, err = cli("--record", str(record.root), "search", "--all-versions", "alpha")
@@ -172,7 +172,7 @@ def test_text_output_says_what_each_result_is(record: Record) -> None:
 
 
 def test_json_document_and_global_project_env(record: Record) -> None:
-    record.put("plan", "kestrel\n", author="ann", project="ml")
+    artifacts.put(record, "plan", "kestrel\n", author="ann", project="ml")
     result = run_atlas("search", "--json", "--all-projects", "kestrel", record=record.root,
                        env={"ATLAS_PROJECT": "web"})
     assert result.returncode == 0, result.stderr
@@ -185,7 +185,7 @@ def test_json_document_and_global_project_env(record: Record) -> None:
 
 def test_control_characters_in_a_hand_written_file_never_reach_the_terminal(
         record: Record) -> None:
-    v = record.put("plan", "ok\n", author="ann")
+    v = artifacts.put(record, "plan", "ok\n", author="ann")
     v.path.chmod(0o644)
     v.path.write_bytes(v.path.read_bytes().replace(b"ok\n", b"evil \x1b[2J kestrel\n"))
     snippet = search(record, "kestrel")["results"][0]["snippet"]

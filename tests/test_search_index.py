@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from atlas_files import corrections, decisions
+from atlas_files import artifacts, corrections, decisions, status
 from atlas_files.errors import AtlasWarning
 from atlas_files.record import Record
 from atlas_files.search import index, search, store
@@ -33,10 +33,10 @@ def quiet(record: Record, query: str, **kw: Any) -> tuple[list[str], list[str]]:
 
 
 def seeded(record: Record) -> None:
-    record.put("plan", "the kestrel plan, first draft\n", author="ann")
-    record.put("plan", "the kestrel plan, second draft\n", author="ann", expect=1)
-    record.put("notes", "a kestrel was seen\n", author="bob")
-    record.status_write("hunting kestrel bugs\n", author="ann")
+    artifacts.put(record, "plan", "the kestrel plan, first draft\n", author="ann")
+    artifacts.put(record, "plan", "the kestrel plan, second draft\n", author="ann", expect=1)
+    artifacts.put(record, "notes", "a kestrel was seen\n", author="bob")
+    status.write(record, "hunting kestrel bugs\n", author="ann")
     d = decisions.decide(record, topic="birds", recommended="kestrel", chosen="kestrel",
                          relation="agreed", why="kestrel fits", author="ann")
     corrections.correct(record, d.id, what="a kestrel is a falcon", author="bob")
@@ -59,7 +59,7 @@ def test_writers_never_touch_the_index(record: Record) -> None:
     search(record, "kestrel")
     path = index.index_path(record)
     before = (path.read_bytes(), path.stat().st_mtime_ns)
-    record.put("plan", "third\n", author="ann", expect=2)
+    artifacts.put(record, "plan", "third\n", author="ann", expect=2)
     decisions.decide(record, topic="t", recommended="a", chosen="b", relation="agreed",
                      why="w", author="ann")
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
@@ -68,8 +68,8 @@ def test_writers_never_touch_the_index(record: Record) -> None:
 def test_each_search_sees_what_changed_since(record: Record) -> None:
     seeded(record)
     assert ids(search(record, "kestrel", kinds=["artifact"])) != []
-    record.put("plan", "an osprey now\n", author="ann", expect=2)
-    record.put("fresh", "osprey too\n", author="ann")
+    artifacts.put(record, "plan", "an osprey now\n", author="ann", expect=2)
+    artifacts.put(record, "fresh", "osprey too\n", author="ann")
     assert sorted(ids(search(record, "osprey"))) == ["fresh@v1", "plan@v3"]
     # A topic removed by hand is gone from the results; so is its folder's row.
     for p in (record.root / "projects/web/artifacts/fresh").iterdir():
@@ -79,17 +79,17 @@ def test_each_search_sees_what_changed_since(record: Record) -> None:
 
 
 def test_a_file_added_in_the_same_clock_tick_is_not_missed(record: Record) -> None:
-    record.put("plan", "first\n", author="ann")
+    artifacts.put(record, "plan", "first\n", author="ann")
     folder = record.root / "projects/web/artifacts/plan"
     search(record, "first")  # the folder changed just now: its fingerprint is not trusted
     st = folder.stat()
-    record.put("plan", "second heron\n", author="ann", expect=1)
+    artifacts.put(record, "plan", "second heron\n", author="ann", expect=1)
     os.utime(folder, ns=(st.st_atime_ns, st.st_mtime_ns))  # as if in the same tick
     assert ids(search(record, "heron")) == ["plan@v2"]
 
 
 def test_a_file_replaced_under_its_name_is_read_again(record: Record) -> None:
-    v = record.put("plan", "old words\n", author="ann")
+    v = artifacts.put(record, "plan", "old words\n", author="ann")
     assert ids(search(record, "old")) == ["plan@v1"]
     data = v.path.read_bytes().replace(b"old words", b"new heron")
     tmp = v.path.with_name("replacement")
@@ -101,8 +101,8 @@ def test_a_file_replaced_under_its_name_is_read_again(record: Record) -> None:
 
 
 def test_a_version_that_vanished_after_the_update_is_never_shown(record: Record) -> None:
-    record.put("plan", "heron one\n", author="ann")
-    v2 = record.put("plan", "heron two\n", author="ann", expect=1)
+    artifacts.put(record, "plan", "heron one\n", author="ann")
+    v2 = artifacts.put(record, "plan", "heron two\n", author="ann", expect=1)
     folder = record.root / "projects/web/artifacts/plan"
     old = time.time_ns() - 10**10
     os.utime(folder, ns=(old, old))  # settled: the next search trusts the fingerprint
@@ -173,7 +173,7 @@ def test_a_read_only_record_falls_back_to_a_scan(record: Record) -> None:
 def test_without_fts5_every_file_is_scanned_with_the_same_matches(
         record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
     seeded(record)
-    record.put("long", "kestrel " + "filler " * 300 + "\n", author="ann")
+    artifacts.put(record, "long", "kestrel " + "filler " * 300 + "\n", author="ann")
     queries = ["kestrel", '"kestrel plan"', "kest*", "falcon", "draft kestrel"]
     expected = [ids(search(record, q, all_versions=True)) for q in queries]
     monkeypatch.setattr(store, "has_fts5", lambda: False)
@@ -184,8 +184,8 @@ def test_without_fts5_every_file_is_scanned_with_the_same_matches(
 
 
 def test_a_damaged_version_is_left_out_with_a_warning(record: Record) -> None:
-    record.put("plan", "kestrel\n", author="ann")
-    bad = record.put("other", "kestrel too\n", author="ann")
+    artifacts.put(record, "plan", "kestrel\n", author="ann")
+    bad = artifacts.put(record, "other", "kestrel too\n", author="ann")
     bad.path.chmod(0o644)
     bad.path.write_bytes(b"no front matter at all, kestrel\n")
     found, said = quiet(record, "kestrel")
@@ -207,7 +207,7 @@ def test_a_rebuild_killed_halfway_leaves_nothing_that_matters(record: Record) ->
 def test_the_index_reads_only_changed_folders(record: Record,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(5):
-        record.put(f"t{i}", f"kestrel {i}\n", author="ann")
+        artifacts.put(record, f"t{i}", f"kestrel {i}\n", author="ann")
     old = time.time_ns() - 10**10
     for folder in (record.root / "projects/web").rglob("*"):
         if folder.is_dir():
@@ -225,7 +225,7 @@ def test_the_index_reads_only_changed_folders(record: Record,
     monkeypatch.setattr(collect, "read", spy)
     assert len(ids(search(record, "kestrel"))) == 5
     assert read == []
-    record.put("t3", "kestrel again\n", author="ann", expect=1)
+    artifacts.put(record, "t3", "kestrel again\n", author="ann", expect=1)
     assert len(ids(search(record, "kestrel"))) == 5
     assert read == ["t3.v0002.md"]
 
@@ -254,8 +254,8 @@ def test_a_search_killed_while_writing_the_index_harms_nothing(record: Record) -
 
     seeded(record)
     before = search(record, "kestrel")
-    record.put("plan", "a kestrel again\n", author="ann", expect=2)
-    record.put("late", "kestrel late\n", author="ann")
+    artifacts.put(record, "plan", "a kestrel again\n", author="ann", expect=2)
+    artifacts.put(record, "late", "kestrel late\n", author="ann")
     done = subprocess.run([sys.executable, "-c", KILLED, str(record.root)], check=False)
     assert done.returncode == 9
     assert (index.cache_dir(record) / "search.sqlite-journal").exists()  # a hot journal
@@ -272,7 +272,7 @@ def test_an_index_that_cannot_be_updated_falls_back_to_a_scan(
     def full(*args: Any, **kwargs: Any) -> None:
         raise sqlite3.OperationalError("database or disk is full")
 
-    record.put("late", "kestrel late\n", author="ann")
+    artifacts.put(record, "late", "kestrel late\n", author="ann")
     monkeypatch.setattr(store, "sync", full)  # the module index.py writes with
     real_open_scan = index.open_scan
 

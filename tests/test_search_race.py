@@ -20,7 +20,7 @@ SECONDS = 10.0
 
 WRITER = r"""
 import os, sys, time
-from atlas_files import decisions, corrections
+from atlas_files import artifacts, decisions, corrections
 from atlas_files.errors import VersionConflict
 from atlas_files.record import Record
 root, who, seconds, go = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
@@ -31,11 +31,11 @@ end = time.monotonic() + seconds
 n = 0
 while time.monotonic() < end:
     n += 1
-    record.put(f"own-{who}", f"kestrel {who} {n}\n", author=who, expect=n - 1)
+    artifacts.put(record, f"own-{who}", f"kestrel {who} {n}\n", author=who, expect=n - 1)
     if n % 3 == 0:
         stream = record.artifact_stream("shared")
         try:
-            record.put("shared", f"kestrel shared by {who} {n}\n", author=who,
+            artifacts.put(record, "shared", f"kestrel shared by {who} {n}\n", author=who,
                        expect=stream.latest())
         except VersionConflict:
             pass

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
 
 _KINDS = ("status", "artifact", "decision", "correction", "retraction")
@@ -70,7 +70,7 @@ def _lines(r: dict[str, Any]) -> list[str]:
               help="At most N results (1-1000).")
 @json_option
 @pass_ctx
-def search(ctx: Context, query: tuple[str, ...], kinds: tuple[str, ...], project: str | None,
+def search(ctx: Invocation, query: tuple[str, ...], kinds: tuple[str, ...], project: str | None,
            all_projects: bool, all_versions: bool, limit: int, as_json: bool) -> None:
     """Full-text search over status, topics, decisions, corrections and retractions.
 

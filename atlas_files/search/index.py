@@ -28,13 +28,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import __version__, fsio
+from atlas_files import __version__, fsio, layout
 from atlas_files.search import store as storemod
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
 
-CACHE_DIR = ".atlas-cache"
+CACHE_DIR = layout.CACHE  # ignored by the record's .gitignore, and by its own
 INDEX_NAME = "search.sqlite"
 LOCK_NAME = "search.lock"
 SCHEMA_VERSION = 1
