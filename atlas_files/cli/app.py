@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "decisions": "atlas_files.cli.decisions:decisions",
     "correct": "atlas_files.cli.decisions:correct",
     "retract": "atlas_files.cli.decisions:retract",
+    "search": "atlas_files.cli.search:search",
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
