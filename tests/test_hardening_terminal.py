@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from atlas_files import artifacts, leases, status, timeutil
+from atlas_files.api import core
 from atlas_files.cli import main
 from atlas_files.errors import NotFound
-from atlas_files.api import core
 from atlas_files.record import Record
 from atlas_files.telemetry.rows import write_row
 from atlas_files.text import escape_controls

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from atlas_files import api, timeutil
+from atlas_files.api import search as searchapi
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
 
@@ -37,8 +39,6 @@ def _mark_words(marks: dict[str, Any]) -> list[str]:
 
 
 def _lines(r: dict[str, Any]) -> list[str]:
-    from atlas_files import timeutil
-
     marks = " ".join(f"[{_safe(w)}]" for w in _mark_words(r["marks"]))
     head = (f"{r['kind']:<10} {r['id']}  ({r['project']})  by {_safe(r['author'])}, "
             f"{timeutil.age_of(r['written_at'])}")
@@ -84,17 +84,17 @@ def search(ctx: Invocation, query: tuple[str, ...], kinds: tuple[str, ...], proj
     by every search; deleting it is always safe. Where it cannot be written, the files
     are read directly instead, and a warning says so.
     """
-    from atlas_files.search import search as run
-
     text = " ".join(query)
     # --all-projects overrides a project set globally (ATLAS_PROJECT), not one given here.
-    chosen = project if all_projects else (project or ctx.project)
-    doc = run(ctx.record, text, kinds=kinds, project=chosen,
-              all_projects=all_projects, all_versions=all_versions, limit=limit)
+    worker = ctx.worker
+    worker = api.Worker(worker.record, worker.identity,
+                        project if all_projects else (project or ctx.project))
+    found = searchapi.search(worker, text, kinds=kinds, all_projects=all_projects,
+                             all_versions=all_versions, limit=limit)
     if as_json:
-        emit_json(doc)
+        emit_json(found.to_json())
         return
-    rows = doc["results"]
+    rows = found.results
     if not rows:
         click.echo(f"no results for {_safe(text)}")
         return

@@ -12,10 +12,13 @@ command pays for it at start-up.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from atlas_files.errors import BadInput, warn
+from atlas_files.search import index, results, store
+from atlas_files.search import query as querymod
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -60,8 +63,6 @@ def search(
     cannot be understood, an unknown kind, a limit out of range, both a project and
     all_projects) raises BadInput before anything is read.
     """
-    from atlas_files.search import query as querymod
-
     q = querymod.parse(query)
     wanted = _kinds(kinds)
     if not 1 <= limit <= MAX_LIMIT:
@@ -76,9 +77,6 @@ def search(
 
 def _run(record: Record, q: Query, kinds: list[str], projects: list[str], all_versions: bool,
          limit: int) -> list[dict[str, Any]]:
-    import sqlite3
-
-    from atlas_files.search import index
 
     st = _open(record, projects, all_versions)
     try:
@@ -100,8 +98,6 @@ def _run(record: Record, q: Query, kinds: list[str], projects: list[str], all_ve
 
 
 def _open(record: Record, projects: list[str], history: bool) -> Store:
-    from atlas_files.search import index, store
-
     if not store.has_fts5():
         warn("this Python's SQLite has no FTS5, so there is no search index: the record's "
              "files were read directly for this search (slower, same matches)")
@@ -120,8 +116,6 @@ def _say_scanned(reason: str) -> None:
 
 def _answer(st: Store, record: Record, q: Query, kinds: list[str], projects: list[str],
             all_versions: bool, limit: int) -> list[dict[str, Any]]:
-    from atlas_files.search import results, store
-
     hits = results.matching(st, q, kinds, projects, all_versions, limit + _SPARE)
     out = results.results(st, record, q, hits, limit)
     damaged = store.damaged_count(st, projects)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from atlas_files import entries, frontmatter, fsio, timeutil
+from atlas_files.artifacts import topic_streams
 from atlas_files.errors import BadInput
 
 if TYPE_CHECKING:
@@ -63,8 +64,6 @@ class Doc:
 
 def folders(record: Record, project: str) -> list[Folder]:
     """Every searchable folder of ``project``: status, each topic, decisions, corrections."""
-    from atlas_files.artifacts import topic_streams
-
     base = f"projects/{project}"
     status = record.status_stream(project)
     out = [Folder(f"{base}/status", str(status.folder), project, "status", status)]

@@ -23,12 +23,12 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from atlas_files import __version__, fsio, layout
+from atlas_files.errors import DamagedFile
 from atlas_files.search import store as storemod
 
 if TYPE_CHECKING:
@@ -83,34 +83,13 @@ def _prepare(record: Record) -> Path:
 def _locked(path: Path, wait_s: float) -> Iterator[None]:
     """Hold the index's write lock; Unwritable if another holds it for ``wait_s``."""
     try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX
-        import portalocker
-
-        try:
-            with portalocker.Lock(str(path), mode="a", timeout=wait_s):
-                yield
-        except portalocker.LockException:
-            raise Unwritable("another search held the index for too long") from None
-        return
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError as exc:
-        raise Unwritable(f"{exc.strerror}: {path}") from None
-    try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise Unwritable(
-                        f"another search held the index for over {wait_s:.0f} s") from None
-                time.sleep(0.01)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        with fsio.locked(path, wait_s):
+            yield
+    except TimeoutError:
+        raise Unwritable(f"another search held the index for over {wait_s:.0f} s") from None
+    except (OSError, DamagedFile) as exc:
+        reason = exc.message if isinstance(exc, DamagedFile) else exc.strerror
+        raise Unwritable(f"{reason}: {path}") from None
 
 
 def _connect(path: Path | str) -> sqlite3.Connection:
