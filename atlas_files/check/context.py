@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from atlas_files import timeutil
-from atlas_files.errors import AtlasError
 from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
 from atlas_files.check.links import LinkChecker
 from atlas_files.check.sources import Source
+from atlas_files.errors import AtlasError
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,16 @@ from atlas_files import frontmatter
 from atlas_files.check.findings import Report
 from atlas_files.check.sources import Source
 
+MAX_NAME = 255
 FAMILY_RE = re.compile(r"^(?P<stem>.+)\.v(?P<num>\d+)(?P<ext>(?:\.[^./\\]+)*)$")
 
 
 def family_of(name: str) -> tuple[str, str, int] | None:
-    """(stem, extension, number) of a versioned file name, or None."""
+    """(stem, extension, number) of a versioned file name, or None. The pattern backtracks
+    (cubic in the name's length), so only names a file system can hold are read: a longer
+    one can only come from a crafted git tree."""
+    if len(name) > MAX_NAME:
+        return None
     m = FAMILY_RE.match(name)
     if not m or len(m.group("num")) > 9:
         return None

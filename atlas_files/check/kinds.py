@@ -157,7 +157,10 @@ def check_entry(ctx: Context, path: Path, project: str, kind: str) -> None:
         return
     meta = plain(parsed.meta)
     head = data.decode("utf-8", "replace").split("\n")[1: parsed.body_line - 2]
-    lines = lambda: key_lines(head, 2)  # noqa: E731
+
+    def lines() -> dict[str, int]:
+        return key_lines(head, 2)
+
     clean = validate(report, path, kind, meta, lines, 2)
     stem = path.name[:-3]  # <id>.md
     if isinstance(meta.get("id"), str) and meta["id"] != stem:
