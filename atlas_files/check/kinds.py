@@ -11,9 +11,10 @@ from typing import Any
 from atlas_files import frontmatter, fsio, timeutil
 from atlas_files.check import debris, refs
 from atlas_files.check.bom import BOM, strip_bom
-from atlas_files.check.context import DAMAGE, Context, list_folder, per_file, why_unreadable
+from atlas_files.check.context import DAMAGE, Context, list_folder, per_file
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
+from atlas_files.check.sources import why_unreadable
 from atlas_files.check.versions import is_private
 
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
@@ -34,8 +35,19 @@ def check_config(ctx: Context, path: Path) -> None:
     except OSError as exc:
         ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
         return
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+        # An alias (*name) makes one value many: a few lines of them expand to billions
+        # of values for whatever walks the data. atlas.yaml needs none; refuse them first.
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, yaml.AliasEvent):
+                mark = event.start_mark
+                ctx.report.add(path, (mark.line + 1) if mark is not None else 1, "ATL002",
+                               f"it uses a YAML alias (*{event.anchor}): atlas.yaml takes "
+                               "plain values only",
+                               "write each value out in full (no &anchor or *alias)")
+                return
+        data = yaml.load(text, Loader=loader)  # noqa: S506
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
