@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import receipts
-from atlas_files.documents import LatestHints, Stream, Version, read_marked, write_checked
+from atlas_files import corrections, receipts
+from atlas_files.documents import LatestHints, Stream, Version, clean_summary
 from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import is_name
 from atlas_files.record import require_identity
+from atlas_files.stopsign import read_marked, write_checked
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -60,24 +62,14 @@ def put(
     stream = record.artifact_stream(name, project)
     p = record.project(project)
     if links:
-        from atlas_files.corrections import resolve_refs
-
         # What a version builds on must exist, or the link is dangling from birth.
-        links = resolve_refs(record, p, links, "--link")
+        links = corrections.resolve_refs(record, p, links, "--link")
     if summary is not None:
-        summary = _clean_summary(summary)
+        summary = clean_summary(summary)
     return write_checked(
         record, stream, receipts.artifact_key(p, name), body, author=author, expect=expect,
         summary=summary, proposal=proposal, links=links,
     )
-
-
-def _clean_summary(summary: str) -> str:
-    from atlas_files.documents import MAX_SUMMARY
-    from atlas_files.text import clean_text
-
-    return clean_text(summary, "the summary (--summary)", one_line=True, limit=MAX_SUMMARY,
-                      elsewhere="the body")
 
 
 def get(
@@ -109,8 +101,8 @@ def artifacts_folder(record: Record, project: str | None = None) -> Path:
 def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     """The project's topics, sorted by name, from one listing of the artifacts folder.
 
-    Folders whose names are no topic names, and symlinks leading outside the record, are
-    left out here; `atlas check` reports them.
+    Folders whose names are no topic names are left out here, and so are symlinks (with a
+    warning: the record never follows one); `atlas check` reports them.
     """
     p = record.project(project)
     folder = artifacts_folder(record, p)
@@ -119,35 +111,51 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     except FileNotFoundError:
         return []
     streams = []
+    limit = record.config.body_limit
     for entry in entries:
         if entry.name.startswith(".") or not is_name(entry.name) or entry.name == "status":
             continue
         if entry.is_symlink():
             try:
                 record.path("projects", p, "artifacts", entry.name)
-            except BadInput:
-                continue
-        if entry.is_dir():
-            streams.append(Stream(folder / entry.name, entry.name, entry.name))
+            except BadInput as exc:
+                warn(f"{exc.message} (left out of this listing)")
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            streams.append(Stream(folder / entry.name, entry.name, entry.name, limit))
     return streams
 
 
-def ls(record: Record, project: str | None = None) -> list[TopicSummary]:
+def ls(record: Record, project: str | None = None,
+       unreadable: list[str] | None = None) -> list[TopicSummary]:
     """Every topic with its latest version; reads one file per topic, not every version.
 
-    A topic whose latest version cannot be read is left out with a warning: one damaged
-    file never hides the others.
+    A topic whose latest version or folder cannot be read is left out with a warning (and
+    its name added to ``unreadable``, when given; the folder's path, when the topics cannot
+    even be listed): one damaged file never hides the others.
     """
     out = []
-    hints = LatestHints(artifacts_folder(record, project))
-    for stream in topic_streams(record, project):
-        latest = hints.latest(stream)
-        if latest == 0:
-            continue
+    folder = artifacts_folder(record, project)
+    hints = LatestHints(folder)
+    try:
+        streams = topic_streams(record, project)
+    except OSError as exc:  # no permission to list the topics at all
+        warn(f"{folder} cannot be read ({exc.strerror or exc}): no topic can be listed")
+        if unreadable is not None:
+            unreadable.append(str(folder))
+        return []
+    for stream in streams:
         try:
+            latest = hints.latest(stream)
+            if latest == 0:
+                continue
             doc = stream.read(latest, head_only=True)
-        except BadInput as exc:
-            warn(f"{exc.message} (left out of this listing; `atlas check` tells more)")
+        except (BadInput, OSError) as exc:
+            reason = (exc.message if isinstance(exc, BadInput) else
+                      f"{exc.filename or stream.folder} cannot be read ({exc.strerror or exc})")
+            warn(f"{reason} (left out of this listing; `atlas check` tells more)")
+            if unreadable is not None:
+                unreadable.append(stream.name)
             continue
         out.append(
             TopicSummary(stream.name, latest, doc.author, doc.written_at, doc.summary,
@@ -164,8 +172,6 @@ def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicS
     before it that stands (if any): the gate keeps a proposal out, not the topic.
     Returns (summary, state) with state "accepted" or "" (never a proposal).
     """
-    from atlas_files import corrections
-
     p = record.project(project)
     retracted = corrections.retracted_refs(record, p)
     out = []
@@ -196,8 +202,6 @@ def history(record: Record, name: str, project: str | None = None) -> list[Versi
 
 
 def unified_diff(old: Version | None, new: Version) -> str:
-    import difflib
-
     old_lines = old.body.splitlines(keepends=True) if old else []
     old_label = f"{old.name}@v{old.version}" if old else "/dev/null"
     lines = difflib.unified_diff(

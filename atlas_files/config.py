@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atlas_files import timeutil
-from atlas_files.errors import AtlasError, DamagedFile
-from atlas_files.names import check_name
+import yaml
 
-CONFIG_NAME = "atlas.yaml"
+from atlas_files import layout, timeutil
+from atlas_files.errors import AtlasError, BadInput, DamagedFile
+from atlas_files.frontmatter import YamlError, load_yaml
+from atlas_files.names import check_name, quote
+
+CONFIG_NAME = layout.CONFIG_NAME
 SCHEMA_VERSION = 1
 DEFAULT_LEASE_CAP = "4h"
 MAX_LEASE_CAP_S = 24 * 3600.0
@@ -67,29 +70,25 @@ def default_config(projects: list[str], default_project: str) -> dict[str, Any]:
 
 
 def render(data: Mapping[str, Any]) -> bytes:
-    import yaml
-
     head = (
         "# atlas-files record config. `atlas check` validates it against its schema.\n"
         "# lease_cap: the longest lease (at most 24h); status_limit: characters before a\n"
-        "# status write is warned about; body_limit: the largest body in bytes; machines: what `atlas telemetry probe` visits.\n"
+        "# status write is warned about; body_limit: the largest body in bytes; machines:\n"
+        "# what `atlas telemetry probe` visits.\n"
     )
     return (head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)).encode()
 
 
 def load(path: Path) -> Config:
-    import yaml
-
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise DamagedFile(f"{path} is not UTF-8 text") from None
     try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
+        data = load_yaml(text)
+    except YamlError as exc:
         raise DamagedFile(
-            f"{path} is not valid YAML: {str(exc).splitlines()[0]}",
+            f"{path}:{exc.line + 1}: {exc}",
             hint="fix the file by hand, then run `atlas check`",
         ) from None
     if not isinstance(data, dict):
@@ -97,12 +96,23 @@ def load(path: Path) -> Config:
     return from_mapping(data, path)
 
 
+def _duration(data: Mapping[str, Any], key: str, default: str) -> float:
+    value = data.get(key, default)
+    # Never str() a value of unknown size for a message; quote() shows a bounded part.
+    if isinstance(value, str):
+        try:
+            return timeutil.parse_duration(value)
+        except BadInput:
+            pass
+    raise DamagedFile(f"{key} is {quote(value)}; it must be a duration such as 4h or 90m")
+
+
 def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
     try:
         version = data.get("schema_version", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:
             raise DamagedFile(
-                f"schema_version is {version!r}; this atlas-files reads version "
+                f"schema_version is {quote(version)}; this atlas-files reads version "
                 f"{SCHEMA_VERSION}",
                 hint="a newer atlas-files wrote this record: upgrade atlas-files",
             )
@@ -114,41 +124,44 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
         projects = tuple(check_name(p, "project name") for p in raw_projects)
         default = data.get("default_project") or (projects[0] if projects else None)
         if default is not None:
-            check_name(str(default), "project name")
-        lease_cap = timeutil.parse_duration(str(data.get("lease_cap", DEFAULT_LEASE_CAP)))
+            check_name(default, "project name")
+        lease_cap = _duration(data, "lease_cap", DEFAULT_LEASE_CAP)
         if lease_cap > MAX_LEASE_CAP_S:
-            raise DamagedFile(f"lease_cap is {data.get('lease_cap')}; the most allowed is 24h")
-        tolerance = timeutil.parse_duration(
-            str(data.get("clock_tolerance", DEFAULT_CLOCK_TOLERANCE))
-        )
+            raise DamagedFile(f"lease_cap is {quote(data.get('lease_cap'))}; the most "
+                              "allowed is 24h")
+        tolerance = _duration(data, "clock_tolerance", DEFAULT_CLOCK_TOLERANCE)
         limit = data.get("status_limit", DEFAULT_STATUS_LIMIT)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise DamagedFile(f"status_limit is {limit!r}; it must be a whole number above 0")
+            raise DamagedFile(f"status_limit is {quote(limit)}; it must be a whole number "
+                              "above 0")
         body_limit = data.get("body_limit", DEFAULT_BODY_LIMIT)
         if not isinstance(body_limit, int) or isinstance(body_limit, bool) or body_limit < 1:
-            raise DamagedFile(f"body_limit is {body_limit!r}; it must be a whole number of "
-                              "bytes above 0")
+            raise DamagedFile(f"body_limit is {quote(body_limit)}; it must be a whole number "
+                              "of bytes above 0")
         raw_machines = data.get("machines") or {}
         if not isinstance(raw_machines, dict):
             raise DamagedFile("machines must be a mapping of machine name to its probe")
         machines = {}
         for name, spec in raw_machines.items():
-            check_name(str(name), "machine name")
+            check_name(name, "machine name")
             spec = spec or {}
-            if not isinstance(spec, dict) or not spec.get("probe"):
+            if not isinstance(spec, dict) or not isinstance(spec.get("probe"), str) \
+                    or not spec["probe"]:
                 raise DamagedFile(f"machine {name!r} needs a `probe:` command (or `local`)")
-            machines[str(name)] = Machine(
-                name=str(name),
-                probe=str(spec["probe"]),
-                timeout_s=timeutil.parse_duration(str(spec.get("timeout", DEFAULT_PROBE_TIMEOUT))),
-                interval_s=timeutil.parse_duration(
-                    str(spec.get("interval", DEFAULT_PROBE_INTERVAL))
-                ),
-                stale_after_intervals=float(spec.get("stale_after_intervals", 3)),
+            stale = spec.get("stale_after_intervals", 3)
+            if not isinstance(stale, int | float) or isinstance(stale, bool):
+                raise DamagedFile(f"machine {name!r}: stale_after_intervals is "
+                                  f"{quote(stale)}; it must be a number")
+            machines[name] = Machine(
+                name=name,
+                probe=spec["probe"],
+                timeout_s=_duration(spec, "timeout", DEFAULT_PROBE_TIMEOUT),
+                interval_s=_duration(spec, "interval", DEFAULT_PROBE_INTERVAL),
+                stale_after_intervals=float(stale),
             )
         return Config(
             projects=projects,
-            default_project=str(default) if default else "",
+            default_project=default or "",
             lease_cap_s=lease_cap,
             status_limit=limit,
             body_limit=body_limit,
@@ -162,4 +175,4 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
                           hint=exc.hint if isinstance(exc, DamagedFile) and exc.hint
                           else "fix atlas.yaml by hand") from None
     except (TypeError, ValueError, AttributeError) as exc:
-        raise DamagedFile(f"{path}: {exc}", hint="fix atlas.yaml by hand") from None
+        raise DamagedFile(f"{path}: {str(exc)[:200]}", hint="fix atlas.yaml by hand") from None

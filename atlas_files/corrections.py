@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import entries, fsio
+from atlas_files import entries, frontmatter, fsio
 from atlas_files.errors import BadInput, DamagedFile, NotFound
 from atlas_files.names import VersionRef, parse_ref
 from atlas_files.record import require_identity
@@ -210,6 +210,60 @@ def retract(
 
 # -- reading ------------------------------------------------------------------------------
 
+# What reading one entry can raise when its file is damaged: DamagedFile for what the
+# entry reader foresees; RecursionError or OverflowError from a field nested thousands deep
+# or out of range that the reader's parser or digest trips on. Each skips that entry only.
+_ENTRY_DAMAGE = (DamagedFile, OSError, ValueError, RecursionError, OverflowError)
+
+
+def _damage_text(path: Path, exc: BaseException) -> str:
+    if isinstance(exc, DamagedFile):
+        return exc.message
+    if isinstance(exc, RecursionError):
+        return f"{path}: a field nests too deeply to be read"
+    if isinstance(exc, OSError):
+        return f"{path} cannot be read: {exc.strerror or exc}"
+    return f"{path}: cannot be read as an entry ({str(exc)[:120]})"
+
+
+def read_entries(folder: Path,
+                 on_damaged: Callable[[Path, str], None] | None = None) -> list[entries.Entry]:
+    """Every readable entry in ``folder``, oldest first. A file that cannot be read, for
+    whatever reason, goes to ``on_damaged`` (path, message) and never hides the rest of
+    the log; so does the folder itself when it cannot be listed."""
+    try:
+        paths = entries.entry_paths(folder)
+    except OSError as exc:  # no permission to list it
+        if on_damaged is not None:
+            on_damaged(folder, f"{folder} cannot be read: {exc.strerror or exc}")
+        return []
+    if not paths and on_damaged is not None and os.path.lexists(folder) \
+            and not os.path.isdir(folder):
+        on_damaged(folder, entries.not_a_folder(folder).message)
+    out = []
+    for path in paths:
+        try:
+            out.append(entries.read_entry(path))
+        except FileNotFoundError:
+            continue  # removed since the listing
+        except _ENTRY_DAMAGE as exc:
+            if on_damaged is not None:
+                on_damaged(path, _damage_text(path, exc))
+    return out
+
+
+def read_one(path: Path) -> entries.Entry:
+    """One entry; DamagedFile (never a parser's RecursionError) if it cannot be read."""
+    try:
+        return entries.read_entry(path)
+    except (FileNotFoundError, DamagedFile):
+        raise
+    except _ENTRY_DAMAGE as exc:
+        raise DamagedFile(_damage_text(path, exc),
+                          hint="entries are never edited; restore the file from git, or "
+                          "record a correction instead") from None
+
+
 # folder -> (listing fingerprint, value): the entries are read once per process until the
 # folder changes (a new entry, or a file rewritten in place).
 _CACHE: dict[tuple[str, str], tuple[tuple[Any, ...], Any]] = {}
@@ -217,7 +271,11 @@ _CACHE: dict[tuple[str, str], tuple[tuple[Any, ...], Any]] = {}
 
 def _fingerprint(folder: Path) -> tuple[Any, ...]:
     out = []
-    for path in entries.entry_paths(folder):
+    try:
+        paths = entries.entry_paths(folder)
+    except OSError:
+        return ()
+    for path in paths:
         try:
             st = path.lstat()
         except OSError:
@@ -247,7 +305,7 @@ def _index(
     def build() -> tuple[dict[str, list[Correction]], dict[str, list[Correction]]]:
         fixes: dict[str, list[Correction]] = {}
         retractions: dict[str, list[Correction]] = {}
-        for entry in entries.iter_entries(folder):
+        for entry in read_entries(folder):
             c = _from_entry(entry, project)
             (retractions if c.kind == "retraction" else fixes).setdefault(c.ref, []).append(c)
         return fixes, retractions
@@ -263,12 +321,16 @@ def _accepts_index(record: Record, project: str) -> dict[str, str]:
 
     def build() -> dict[str, str]:
         out: dict[str, str] = {}
-        for path in entries.entry_paths(folder):
+        try:
+            paths = entries.entry_paths(folder)
+        except OSError:
+            paths = []
+        for path in paths:
             try:
                 if b"accepts" not in fsio.read_nofollow(path):
                     continue
                 entry = entries.read_entry(path)
-            except (OSError, DamagedFile):
+            except _ENTRY_DAMAGE:
                 continue
             accepts = entry.meta.get("accepts")
             if isinstance(accepts, str):
@@ -282,7 +344,7 @@ def _accepts_index(record: Record, project: str) -> dict[str, str]:
 def list_corrections(record: Record, project: str | None = None) -> list[Correction]:
     """Every correction and retraction of the project, oldest first."""
     project = record.project(project)
-    return [_from_entry(e, project) for e in entries.iter_entries(corrections_dir(record, project))]
+    return [_from_entry(e, project) for e in read_entries(corrections_dir(record, project))]
 
 
 def corrections_of(record: Record, project: str, ref: str) -> list[Correction]:
@@ -313,8 +375,6 @@ def accepted_by(record: Record, project: str, ref: str) -> str | None:
 
 
 def _is_proposal(record: Record, project: str, name: str, version: int) -> bool:
-    from atlas_files import frontmatter
-
     stream = record.artifact_stream(name, project)
     try:
         data = fsio.read_nofollow(stream.path(version))

@@ -160,7 +160,9 @@ def _from_entry(
         why=str(m.get("why", "")), author=str(m.get("author", "")), path=entry.path,
         recommended_by=m.get("recommended_by") if isinstance(m.get("recommended_by"), str)
         else None,
-        links=tuple(str(x) for x in links) if isinstance(links, list) else (),
+        # Only text is a link; anything else (a list nested by a bad edit) is left for
+        # `atlas check` to report, never printed.
+        links=tuple(x for x in links if isinstance(x, str)) if isinstance(links, list) else (),
         accepts=m.get("accepts") if isinstance(m.get("accepts"), str) else None,
         corrected_by=tuple(fixes), digest_ok=entry.digest_ok,
     )
@@ -212,7 +214,8 @@ def list_decisions(
     wanted_topic = topic.strip() if topic is not None else None
     fixes, _ = corrections._index(record, project)
     out = []
-    for entry in entries.iter_entries(corrections.decisions_dir(record, project), on_damaged):
+    for entry in corrections.read_entries(corrections.decisions_dir(record, project),
+                                          on_damaged):
         if entry.kind != "decision":
             if on_damaged is not None:
                 on_damaged(entry.path, f"{entry.path}: a {entry.kind} among the decisions")
@@ -238,6 +241,6 @@ def get_decision(record: Record, decision_id: str, project: str | None = None) -
     target = corrections.resolve_ref(record, project, decision_id, "decision")
     if not target.startswith("dec-"):
         raise NotFound(f"{target} is not a decision id")
-    entry = entries.read_entry(
-        corrections.decisions_dir(record, project) / entries.entry_filename(target))
-    return _from_entry(entry, project, corrections.corrections_of(record, project, target))
+    path = corrections.decisions_dir(record, project) / entries.entry_filename(target)
+    found = corrections.read_one(path)
+    return _from_entry(found, project, corrections.corrections_of(record, project, target))

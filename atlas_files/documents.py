@@ -9,35 +9,39 @@ writers racing for N+1 cannot both win: the loser gets the stop sign.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frontmatter, fsio, timeutil
-from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict, warn
+from atlas_files import frontmatter, fsio, layout, timeutil
+from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict
+from atlas_files.names import quote
+from atlas_files.text import clean_text
 
 # The order front matter keys are written in; readers accept any order.
 FIELDS = ("name", "version", "based_on", "author", "written_at", "summary", "digest")
 MAX_SUMMARY = 200
-# A live row in the folder that holds the streams (the artifacts folder; a project's folder
-# for its status) naming each stream's latest version: a hint for readers, never trusted
-# by writers (see LatestHints). Kept out of git by the record's .gitignore.
-LATEST_HINTS = ".atlas-latest.json"
-_VERSION_LINE = re.compile(r"^(.+)\.v([0-9]{4,})\.md$", re.M)
-_TEMP_LINE = re.compile(rf"^{re.escape(fsio.TEMP_PREFIX)}.*$", re.M)
+HINTS_LIMIT = 16 << 20  # a hints file larger than this is ignored, as a missing one is
+# Applied to the folder listing joined by newlines (re.M: `$` is each name's end); a name
+# holding a newline is left out before joining, or it could pose as two names.
+_TEMP_LINE = re.compile(rf"^{re.escape(layout.TEMP_PREFIX)}.*$", re.M)
+# What a version file may hold besides its body: front matter is a few hundred bytes, so
+# this is generous; past body_limit plus this, a reader refuses the file unread.
+FRONT_MATTER_ALLOWANCE = 64 * 1024
 
 
-def version_filename(name: str, version: int) -> str:
-    return f"{name}.v{version:04d}.md"
-
-
-def version_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"^{re.escape(name)}\.v(\d+)\.md$")
+def check_body_size(raw: bytes, limit: int) -> None:
+    """Refuse a body over the record's ``body_limit`` before anything is written."""
+    if len(raw) > limit:
+        raise BadInput(
+            f"the body is {len(raw)} bytes; this record's body_limit is {limit} bytes",
+            hint="split it into several topics, or raise body_limit in atlas.yaml",
+        )
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,12 @@ def decode_body(data: bytes, source: str) -> str:
         ) from None
 
 
+def clean_summary(summary: str) -> str:
+    """A writer's ``--summary``: one line of at most MAX_SUMMARY characters."""
+    return clean_text(summary, "the summary (--summary)", one_line=True, limit=MAX_SUMMARY,
+                      elsewhere="the body")
+
+
 def default_summary(body: str) -> str:
     for line in body.splitlines():
         text = line.strip().lstrip("#").strip()
@@ -87,6 +97,9 @@ class Stream:
     folder: Path
     name: str
     label: str  # how messages name it: "plan" or "the status of project web"
+    # The record's body_limit: a reader refuses a version file larger than this (plus the
+    # front matter) without reading it. None: no limit (a stream made outside a record).
+    body_limit: int | None = None
 
     def path(self, version: int) -> Path:
         return Path(self._file(version))
@@ -94,7 +107,7 @@ class Stream:
     def _file(self, version: int) -> str:
         # String paths on the hot read path: pathlib costs microseconds per join, and
         # `atlas ls` joins several paths for every topic of the record.
-        return f"{self.folder}{os.sep}{self.name}.v{version:04d}.md"
+        return f"{self.folder}{os.sep}{layout.version_filename(self.name, version)}"
 
     def _listing(self) -> list[str]:
         try:
@@ -110,17 +123,17 @@ class Stream:
         # Only canonical numbers count (4 digits, or more without a leading zero):
         # `plan.v2.md` is no version (atlas check says so), for readers and writers alike.
         if joined is None:
-            joined = "\n".join(names)
-        return [int(number) for name, number in _VERSION_LINE.findall(joined)
-                if name == self.name and (len(number) == 4 or number[0] != "0")]
+            joined = _join(names)
+        return [int(number) for name, number in layout.VERSION_LINES.findall(joined)
+                if name == self.name and layout.is_canonical_number(number)]
 
     def scan(self) -> tuple[list[int], list[str]]:
         """The version numbers (sorted) and temp-file names, from one folder listing."""
         names = self._listing()
-        joined = "\n".join(names)
+        joined = _join(names)
         found = self._numbers(names, joined)
         found.sort()
-        return found, _TEMP_LINE.findall(joined) if fsio.TEMP_PREFIX in joined else []
+        return found, _TEMP_LINE.findall(joined) if layout.TEMP_PREFIX in joined else []
 
     def versions(self) -> list[int]:
         found = self._numbers(self._listing())
@@ -151,20 +164,16 @@ class Stream:
         """Version ``version``; ``head_only`` skips decoding and digesting the body (the
         Version then has an empty body and no digest verdict), for listings."""
         path = self.path(version)
+        limit = None if self.body_limit is None else self.body_limit + FRONT_MATTER_ALLOWANCE
         try:
-            data = fsio.read_nofollow(self._file(version))
+            data = fsio.read_nofollow(self._file(version), limit)
         except FileNotFoundError:
             raise NotFound(
                 f"{self.label} has no v{version}",
                 hint=f"it has {_describe_versions(self.versions())}",
             ) from None
         except OSError as exc:
-            if exc.errno != errno.ELOOP:
-                raise
-            raise DamagedFile(
-                f"{path} is a symlink, and the record never follows symlinks",
-                hint="replace it with a real file; `atlas check` lists such problems",
-            ) from None
+            raise fsio.damage(path, exc, "version file") from None
         doc = parse_version(path, data, self.name, head_only=head_only)
         if doc.version != version or doc.name != self.name:
             raise DamagedFile(
@@ -194,6 +203,8 @@ class Stream:
         """
         version = based_on + 1
         raw = body.encode("utf-8")
+        if self.body_limit is not None:
+            check_body_size(raw, self.body_limit)
         meta: dict[str, Any] = {
             "name": self.name,
             "version": version,
@@ -224,6 +235,7 @@ class Stream:
     def conflict(self, read_version: int, *, never_read: bool = False) -> VersionConflict:
         """The stop sign: name what was written since ``read_version``, by whom, when."""
         latest = self.latest()
+        read_version = max(read_version, 0)  # a damaged receipt never shows as v-1
         since = list(range(read_version + 1, latest + 1))
         shown = since[-5:]
         parts = []
@@ -234,7 +246,7 @@ class Stream:
             except BadInput:
                 parts.append(f"v{v} (unreadable)")
         more = f"{len(since) - len(shown)} earlier and " if len(since) > len(shown) else ""
-        if never_read:
+        if never_read or read_version == 0:  # "you read v0" would name no version
             what = f"stop: you have never read {self.label}, and it is at v{latest}"
         else:
             what = f"stop: you read v{read_version} of {self.label}, but it is at v{latest}"
@@ -243,6 +255,16 @@ class Stream:
             message,
             hint="read the latest version, merge your change into it, and write again",
         )
+
+
+def _join(names: list[str]) -> str:
+    """The listing as one text of one name per line, for the regexes above."""
+    joined = "\n".join(names)
+    # One C-level count finds a name holding a newline (never a version's name), which
+    # would otherwise pose as two names.
+    if names and joined.count("\n") >= len(names):
+        joined = "\n".join(name for name in names if "\n" not in name)
+    return joined
 
 
 def _describe_versions(versions: list[int]) -> str:
@@ -267,11 +289,11 @@ class LatestHints:
     """
 
     def __init__(self, folder: Path) -> None:
-        self.path = folder / LATEST_HINTS
+        self.path = folder / layout.LATEST_HINTS
         self._changed = False
         try:
-            data = json.loads(fsio.read_nofollow(self.path))
-        except (OSError, ValueError):
+            data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
+        except (OSError, ValueError, RecursionError):  # a damaged hint is no hint
             data = {}
         self._hints: dict[str, int] = (
             {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict)
@@ -306,126 +328,57 @@ def parse_version(path: Path, data: bytes, name: str | None = None, *,
         ) from None
     meta = parsed.meta
     body = "" if head_only else decode_body(parsed.body, str(path))
-    try:
-        version = int(meta["version"])
-        based_on = int(meta.get("based_on", version - 1))
-        author = str(meta["author"])
-        written_at = meta["written_at"]
-        if not isinstance(written_at, str):  # YAML may have parsed a bare timestamp
-            written_at = timeutil.format_time(written_at)
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise DamagedFile(
-            f"{path}: front matter lacks a valid {exc}",
-            hint="run `atlas check` on the record to see what is wrong",
-        ) from None
+    version = _whole(meta, "version", path, lowest=1)
+    based_on = _whole(meta, "based_on", path, lowest=0, default=version - 1)
+    author = _text(meta, "author", path)
+    written_at = meta.get("written_at")
+    if isinstance(written_at, datetime):  # YAML parses a bare timestamp
+        written_at = timeutil.format_time(written_at)
+    elif not isinstance(written_at, str):
+        raise _bad_field(path, "written_at", written_at,
+                         'a UTC time such as "2026-01-31T12:00:00Z"')
+    summary = meta.get("summary") or ""
+    if not isinstance(summary, str | int | float):  # never str() a list or a mapping
+        raise _bad_field(path, "summary", summary, "one line of text")
     links = meta.get("links") or ()
     return Version(
-        name=str(meta.get("name", name or "")),
+        name=_text(meta, "name", path, default=name or ""),
         version=version,
         based_on=based_on,
         author=author,
         written_at=written_at,
-        summary=str(meta.get("summary") or ""),
+        summary=str(summary),
         body=body,
         path=path,
         digest_ok=None if head_only else parsed.digest_ok,
-        proposal=bool(meta.get("proposal", False)),
-        links=tuple(str(x) for x in links) if isinstance(links, list) else (),
+        proposal=meta.get("proposal", False) is True,
+        links=tuple(x for x in links if isinstance(x, str)) if isinstance(links, list) else (),
         meta=meta,
     )
 
 
-def write_checked(
-    record: Any,
-    stream: Stream,
-    key: str,
-    body: str,
-    *,
-    author: str,
-    expect: int | None,
-    summary: str | None = None,
-    proposal: bool = False,
-    links: Sequence[str] = (),
-) -> Version:
-    """Write the next version of ``stream`` under the stop sign, then update the receipt.
-
-    ``expect`` is the version the writer read; None means "whatever my receipt says". A
-    writer that never read an existing stream, or whose read is out of date, is refused
-    with VersionConflict and nothing is written.
-    """
-    from atlas_files import receipts
-
-    versions, temps = stream.scan()
-    latest = versions[-1] if versions else 0
-    if expect is not None:
-        if expect < 0:
-            raise BadInput(f"--expect {expect}: versions start at 0 (nothing read yet)")
-        if expect > latest:
-            raise BadInput(
-                f"you expect {stream.label} to be at v{expect}, but it is at v{latest}",
-                hint="check the number you passed to --expect (`atlas history` lists versions)",
-            )
-        if expect < latest:
-            raise stream.conflict(expect)
-    else:
-        read_version = receipts.read(record, author).get(key)
-        if read_version is not None and read_version > latest:
-            # The receipt names a version that does not exist (removed by hand): it says
-            # nothing about what this writer has seen.
-            read_version = None
-        if latest and (read_version or 0) < latest and author_of(stream, latest) == author:
-            # A write counts as a read of what it wrote: the author's next write expects
-            # its own version even if the receipt update after that write was lost.
-            read_version = latest
-        if read_version is None and latest > 0:
-            raise stream.conflict(0, never_read=True)
-        expect = read_version or 0
-        if expect < latest:
-            raise stream.conflict(expect)
-    written = stream.write(
-        body, author=author, based_on=expect, summary=summary, proposal=proposal, links=links,
-        temps=temps,
+def _bad_field(path: Path, key: str, value: Any, wanted: str) -> DamagedFile:
+    shown = "missing" if value is None else quote(value)
+    return DamagedFile(
+        f"{path}: front matter field {key} is {shown}; it should be {wanted}",
+        hint="run `atlas check` on the record to see what is wrong; versions are never "
+        "edited, so the fix is a new version",
     )
-    _mark_quietly(record, author, key, written.version, f"wrote {written.path.name}")
-    return written
 
 
-def _mark_quietly(record: Any, identity: str, key: str, version: int, done: str) -> None:
-    """Update a receipt after the real work is done; a failure is a warning, not an error.
-
-    The version is published (or read) already: reporting failure would invite a retry
-    that can only hit the stop sign. A lost receipt errs on the safe side.
-    """
-    from atlas_files import receipts
-
-    try:
-        receipts.mark(record, identity, {key: version})
-    except (OSError, BadInput) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else exc.message
-        warn(f"{done}, but could not update {identity}'s read receipt ({reason})")
+def _whole(meta: dict[str, Any], key: str, path: Path, *, lowest: int,
+           default: int | None = None) -> int:
+    """A front matter number: an int (or a string of digits) of at least ``lowest``."""
+    value = meta.get(key, default)
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) < 20:
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
+        raise _bad_field(path, key, value, f"a whole number of at least {lowest}")
+    return value
 
 
-def author_of(stream: Stream, version: int) -> str | None:
-    """Who wrote ``version``; None if the file cannot be read."""
-    try:
-        return stream.read(version).author
-    except BadInput:
-        return None
-
-
-def read_marked(
-    record: Any, stream: Stream, key: str, *, reader: str | None, version: int | None
-) -> Version:
-    """Read a version (the latest by default) and record the read in ``reader``'s receipt."""
-    if reader is not None:
-        from atlas_files.names import check_name
-
-        check_name(reader, "identity")  # before anything is read or written
-    if version is None:
-        version = stream.latest_for_reading()
-        if version == 0:
-            raise NotFound(f"{stream.label} has no versions yet", hint="`atlas ls` lists topics")
-    doc = stream.read(version)
-    if reader:
-        _mark_quietly(record, reader, key, doc.version, f"read {doc.path.name}")
-    return doc
+def _text(meta: dict[str, Any], key: str, path: Path, default: str | None = None) -> str:
+    value = meta.get(key, default)
+    if not isinstance(value, str):
+        raise _bad_field(path, key, value, "text")
+    return value

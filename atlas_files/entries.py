@@ -18,6 +18,7 @@ for importing jsonschema.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -29,7 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frontmatter, fsio, timeutil
+from atlas_files import frontmatter, fsio, schemas, timeutil
 from atlas_files.errors import DamagedFile
 from atlas_files.names import ENTRY_ID_PATTERN
 
@@ -56,7 +57,7 @@ def entry_filename(entry_id: str) -> str:
 
 
 def is_entry_file(name: str) -> bool:
-    return bool(_FILE_RE.match(name))
+    return bool(_FILE_RE.fullmatch(name))
 
 
 def digest_of_entry(meta: dict[str, Any], body: bytes) -> str:
@@ -133,8 +134,6 @@ def not_a_folder(folder: Path) -> DamagedFile:
 def unreadable(path: Path, exc: OSError) -> DamagedFile:
     """How a record file that cannot be opened is reported: a symlink (never followed,
     since it may lead outside the record), a folder, or what the system said."""
-    import errno
-
     if exc.errno == errno.ELOOP:
         return DamagedFile(
             f"{path} is a symlink; an entry is a plain file, and the record never follows "
@@ -221,8 +220,6 @@ def iter_entries(
 
 def validate(entry: Entry) -> list[tuple[str, str]]:
     """(JSON path, message) for each way the entry fails its kind's JSON Schema."""
-    from atlas_files import schemas
-
     meta = {k: (timeutil.format_time(v) if isinstance(v, datetime) else v)
             for k, v in entry.meta.items()}
     return schemas.errors(SCHEMA_OF[entry.kind], meta)

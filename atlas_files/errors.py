@@ -6,6 +6,8 @@ as at most two plain lines and exits with ``exit_code``.
 
 from __future__ import annotations
 
+import warnings
+
 
 class AtlasError(Exception):
     """A problem the user (or the record) can fix. Never a bug."""
@@ -54,6 +56,4 @@ class AtlasWarning(UserWarning):
 
 
 def warn(message: str) -> None:
-    import warnings
-
     warnings.warn(AtlasWarning(message), stacklevel=2)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from atlas_files import receipts
 from atlas_files.artifacts import artifacts_folder, topic_streams
 from atlas_files.documents import LatestHints
-from atlas_files.errors import BadInput, warn
+from atlas_files.errors import AtlasError, BadInput, DamagedFile, warn
 from atlas_files.names import check_name
 
 if TYPE_CHECKING:
@@ -42,42 +42,80 @@ class FeedItem:
 
 
 def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> list[FeedItem]:
+    """Every status and topic newer than ``identity`` has read, project by project.
+
+    Nothing damaged or unreadable stops the feed: a damaged receipt row reads as no
+    receipts (everything is offered), and a version or folder that cannot be read is left
+    out; each with a warning that names the file.
+    """
     if not identity:
         raise BadInput(
             "whose feed? the feed is what one identity has not read yet",
             hint="pass --as NAME or set ATLAS_AS=NAME",
         )
     identity = check_name(identity, "identity")
-    read = receipts.read(record, identity)
+    try:
+        read = receipts.read(record, identity)
+    except (DamagedFile, OSError) as exc:
+        warn(f"{_reason(exc)}; the feed treats {identity} as having read nothing")
+        read = {}
     items: list[FeedItem] = []
     for project in record.config.projects:
-        status_hints = LatestHints(record.project_dir(project))
-        topic_hints = LatestHints(artifacts_folder(record, project))
-        streams: list[tuple[str, Stream, LatestHints]] = [
-            ("status", record.status_stream(project), status_hints)
-        ]
-        streams += [("artifact", s, topic_hints) for s in topic_streams(record, project)]
-        for kind, stream, hints in streams:
-            key = (
-                receipts.status_key(project) if kind == "status"
-                else receipts.artifact_key(project, stream.name)
-            )
+        items += _project_items(record, project, identity, read)
+    if mark_read and items:
+        try:
+            receipts.mark(record, identity, {item.key: item.version for item in items})
+        except (DamagedFile, OSError) as exc:
+            warn(f"listed, but not marked read: {_reason(exc)}")
+    return items
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, AtlasError):
+        return exc.message
+    where = f" {exc.filename}" if isinstance(exc, OSError) and exc.filename else ""
+    return f"cannot read{where}: {exc.strerror if isinstance(exc, OSError) else exc}"
+
+
+def _project_items(record: Record, project: str, identity: str,
+                   read: dict[str, int]) -> list[FeedItem]:
+    items: list[FeedItem] = []
+    status_hints = LatestHints(record.project_dir(project))
+    topic_hints = LatestHints(artifacts_folder(record, project))
+    streams: list[tuple[str, Stream, LatestHints]] = [
+        ("status", record.status_stream(project), status_hints)
+    ]
+    try:
+        topics = topic_streams(record, project)
+    except OSError as exc:  # one unreadable folder must not hide the rest of the record
+        warn(f"{artifacts_folder(record, project)} cannot be read "
+             f"({exc.strerror or exc}): its topics are left out of the feed")
+        topics = []
+    streams += [("artifact", s, topic_hints) for s in topics]
+    for kind, stream, hints in streams:
+        key = (
+            receipts.status_key(project) if kind == "status"
+            else receipts.artifact_key(project, stream.name)
+        )
+        try:
             latest = hints.latest(stream)
             seen = read.get(key, 0)
-            if latest > seen:
-                try:
-                    doc = stream.read(latest, head_only=True)
-                except BadInput as exc:
-                    warn(f"{exc.message} (left out of the feed; `atlas check` tells more)")
-                    continue
-                if doc.author == identity:
-                    continue  # a write counts as a read of what it wrote
-                items.append(FeedItem(
-                    kind, project, stream.name, latest, seen, doc.author, doc.written_at,
-                    doc.summary,
-                ))
-        status_hints.save()
-        topic_hints.save()
-    if mark_read and items:
-        receipts.mark(record, identity, {item.key: item.version for item in items})
+            if latest <= seen:
+                continue
+            doc = stream.read(latest, head_only=True)
+        except BadInput as exc:
+            warn(f"{exc.message} (left out of the feed; `atlas check` tells more)")
+            continue
+        except OSError as exc:
+            where = exc.filename or stream.folder
+            warn(f"{where} cannot be read ({exc.strerror or exc}): left out of the feed")
+            continue
+        if doc.author == identity:
+            continue  # a write counts as a read of what it wrote
+        items.append(FeedItem(
+            kind, project, stream.name, latest, seen, doc.author, doc.written_at,
+            doc.summary,
+        ))
+    status_hints.save()
+    topic_hints.save()
     return items

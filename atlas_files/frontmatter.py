@@ -3,6 +3,10 @@
 Front matter written here is one ``key: <JSON value>`` per line, which is valid YAML, so a
 human or a hand-writing agent may use any YAML; reading tries the JSON-per-line form first
 because it costs a fraction of a YAML parse and `atlas ls` reads one file per topic.
+
+YAML anchors and aliases are refused wherever the record reads YAML (here and atlas.yaml):
+a few hundred bytes of nested aliases expand to billions of values once loaded, and
+nothing the record holds needs them.
 """
 
 from __future__ import annotations
@@ -12,7 +16,10 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 DELIMITER = "---"
+BOM = b"\xef\xbb\xbf"
 
 
 def digest_of(body: bytes) -> str:
@@ -39,7 +46,7 @@ class Parsed:
         stated = self.meta.get("digest")
         if stated is None:
             return None
-        return stated == digest_of(self.body)
+        return bool(stated == digest_of(self.body))
 
 
 def render(meta: dict[str, Any], body: bytes) -> bytes:
@@ -62,22 +69,61 @@ def _load_fast(lines: list[str]) -> dict[str, Any] | None:
         parts.append(f'"{key}": {value}')
     try:
         meta = json.loads("{" + ", ".join(parts) + "}")
-    except ValueError:
+    except (ValueError, RecursionError):  # the YAML reader then says what is wrong
         return None
     # A value that was not one JSON value (`a: 1, "b": 2`) would have smuggled in a key.
     return meta if isinstance(meta, dict) and len(meta) == len(parts) else None
 
 
-def _load_yaml(text: str, first_line: int) -> dict[str, Any]:
-    import yaml
+class YamlError(ValueError):
+    """YAML the record will not load; ``line`` (0-based in the text) is where."""
 
+    def __init__(self, message: str, line: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` as YAML, with the safe loader and without anchors or aliases.
+
+    The events are scanned before anything is built (only where an ``&`` or ``*`` could
+    start one), so an alias bomb costs what its few hundred bytes cost to parse. The scan
+    works the same for the C loader, whose composer cannot be subclassed.
+    """
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        data = yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
+        if "&" in text or "*" in text:
+            for event in yaml.parse(text, Loader=loader):
+                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                    mark = event.start_mark
+                    raise YamlError(
+                        "YAML anchors and aliases (&name, *name) are not allowed here: "
+                        "write each value out in full",
+                        mark.line if mark is not None else 0,
+                    )
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = first_line + (mark.line if mark is not None else 0)
-        raise FrontMatterError(f"front matter is not valid YAML: {exc}", line) from None
+        # The problem alone: the full text spans several lines and repeats the position.
+        problem = getattr(exc, "problem", None) or str(exc).partition("\n")[0]
+        raise YamlError(f"not valid YAML: {problem or type(exc).__name__}",
+                        mark.line if mark is not None else 0) from None
+    except (ValueError, RecursionError, OverflowError) as exc:
+        if isinstance(exc, YamlError):
+            raise
+        # A constructor refused a value: an integer past Python's digit limit, a date
+        # that does not exist, nesting too deep.
+        raise YamlError(f"not valid YAML: {str(exc)[:200]}") from None
+
+
+def _load_yaml(text: str, first_line: int) -> dict[str, Any]:
+    try:
+        data = load_yaml(text)
+    except YamlError as exc:
+        message = str(exc)
+        if message.startswith("not valid YAML"):
+            message = "front matter is " + message
+        raise FrontMatterError(message, first_line + exc.line) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -90,6 +136,10 @@ def parse(data: bytes) -> Parsed:
     delimiter = DELIMITER.encode()
     lines = data.split(b"\n")
     if lines[0].rstrip(b"\r") != delimiter:
+        if data.startswith(BOM):
+            raise FrontMatterError(
+                "the file starts with a byte-order mark (BOM) before its '---' line; save "
+                "it as UTF-8 without a BOM", 1)
         raise FrontMatterError("the file does not start with a '---' front matter line", 1)
     offset = len(lines[0]) + 1
     for index in range(1, len(lines)):

@@ -10,6 +10,10 @@
 A crash at any point leaves either nothing or a complete file, plus perhaps a temp file.
 Temp files start with ``TEMP_PREFIX`` and name the host and process that made them, so a
 later write can tell debris of a dead process from a write in flight.
+
+Every file is opened here with O_NOFOLLOW and checked to be a plain file once open: a
+symlink planted in the record (a lock, a version) would otherwise make a write create or a
+read open a file anywhere the user can reach, and a named pipe would hang a reader.
 """
 
 from __future__ import annotations
@@ -18,14 +22,87 @@ import contextlib
 import errno
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-TEMP_PREFIX = ".atlas-tmp-"
+from atlas_files import layout
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - non-POSIX: portalocker does the locking
+    fcntl = None  # type: ignore[assignment]
+from atlas_files.errors import DamagedFile
+
+TEMP_PREFIX = layout.TEMP_PREFIX
 # Debris from another host (whose processes we cannot see) is removed only when old.
 FOREIGN_TEMP_AGE_S = 3600.0
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# Opening a named pipe without O_NONBLOCK waits for a writer that never comes; plain files
+# ignore the flag.
+_OPEN_FLAGS = _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class NotAFile(OSError):
+    """Something other than a plain file lies where a record file belongs."""
+
+
+class FileTooLarge(OSError):
+    """A record file larger than its reader agreed to load."""
+
+    def __init__(self, path: Path | str, size: int, limit: int) -> None:
+        super().__init__(errno.EFBIG, os.strerror(errno.EFBIG), str(path))
+        self.size = size
+        self.limit = limit
+
+
+def _what_is(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a plain file"
+
+
+def _require_file(fd: int, path: Path | str) -> os.stat_result:
+    """The stat of the open ``fd``; raises (and closes nothing) if it is no plain file."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "it is a folder, not a file", str(path))
+        raise NotAFile(errno.EINVAL, f"it is {_what_is(st.st_mode)}, not a file", str(path))
+    return st
+
+
+def damage(path: Path | str, exc: OSError, kind: str = "file") -> DamagedFile:
+    """How a record file that cannot be opened as a plain file is reported, path first."""
+    if exc.errno == errno.ELOOP:
+        return DamagedFile(
+            f"{path} is a symlink; a record {kind} is a plain file, and the record never "
+            "follows a symlink (it may lead anywhere)",
+            hint="replace the symlink with the file itself; `atlas check` lists such problems",
+        )
+    if isinstance(exc, FileTooLarge):
+        return DamagedFile(
+            f"{path} is {exc.size} bytes, more than this record reads in one {kind} "
+            f"({exc.limit} bytes); refusing to load it",
+            hint="atlas never writes a body over the record's body_limit, so this file was "
+            "made by hand; raise body_limit in atlas.yaml to read it, or run `atlas check`",
+        )
+    if isinstance(exc, IsADirectoryError | NotAFile):
+        reason = "it is a folder" if exc.errno == errno.EISDIR else exc.strerror
+        return DamagedFile(
+            f"{path} should be a {kind}, but {reason}",
+            hint="move it out of the record; `atlas check` lists what else is wrong",
+        )
+    return DamagedFile(f"{path} cannot be read: {exc.strerror or exc}",
+                       hint="check the file's permissions; run `atlas check`")
 
 
 @cache
@@ -62,7 +139,7 @@ def fsync_dir(folder: Path) -> None:
 
 def _write_temp(folder: Path, data: bytes, mode: int, durable: bool = True) -> Path:
     tmp = folder / _temp_name()
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, 0o600)
     try:
         view = memoryview(data)
         while view:
@@ -131,22 +208,35 @@ def replace_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool 
     return path
 
 
-def read_nofollow(path: Path | str) -> bytes:
-    """The bytes of the file at ``path``, refusing to follow a symlink in its last part.
+def read_nofollow(path: Path | str, limit: int | None = None) -> bytes:
+    """The bytes of the plain file at ``path``, refusing to follow a symlink in its last part.
 
-    A record never follows a symlink out of itself; folders are checked by Record.path,
-    and every record file is opened through here. Raises FileNotFoundError, or OSError
-    (ELOOP) for a symlink, which callers report as a damaged file.
+    A record never follows a symlink; folders are checked by Record.path, and every record
+    file is opened through here. Raises FileNotFoundError; OSError (ELOOP) for a symlink;
+    IsADirectoryError or NotAFile (both naming the path) for anything but a plain file;
+    FileTooLarge when the file is over ``limit`` bytes, judged before reading any of it.
+    ``damage`` turns any of these into the DamagedFile a user sees.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
     try:
+        st = _require_file(fd, path)
+        if limit is not None and st.st_size > limit:
+            raise FileTooLarge(path, st.st_size, limit)
+        # Read at most one byte past the limit: a file that grows after the stat above
+        # is still refused, and never read whole.
+        cap = None if limit is None else limit + 1
         chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
+        total = 0
+        while cap is None or total < cap:
+            chunk = os.read(fd, 1 << 20 if cap is None else min(1 << 20, cap - total))
             if not chunk:
                 break
             chunks.append(chunk)
-        return b"".join(chunks)
+            total += len(chunk)
+        data = b"".join(chunks)
+        if limit is not None and total > limit:
+            raise FileTooLarge(path, total, limit)
+        return data
     finally:
         os.close(fd)
 
@@ -211,16 +301,25 @@ def locked(lock_path: Path) -> Iterator[None]:
     is flock directly: portalocker wraps the same call but its import costs about 0.1 s,
     which every `atlas get` would pay. Elsewhere portalocker does the work.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX
-        import portalocker
+    if fcntl is None:  # pragma: no cover - non-POSIX
+        import portalocker  # noqa: PLC0415 - about 0.1 s at import; POSIX never needs it
 
         with portalocker.Lock(str(lock_path), mode="a", timeout=30):
             yield
         return
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
+        # Never through a symlink: a planted link would make the lock create an empty
+        # file wherever it points.
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | _OPEN_FLAGS, 0o644)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EISDIR):
+            raise _bad_lock(lock_path, exc) from None
+        raise
+    try:
+        try:
+            _require_file(fd, lock_path)
+        except OSError as exc:
+            raise _bad_lock(lock_path, exc) from None
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -231,3 +330,13 @@ def locked(lock_path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
+
+
+def _bad_lock(lock_path: Path, exc: OSError) -> DamagedFile:
+    if exc.errno == errno.ELOOP:
+        what = "is a symlink, and a lock file is never opened through one"
+    else:
+        reason = "it is a folder" if exc.errno == errno.EISDIR else exc.strerror
+        what = f"should be a plain lock file, but {reason}"
+    return DamagedFile(f"{lock_path} {what}; nothing was written",
+                       hint=f"delete {lock_path.name} (atlas makes a fresh lock file)")

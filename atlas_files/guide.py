@@ -45,7 +45,9 @@ rules whether you use the `atlas` command or edit files by hand.
   ---
   ```
 
-  Leave out `digest`; `atlas check --fix` stamps it.
+  Leave out `digest`; `atlas check --fix` stamps it. Keep the body within the record's
+  `body_limit` (bytes, in `atlas.yaml`), and write front matter without YAML anchors or
+  aliases (`&name`, `*name`): readers refuse both.
 
 ## 3. The version-jump stop sign
 
@@ -60,19 +62,56 @@ who wrote since.
 Nothing enforces it, a lease expires by itself, and an empty sheet does not prove a
 machine is idle: a worker that took no lease is invisible there.
 
+Reading a lease by hand is safe: `leases/<resource>/` holds one file per change,
+`g00000001.json`, `g00000002.json`, ...; the highest number is the lease's state. It is
+held if its `holder` is not null and its `expires_at` (UTC) is still in the future.
+
+Do not take, renew or release a lease by writing files. A change is the creation of the
+next generation file, and it is safe only because `atlas` creates that file exclusively:
+of two workers who both read generation 7, exactly one can create generation 8. A
+file-writing tool replaces a file that appeared a moment ago instead of failing, so two
+agents writing by hand could both believe they hold the machine. Without the `atlas`
+command, say in the status what you are about to use instead.
+
 ## 5. Decisions, corrections, retractions
 
 Decisions (`projects/<project>/decisions/`) record what was recommended, what was chosen,
 and why they stand where they do, each as its own field; the relation (agreed, disagreed,
 timed-out) is stated, never inferred. Each decision is one file that is never edited. To
-add one by hand, create a new file named like
-`dec-20260131t120000000000z-1a2b3c4d.md` (UTC date, `t`, time to the microsecond, `z`,
-eight random hex digits) holding the fields of `decision.schema.json` as front matter,
-without `digest` (`atlas check --fix` stamps it).
+add one by hand, create a new file in that folder named after its `id`,
+`dec-20260131t120000000000z-1a2b3c4d.md`: `dec-`, the UTC date, `t`, the time to the
+microsecond, `z-`, then eight hex digits you pick at random. It holds only front matter:
+
+```
+---
+id: "dec-20260131t120000000000z-1a2b3c4d"
+kind: "decision"
+at: "2026-01-31T12:00:00.000000Z"
+author: "your-name"
+project: "main"
+topic: "which database the service uses"
+recommended: "postgres"
+chosen: "sqlite"
+relation: "disagreed"
+why: "one writer and no server to run; revisit past 10 writers"
+---
+```
+
+Every field above is required: `id` (the file name without `.md`), `kind` (`decision`),
+`at` (the same time as in the id, UTC), `author` (your name), `project` (the project
+folder it lies in), `topic` (one line), `recommended`, `chosen`, `relation` (`agreed`,
+`disagreed` or `timed-out`) and `why`. Optional: `recommended_by` (a name), `links` (a
+list such as `["plan@v3"]`) and `accepts` (a proposal, `NAME@vN`). Leave out `digest`;
+`atlas check --fix` stamps it.
 
 If you find you wrote something wrong, say so with `atlas correct REF --what TEXT` or
 `atlas retract NAME@vN --why TEXT`: a correction is a new entry, nothing is edited away,
-and the corrected item is marked wherever it is read.
+and the corrected item is marked wherever it is read. By hand, a correction is a file in
+`projects/<project>/corrections/` named like a decision but starting `cor-`, with the
+fields `id`, `kind` (`correction`), `at`, `author`, `project`, `ref` (what it corrects:
+`NAME@vN`, `status@vN` or an entry id) and `what` (what was wrong and what is right); a
+retraction has `kind: "retraction"`, a `ref` of the form `NAME@vN`, and `why` in place
+of `what`.
 
 ## 6. What the checks reject
 

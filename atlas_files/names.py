@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+import reprlib
 from dataclasses import dataclass
 
 from atlas_files.errors import BadInput
 
+# Every pattern here is applied with fullmatch: `$` alone also matches before a trailing
+# newline, which let "plan\n" pass for a name.
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
 _NAME_RE = re.compile(NAME_PATTERN)
 NAME_RULE = (
@@ -20,22 +23,40 @@ _ENTRY_ID_RE = re.compile(ENTRY_ID_PATTERN)
 _VERSION_REF_RE = re.compile(r"^(?P<name>[^@]+)@v(?P<version>\d+)$")
 
 
+def quote(value: object, limit: int = 80) -> str:
+    """``value`` as an error message shows it: its repr, at most ``limit`` characters.
+
+    Every message that quotes a value read from a file or given by a user goes through
+    here. A container is never stringified whole: reprlib looks at a few items of a few
+    levels, so a huge value costs no more to quote than a small one.
+    """
+    shape = reprlib.Repr()
+    shape.maxstring = shape.maxother = shape.maxlong = limit
+    shape.maxlist = shape.maxtuple = shape.maxdict = shape.maxset = 4
+    shape.maxlevel = 2
+    try:
+        text = shape.repr(value)
+    except ValueError:  # an int past Python's digit limit refuses to be shown at all
+        text = f"<a {type(value).__name__} too long to show>"
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def is_name(value: str) -> bool:
-    return bool(_NAME_RE.match(value)) and ".." not in value
+    return bool(_NAME_RE.fullmatch(value)) and ".." not in value
 
 
 def check_name(value: str | None, kind: str = "name") -> str:
     """Return ``value`` if it is a valid name, else raise BadInput naming the rule."""
     if value is None or value == "":
         raise BadInput(f"the {kind} is empty", hint=NAME_RULE)
-    if not is_name(value):
-        shown = value if len(value) <= 60 else value[:57] + "..."
-        raise BadInput(f"bad {kind} {shown!r}: {NAME_RULE}", hint=f"choose another {kind}")
+    if not isinstance(value, str) or not is_name(value):  # a YAML value may be anything
+        raise BadInput(f"bad {kind} {quote(value, 60)}: {NAME_RULE}",
+                       hint=f"choose another {kind}")
     return value
 
 
 def is_entry_id(value: str) -> bool:
-    return bool(_ENTRY_ID_RE.match(value))
+    return bool(_ENTRY_ID_RE.fullmatch(value))
 
 
 @dataclass(frozen=True)
@@ -55,13 +76,13 @@ class VersionRef:
 
 def parse_version_ref(value: str) -> VersionRef | None:
     """Parse ``NAME@vN``; None if the text is not of that shape."""
-    m = _VERSION_REF_RE.match(value.strip())
+    m = _VERSION_REF_RE.fullmatch(value.strip())
     if not m:
         return None
     name = check_name(m.group("name"), "topic name")
     version = int(m.group("version"))
     if version < 1:
-        raise BadInput(f"bad reference {value!r}: versions start at 1")
+        raise BadInput(f"bad reference {quote(value)}: versions start at 1")
     return VersionRef(name, version)
 
 
@@ -73,7 +94,7 @@ def parse_ref(value: str) -> VersionRef | str:
     ref = parse_version_ref(text)
     if ref is None:
         raise BadInput(
-            f"bad reference {value!r}: expected NAME@vN, status@vN or an entry id "
+            f"bad reference {quote(value)}: expected NAME@vN, status@vN or an entry id "
             "such as dec-20261129t110512123456z-1a2b3c4d",
             hint="`atlas ls` and `atlas decisions` show what can be referenced",
         )

@@ -13,13 +13,12 @@ empty row (what some file systems leave after a power cut) reads as no receipts.
 
 from __future__ import annotations
 
-import errno
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import fsio, timeutil
+from atlas_files import fsio, jsonfile, timeutil
 from atlas_files.errors import DamagedFile
 from atlas_files.names import check_name
 
@@ -41,31 +40,36 @@ def _path(record: Record, identity: str) -> Path:
 
 
 def read(record: Record, identity: str) -> dict[str, int]:
-    """What ``identity`` has read: receipt key -> highest version read."""
+    """What ``identity`` has read: receipt key -> highest version read.
+
+    DamagedFile if the row cannot be read as one (a symlink, bad JSON, a version that is
+    not a whole number): the caller decides whether that stops it (a write) or reads as
+    no receipts (the feed).
+    """
     path = _path(record, identity)
     try:
-        data = fsio.read_nofollow(path)
+        data = jsonfile.read_bytes(path)
     except (FileNotFoundError, NotADirectoryError):
         return {}  # no receipts yet (or no receipts folder: the update will say so)
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        raise DamagedFile(
-            f"{path} is a symlink, and the record never follows symlinks",
-            hint=f"delete it to start {identity}'s receipts afresh",
-        ) from None
+    except jsonfile.JSONDamage as exc:  # a symlink, a folder, far too large
+        raise _damaged(path, identity, str(exc)) from None
     if not data.strip():
         return {}
     try:
-        row = json.loads(data)
-        marks = row["read"]
-        return {str(k): int(v) for k, v in marks.items()}
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise DamagedFile(
-            f"{path}: this read-receipt row is not valid JSON of the expected shape",
-            hint=f"delete it to start {identity}'s receipts afresh (writes will then ask "
-            "for a fresh read first)",
-        ) from None
+        row = jsonfile.need_object(jsonfile.loads(data), "the row")
+        marks = jsonfile.need_object(row.get("read"), "its `read`")
+        return {str(k): jsonfile.need_int(v, f"the version read of {k[:100]}")
+                for k, v in marks.items()}
+    except jsonfile.JSONDamage as exc:
+        raise _damaged(path, identity, str(exc)) from None
+
+
+def _damaged(path: Path, identity: str, why: str) -> DamagedFile:
+    return DamagedFile(
+        f"{path}: this read-receipt row is damaged: {why}",
+        hint=f"delete it to start {identity}'s receipts afresh (writes will then ask "
+        "for a fresh read first)",
+    )
 
 
 def mark(record: Record, identity: str, marks: Mapping[str, int]) -> dict[str, int]:

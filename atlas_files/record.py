@@ -1,57 +1,61 @@
-"""The record: a folder with ``atlas.yaml`` at its root, and the ``Record`` API over it.
+"""The record: a folder with ``atlas.yaml`` at its root; finding, creating and configuring
+it, and building paths inside it.
 
-Every command of the CLI is one call to a method here (or to a module function taking a
-Record). Paths are built here and nowhere else, so the rule that the record never follows a
-symlink out of itself is enforced in one place.
+Paths are built here and nowhere else, so the rule that the record never follows a
+symlinked folder is enforced in one place. What is done with the record (status,
+artifacts, leases, ...) lives in the mechanism modules above this one, and the public API
+over all of them in :mod:`atlas_files.api`.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from atlas_files import config as configmod
-from atlas_files import fsio
-from atlas_files.errors import BadInput, NotFound
+from atlas_files import fsio, guide, layout
+from atlas_files.documents import Stream
+from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import check_name
 
-if TYPE_CHECKING:
-    from atlas_files.artifacts import Diff, TopicSummary
-    from atlas_files.documents import Stream, Version
-    from atlas_files.feed import FeedItem
-
-CONFIG_NAME = configmod.CONFIG_NAME
-CONFIG_LOCK = ".atlas.yaml.lock"
-GITIGNORE = """\
-# Live rows are state, not documents: they change every few minutes and would churn or
-# conflict in git. Temp files are crash debris or writes in flight.
-receipts/
-telemetry/
-.atlas-tmp-*
-.atlas-latest.json
-*.lock
-"""
+# The largest README or .gitignore `atlas init` reads before deciding what to write.
+_INIT_READ_LIMIT = 1 << 20
 
 
 def _merge_gitignore(path: Path) -> None:
     """Add the record's ignore rules to a .gitignore, keeping every line already there."""
     try:
-        existing = path.read_text(encoding="utf-8")
+        existing = fsio.read_nofollow(path, _INIT_READ_LIMIT).decode("utf-8", "replace")
     except FileNotFoundError:
         existing = ""
+    except OSError as exc:
+        # A symlink, a folder, a huge file: someone else's arrangement, left as it is.
+        rules = [line for line in layout.GITIGNORE.splitlines()
+                 if line and not line.startswith("#")]
+        warn(f"{path} was left alone ({fsio.damage(path, exc, 'file').message}); add the "
+             "record's ignore rules to it by hand: " + ", ".join(rules))
+        return
     have = {line.strip() for line in existing.splitlines()}
-    missing = [line for line in GITIGNORE.splitlines()
+    missing = [line for line in layout.GITIGNORE.splitlines()
                if line.strip() and not line.startswith("#") and line.strip() not in have]
     if existing and not missing:
         return
     if not existing:
-        text = GITIGNORE
+        text = layout.GITIGNORE
     else:
         text = existing.rstrip("\n") + "\n\n# added by `atlas init`\n" + "\n".join(missing) + "\n"
     fsio.replace_atomic(path, text.encode())
+
+
+def _is_our_readme(path: Path, title: str) -> bool:
+    try:
+        return fsio.read_nofollow(path, _INIT_READ_LIMIT).startswith(title.encode())
+    except OSError:  # a symlink, a folder, a huge file: not a README atlas wrote
+        return False
 
 
 def require_identity(identity: str | None) -> str:
@@ -64,6 +68,33 @@ def require_identity(identity: str | None) -> str:
     return check_name(identity, "identity")
 
 
+def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
+           starts: Sequence[str | os.PathLike[str]] = ()) -> Path:
+    """The record's folder, not yet opened: ``path``, else ``$ATLAS_RECORD``, else the
+    nearest folder holding atlas.yaml at or above each of ``starts``, then the current
+    folder. The one home of this rule: every front end and `atlas check` find records so."""
+    environ = os.environ if env is None else env
+    explicit = path or environ.get("ATLAS_RECORD")
+    if explicit:
+        root = Path(explicit)
+        if not (root / layout.CONFIG_NAME).is_file():
+            raise NotFound(
+                f"no record at {root} (it has no {layout.CONFIG_NAME})",
+                hint="create one with `atlas init DIR`, or point to one with --record or "
+                "ATLAS_RECORD",
+            )
+        return root
+    here = Path.cwd()
+    for start in (*(Path(s).absolute() for s in starts), here):
+        for folder in (start, *start.parents):
+            if (folder / layout.CONFIG_NAME).is_file():
+                return folder
+    raise NotFound(
+        f"no record here: neither {here} nor any folder above it has an {layout.CONFIG_NAME}",
+        hint="pass --record PATH, set ATLAS_RECORD, or create one with `atlas init DIR`",
+    )
+
+
 class Record:
     """A record folder. Open one with ``Record.find()`` or create one with ``Record.init()``."""
 
@@ -71,9 +102,9 @@ class Record:
         self.root = Path(root)
         self._real_root = os.path.realpath(self.root)
         self._safe: set[Path] = {self.root}  # paths known not to lead outside
-        if not (self.root / CONFIG_NAME).is_file():
+        if not (self.root / layout.CONFIG_NAME).is_file():
             raise NotFound(
-                f"no record at {self.root} (it has no {CONFIG_NAME})",
+                f"no record at {self.root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "
                 "ATLAS_RECORD",
             )
@@ -88,19 +119,7 @@ class Record:
         cls, path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
     ) -> Record:
         """``path``, else ``$ATLAS_RECORD``, else the nearest folder upward with atlas.yaml."""
-        environ = os.environ if env is None else env
-        if path:
-            return cls(path)
-        if environ.get("ATLAS_RECORD"):
-            return cls(environ["ATLAS_RECORD"])
-        here = Path.cwd()
-        for folder in (here, *here.parents):
-            if (folder / CONFIG_NAME).is_file():
-                return cls(folder)
-        raise NotFound(
-            f"no record here: neither {here} nor any folder above it has an {CONFIG_NAME}",
-            hint="pass --record PATH, set ATLAS_RECORD, or create one with `atlas init DIR`",
-        )
+        return cls(locate(path, env))
 
     @classmethod
     def init(
@@ -110,13 +129,11 @@ class Record:
         default_project: str | None = None,
     ) -> Record:
         """Create a record at ``path``, or add projects to the record already there."""
-        from atlas_files import guide
-
         root = Path(path)
         wanted = [check_name(p, "project name") for p in projects]
         if default_project:
             check_name(default_project, "project name")
-        config_path = root / CONFIG_NAME
+        config_path = root / layout.CONFIG_NAME
         if config_path.exists():
             record = cls(root)
             wanted_all = wanted + ([default_project] if default_project else [])
@@ -144,11 +161,11 @@ class Record:
         default = default_project or projects_list[0]
         if default not in projects_list:
             projects_list.append(default)
-        for folder in ("projects", "leases", "telemetry", "receipts"):
+        for folder in layout.ROOT_FOLDERS:
             (root / folder).mkdir(exist_ok=True)
         _merge_gitignore(root / ".gitignore")
         readme = root / "README.md"
-        if readme.exists() and not readme.read_bytes().startswith(guide.TITLE.encode()):
+        if os.path.lexists(readme) and not _is_our_readme(readme, guide.TITLE):
             # Never replace a README someone else wrote: the guide goes beside it.
             readme = root / guide.BESIDE_NAME
         fsio.replace_atomic(readme, guide.record_readme().encode())
@@ -167,8 +184,8 @@ class Record:
         lose each other's update. The rewrite keeps atlas-files' own header comment but
         not comments added by hand (the file is dumped anew).
         """
-        path = self.root / CONFIG_NAME
-        with fsio.locked(self.root / CONFIG_LOCK):
+        path = self.root / layout.CONFIG_NAME
+        with fsio.locked(self.root / layout.CONFIG_LOCK):
             current = configmod.load(path)
             data = change(dict(current.raw))
             configmod.from_mapping(data, path)  # refuse a change that breaks the config
@@ -176,14 +193,14 @@ class Record:
         self.__dict__.pop("config", None)
 
     def _make_project(self, project: str) -> None:
-        for sub in ("status", "artifacts", "decisions", "corrections"):
-            self.path("projects", project, sub).mkdir(parents=True, exist_ok=True)
+        for sub in layout.PROJECT_FOLDERS:
+            self.path(layout.PROJECTS, project, sub).mkdir(parents=True, exist_ok=True)
 
     # -- config ---------------------------------------------------------------------------
 
     @cached_property
     def config(self) -> configmod.Config:
-        return configmod.load(self.root / CONFIG_NAME)
+        return configmod.load(self.root / layout.CONFIG_NAME)
 
     def project(self, name: str | None = None) -> str:
         """The project ``name`` (or the default one), checked to exist in atlas.yaml."""
@@ -207,60 +224,69 @@ class Record:
     # -- paths ----------------------------------------------------------------------------
 
     def path(self, *parts: str) -> Path:
-        """A path inside the record; refuses one that a symlink leads outside it.
+        """A path inside the record; refuses one that passes through a symlink.
 
-        Each component is checked once per Record with one lstat; only a symlink is
-        resolved (a full realpath per call would cost `atlas ls` a dozen syscalls a topic).
+        A symlinked folder is refused wherever it leads: outside the record it would read
+        and write foreign files, inside it a write to one topic (or project) would land in
+        another's folder. Each component is checked once per Record with one lstat.
         """
         p = self.root
         for part in parts:
             p = p / part
             if p in self._safe:
                 continue
-            if os.path.islink(p):
-                real = os.path.realpath(p)
-                if real != self._real_root and not real.startswith(self._real_root + os.sep):
-                    raise BadInput(
-                        f"{p} leads outside the record (through a symlink); refusing to "
-                        "follow it",
-                        hint="replace the symlink with a real folder inside the record",
-                    )
-            if os.path.isdir(p):  # only folders are cached: a file may be replaced later
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError:  # not there (yet): nothing to follow
+                continue
+            if stat.S_ISLNK(mode):
+                raise self._symlinked(p)
+            if stat.S_ISDIR(mode):  # only folders are cached: a file may be replaced later
                 self._safe.add(p)
         return p
 
+    def _symlinked(self, p: Path) -> BadInput:
+        real = os.path.realpath(p)
+        if real == self._real_root or real.startswith(self._real_root + os.sep):
+            where = f"to {os.path.relpath(real, self._real_root)} inside the record"
+        else:
+            where = "that leads outside the record"
+        return BadInput(
+            f"{p} is a symlink {where}; the record never follows a symlinked folder "
+            "(a write through it would land in another folder)",
+            hint="replace the symlink with a real folder (or remove it); `atlas check` "
+            "lists such problems",
+        )
+
     @property
     def receipts_dir(self) -> Path:
-        return self.path("receipts")
+        return self.path(layout.RECEIPTS)
 
     @property
     def leases_dir(self) -> Path:
-        return self.path("leases")
+        return self.path(layout.LEASES)
 
     @property
     def telemetry_dir(self) -> Path:
-        return self.path("telemetry")
+        return self.path(layout.TELEMETRY)
 
     def project_dir(self, project: str | None = None) -> Path:
-        return self.path("projects", self.project(project))
+        return self.path(layout.PROJECTS, self.project(project))
 
     def has_entries(self, project: str, kind: str) -> bool:
         """Whether ``projects/<project>/<kind>/`` (decisions, corrections) holds any entry."""
         try:
-            with os.scandir(self.path("projects", project, kind)) as it:
+            with os.scandir(self.path(layout.PROJECTS, project, kind)) as it:
                 return any(not e.name.startswith(".") for e in it)
         except (FileNotFoundError, NotADirectoryError):
             return False
 
     def status_stream(self, project: str | None = None) -> Stream:
-        from atlas_files.documents import Stream
-
         p = self.project(project)
-        return Stream(self.path("projects", p, "status"), "status", f"the status of {p}")
+        return Stream(self.path(layout.PROJECTS, p, layout.STATUS), "status",
+                      f"the status of {p}", self.config.body_limit)
 
     def artifact_stream(self, name: str, project: str | None = None) -> Stream:
-        from atlas_files.documents import Stream
-
         p = self.project(project)
         check_name(name, "topic name")
         if name == "status":
@@ -268,98 +294,8 @@ class Record:
                 "'status' is the name of the status stream, not a topic",
                 hint="use `atlas status show|write`, or choose another topic name",
             )
-        return Stream(self.path("projects", p, "artifacts", name), name, name)
-
-    # -- the core API: status, artifacts, receipts, feed ----------------------------------
-
-    def put(
-        self,
-        name: str,
-        body: str,
-        *,
-        author: str | None,
-        project: str | None = None,
-        expect: int | None = None,
-        summary: str | None = None,
-        proposal: bool = False,
-        links: Sequence[str] = (),
-    ) -> Version:
-        from atlas_files import artifacts
-
-        return artifacts.put(
-            self, name, body, author=author, project=project, expect=expect,
-            summary=summary, proposal=proposal, links=links,
-        )
-
-    def get(
-        self,
-        name: str,
-        *,
-        reader: str | None = None,
-        version: int | None = None,
-        project: str | None = None,
-    ) -> Version:
-        from atlas_files import artifacts
-
-        return artifacts.get(self, name, reader=reader, version=version, project=project)
-
-    def ls(self, project: str | None = None) -> list[TopicSummary]:
-        from atlas_files import artifacts
-
-        return artifacts.ls(self, project)
-
-    def history(self, name: str, project: str | None = None) -> list[Version]:
-        from atlas_files import artifacts
-
-        return artifacts.history(self, name, project)
-
-    def diff(
-        self,
-        name: str,
-        old: int | None = None,
-        new: int | None = None,
-        project: str | None = None,
-    ) -> Diff:
-        from atlas_files import artifacts
-
-        return artifacts.diff(self, name, old, new, project)
-
-    def status_show(
-        self, *, reader: str | None = None, project: str | None = None
-    ) -> Version | None:
-        from atlas_files import status
-
-        return status.show(self, reader=reader, project=project)
-
-    def status_write(
-        self,
-        body: str,
-        *,
-        author: str | None,
-        project: str | None = None,
-        expect: int | None = None,
-        summary: str | None = None,
-    ) -> tuple[Version, list[str]]:
-        from atlas_files import status
-
-        return status.write(
-            self, body, author=author, project=project, expect=expect, summary=summary
-        )
-
-    def status_log(self, project: str | None = None) -> list[Version]:
-        from atlas_files import status
-
-        return status.log(self, project)
-
-    def feed(self, identity: str | None, *, mark_read: bool = False) -> list[FeedItem]:
-        from atlas_files import feed
-
-        return feed.feed(self, identity, mark_read=mark_read)
-
-    def receipts(self, identity: str) -> dict[str, int]:
-        from atlas_files import receipts
-
-        return receipts.read(self, check_name(identity, "identity"))
+        return Stream(self.path(layout.PROJECTS, p, layout.ARTIFACTS, name), name, name,
+                      self.config.body_limit)
 
     def describe(self) -> dict[str, Any]:
         return {"root": str(self.root), "projects": list(self.config.projects)}

@@ -29,7 +29,9 @@ def load(kind: str) -> dict[str, Any]:
 @cache
 def validator(kind: str) -> Any:
     """A compiled validator for ``kind`` (jsonschema Draft 2020-12, formats checked)."""
-    import jsonschema
+    # jsonschema costs more at import than the rest of a read command together; only
+    # the prober and `atlas check` validate, and only when they have a file to judge.
+    import jsonschema  # noqa: PLC0415
 
     schema = load(kind)
     cls = jsonschema.Draft202012Validator

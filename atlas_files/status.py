@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.documents import Version, read_marked, write_checked
+from atlas_files.artifacts import diff_stream
+from atlas_files.documents import Version, clean_summary
 from atlas_files.record import require_identity
+from atlas_files.stopsign import read_marked, write_checked
 
 if TYPE_CHECKING:
     from atlas_files.artifacts import Diff
@@ -37,9 +39,7 @@ def write(
     """Write the next status; returns it with warnings (a long status is warned, not refused)."""
     author = require_identity(author)
     if summary is not None:
-        from atlas_files.artifacts import _clean_summary
-
-        summary = _clean_summary(summary)
+        summary = clean_summary(summary)
     stream = record.status_stream(project)
     key = receipts.status_key(record.project(project))
     written = write_checked(
@@ -63,6 +63,4 @@ def log(record: Record, project: str | None = None) -> list[Version]:
 
 def diff(record: Record, old: int | None, new: int | None,
          project: str | None = None) -> Diff:
-    from atlas_files.artifacts import diff_stream
-
     return diff_stream(record.status_stream(project), old, new)

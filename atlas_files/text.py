@@ -1,10 +1,14 @@
 """One rule for the free text a user gives: a lease's why, a decision's fields, a
 correction's text. Every such field is checked by ``clean_text`` so the same input is
 accepted or refused the same way by every command.
+
+And one rule for text on its way out: ``escape_controls`` shows what a terminal would act
+on (an agent can write anything into a file by hand) as visible escapes.
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from atlas_files.errors import BadInput
@@ -35,6 +39,7 @@ def clean_text(value: str | None, what: str, *, one_line: bool, limit: int,
     if one_line and len(text.splitlines()) > 1:
         raise BadInput(f"{what} must be one line",
                        hint=f"keep it to one line; put the rest in {elsewhere}")
+
     allowed = "" if one_line else "\n\t"
     for ch in text:
         if ch not in allowed and unicodedata.category(ch) in REFUSED_CATEGORIES:
@@ -48,3 +53,35 @@ def clean_text(value: str | None, what: str, *, one_line: bool, limit: int,
             hint=f"shorten it; put the rest in {elsewhere}",
         )
     return text
+
+
+# What a terminal acts on instead of showing: C0 controls but newline and tab (a carriage
+# return only where it does not end a line, as "\r\n" cannot hide anything), DEL, the C1
+# controls (U+009B is a one-character CSI on many terminals), the bidi overrides and
+# isolates that make text read in another order than it runs (U+202A-E, U+2066-9), and
+# lone surrogates (bytes that were not UTF-8, written back out raw by surrogateescape).
+_UNSAFE_PATTERN = (
+    "\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
+_UNSAFE: re.Pattern[str] | None = None
+
+
+def _escaped(match: re.Match[str]) -> str:
+    ch = match.group()
+    # C0 in the form people know (\x1b); the rest as \uXXXX, which is also a JSON string
+    # escape of the same character, so a JSON document stays valid and equal once passed
+    # through (json.dumps itself escapes every C0 control, never these).
+    return f"\\x{ord(ch):02x}" if ord(ch) < 0x20 else f"\\u{ord(ch):04x}"
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with every character a terminal would act on shown escaped (``\\x1b``,
+    ``\\u202e``); newlines and tabs stay. For display only: stored text keeps its bytes."""
+    global _UNSAFE
+    # Every character escaped here is one str.isprintable refuses, so most output (plain
+    # lines) is passed on without compiling or running the pattern.
+    if text.replace("\n", "").replace("\t", "").isprintable():
+        return text
+    if _UNSAFE is None:
+        _UNSAFE = re.compile(_UNSAFE_PATTERN)
+    return _UNSAFE.sub(_escaped, text)

@@ -19,13 +19,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import atlas_argv, clean_env, interleaved  # noqa: E402
 
-from atlas_files import frontmatter, fsio  # noqa: E402
+from atlas_files import artifacts, frontmatter, fsio, status  # noqa: E402
 from atlas_files.record import Record  # noqa: E402
 
 
 def cold_start(rounds: int, tmp: Path) -> None:
     record = Record.init(tmp / "cold", ["web"])
-    record.status_write("A status to show.\n", author="bench")
+    status.write(record, "A status to show.\n", author="bench")
     env = clean_env() | {"ATLAS_RECORD": str(record.root), "ATLAS_AS": "bench"}
     py = sys.executable
     times = interleaved({
@@ -68,7 +68,7 @@ def put_throughput(n: int, tmp: Path) -> None:
     record = Record.init(tmp / "puts", ["web"])
     start = time.perf_counter()
     for _ in range(n):
-        record.put("doc", body, author="bench")
+        artifacts.put(record, "doc", body, author="bench")
     lib = time.perf_counter() - start
     print(f"put throughput ({n} writes, one process)")
     print(f"  raw syscall loop (temp, fsync, link, unlink, dir fsync): {n / raw:8.1f} /s")

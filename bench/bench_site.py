@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from atlas_files import frontmatter, sitegen, timeutil  # noqa: E402
+from atlas_files import frontmatter, sitegen, status, timeutil  # noqa: E402
 from atlas_files.record import Record  # noqa: E402
 
 WORDS = ("loader evaluation seed batch shard cache index plan metric budget window retry "
@@ -54,7 +54,7 @@ def make_record(root: Path, topics: int, versions: int) -> Record:
                     "summary": f"revision {v} of topic {t}", "digest": frontmatter.digest_of(raw)}
             (folder / f"{name}.v{v:04d}.md").write_bytes(frontmatter.render(meta, raw))
     for project in ("web", "ml"):
-        record.status_write(f"Status of {project}: {topics} topics.\n", author="alice",
+        status.write(record, f"Status of {project}: {topics} topics.\n", author="alice",
                             project=project)
     return record
 

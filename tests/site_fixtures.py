@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from atlas_files import corrections, decisions, frontmatter, leases, timeutil
+from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.record import Record
 
 GPU: dict[str, object] = {"uuid": None, "utilization_gpu_pct": 40, "processes": []}
@@ -48,23 +48,23 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
     record = Record.init(root, ["web", "ml"])
     facts = Facts(topics={"web": {}, "ml": {}})
     for i, who in enumerate(["alice", "bob", "alice"], start=1):
-        record.status_write(f"Web status {i}: loader {'done' if i == 3 else 'in progress'}.\n",
+        status.write(record, f"Web status {i}: loader {'done' if i == 3 else 'in progress'}.\n",
                             author=who, project="web", expect=i - 1)
-    record.status_write("ML status: run 7 queued.\n", author="dana", project="ml")
+    status.write(record, "ML status: run 7 queued.\n", author="dana", project="ml")
     facts.status = {"web": 3, "ml": 1}
     for v in range(1, 4):
-        record.put("plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
+        artifacts.put(record, "plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
                    author="alice" if v != 2 else "bob", project="web", expect=v - 1,
                    summary=f"plan revision {v}")
-    record.put("design", "# Design\n\nUse plain files.\n", author="carol", project="web",
+    artifacts.put(record, "design", "# Design\n\nUse plain files.\n", author="carol", project="web",
                proposal=True)
-    record.put("idea", "An idea nobody accepted.\n", author="bob", project="web",
+    artifacts.put(record, "idea", "An idea nobody accepted.\n", author="bob", project="web",
                proposal=True)
-    record.put("notes", "See [the plan](plan@v2), [the file](../plan/plan.v0001.md), "
+    artifacts.put(record, "notes", "See [the plan](plan@v2), [the file](../plan/plan.v0001.md), "
                "[status](status@v1), [missing](plan@v9) and "
                "[the web](https://example.com).\n", author="bob", project="web")
-    record.put("run7", "Run 7 config.\n", author="dana", project="ml")
-    record.put("run7", "Run 7 config, seed 2.\n", author="dana", project="ml", expect=1)
+    artifacts.put(record, "run7", "Run 7 config.\n", author="dana", project="ml")
+    artifacts.put(record, "run7", "Run 7 config, seed 2.\n", author="dana", project="ml", expect=1)
     facts.topics = {"web": {"plan": 3, "design": 1, "idea": 1, "notes": 1},
                     "ml": {"run7": 2}}
     d1 = decisions.decide(record, topic="storage", recommended="sqlite", chosen="plain files",
@@ -153,9 +153,9 @@ def _hand_written(record: Record, project: str, name: str, body: str, **meta: ob
 
 def hostile_record(root: Path) -> Record:
     record = Record.init(root, ["web"])
-    record.status_write(PAYLOAD, author="mallory", project="web")
-    record.put("evil", PAYLOAD, author="mallory", project="web", summary=ONE_LINE[:200])
-    record.put("evil", PAYLOAD + "\n\nv2", author="mallory", project="web", expect=1,
+    status.write(record, PAYLOAD, author="mallory", project="web")
+    artifacts.put(record, "evil", PAYLOAD, author="mallory", project="web", summary=ONE_LINE[:200])
+    artifacts.put(record, "evil", PAYLOAD + "\n\nv2", author="mallory", project="web", expect=1,
                summary=ONE_LINE[:200], proposal=True)
     _hand_written(record, "web", "evil", PAYLOAD + "\n\nv3",
                   author="<img src=x onerror=\"window.__pwned='author'\">")

@@ -7,7 +7,8 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from atlas_files import frontmatter
+from atlas_files import artifacts, frontmatter
+from atlas_files import feed as feedmod
 from atlas_files.record import Record
 
 
@@ -46,7 +47,7 @@ def test_body_from_a_file(record: Record, atlas: Callable[..., Any], tmp_path: A
     f = tmp_path / "handoff.md"
     f.write_text("# Handoff\n\nall done\n")
     assert atlas("put", "handoff", "-f", str(f), identity="ann").returncode == 0
-    doc = record.get("handoff")
+    doc = artifacts.get(record, "handoff")
     assert doc.body == "# Handoff\n\nall done\n" and doc.summary == "Handoff"
 
 
@@ -68,38 +69,38 @@ def test_init_writes_readme_gitignore_and_adds_projects(record: Record,
     r = atlas("init", str(record.root), "--project", "ops")
     assert r.returncode == 0
     assert Record(record.root).config.projects == ("web", "ml", "ops")
-    assert Record(record.root).get("plan").body == "keep me\n"
+    assert artifacts.get(Record(record.root), "plan").body == "keep me\n"
 
 
 def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> None:
-    from atlas_files.documents import LATEST_HINTS
+    from atlas_files.layout import LATEST_HINTS
 
     for text in ("one\n", "two\n"):
-        record.put("plan", text, author="ann")
+        artifacts.put(record, "plan", text, author="ann")
     folder = record.root / "projects" / "web" / "artifacts" / "plan"
     # A hand-written v3 that no hint mentions (as an agent with file access would add it).
     body = b"three, by hand\n"
     meta = {"name": "plan", "version": 3, "based_on": 2, "author": "hand",
             "written_at": "2026-11-29T10:00:00Z", "summary": "by hand"}
     (folder / "plan.v0003.md").write_bytes(frontmatter.render(meta, body))
-    assert [t.version for t in record.ls()] == [3]
-    assert record.get("plan").body == "three, by hand\n"
+    assert [t.version for t in artifacts.ls(record, )] == [3]
+    assert artifacts.get(record, "plan").body == "three, by hand\n"
     hints = folder.parent / LATEST_HINTS
     for junk in (b"garbage", b'{"plan": 99}', b'{"plan": 0}', b"", b'{"plan": "x"}', b"[]"):
         hints.write_bytes(junk)
-        assert [t.version for t in record.ls()] == [3]
+        assert [t.version for t in artifacts.ls(record, )] == [3]
     assert hints.read_text().strip() == '{"plan": 3}', "a reader repairs the hint"
     hints.unlink()
-    assert [i.version for i in record.feed("newcomer")] == [3]
+    assert [i.version for i in feedmod.feed(record, "newcomer")] == [3]
     # Writers never trust the hint: the stop sign still sees v3.
     hints.write_bytes(b'{"plan": 1}')
-    record.get("plan", reader="bob", version=2)
+    artifacts.get(record, "plan", reader="bob", version=2)
     import pytest
 
     from atlas_files.errors import VersionConflict
 
     with pytest.raises(VersionConflict, match="v3 by hand"):
-        record.put("plan", "stale\n", author="bob")
+        artifacts.put(record, "plan", "stale\n", author="bob")
 
 
 def test_ls_accepted_shows_what_stands(record: Record, atlas: Callable[..., Any]) -> None:

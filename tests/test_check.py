@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from atlas_files import corrections, decisions, frontmatter, leases, timeutil
+from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.check import check_record
 from atlas_files.record import Record
 from atlas_files.telemetry import rows
@@ -53,8 +53,8 @@ def hand_write(folder: Path, name: str, version: int, body: str, *,
 
 def draft(record: Record) -> Path:
     """A topic nobody links to, at v2, written through the library."""
-    record.put("draft", "# Draft\n", author="ann", project="web")
-    record.put("draft", "# Draft\n\nmore\n", author="ann", project="web")
+    artifacts.put(record, "draft", "# Draft\n", author="ann", project="web")
+    artifacts.put(record, "draft", "# Draft\n\nmore\n", author="ann", project="web")
     return topic_dir(record, "draft")
 
 
@@ -65,19 +65,19 @@ def make_writable(path: Path) -> None:
 @pytest.fixture
 def rich(record: Record) -> Record:
     """A record with one of everything, written through the library: it must be clean."""
-    record.put("plan", "# Plan\n\n## Step one\n", author="ann", project="web")
-    record.put("plan", "# Plan\n\n## Step one\n\n## Step two\n", author="ann", project="web")
-    record.put("notes", "See [the plan](../plan/plan.v0002.md#step-two).\n", author="bob",
+    artifacts.put(record, "plan", "# Plan\n\n## Step one\n", author="ann", project="web")
+    artifacts.put(record, "plan", "# Plan\n\n## Step one\n\n## Step two\n", author="ann", project="web")
+    artifacts.put(record, "notes", "See [the plan](../plan/plan.v0002.md#step-two).\n", author="bob",
                project="web", links=["plan@v2"])
-    record.put("proposal", "Do X.\n", author="bob", project="web", proposal=True)
-    record.status_write("All good: [notes](../artifacts/notes/notes.v0001.md).\n",
+    artifacts.put(record, "proposal", "Do X.\n", author="bob", project="web", proposal=True)
+    status.write(record, "All good: [notes](../artifacts/notes/notes.v0001.md).\n",
                         author="ann", project="web")
     decisions.decide(record, topic="do X?", recommended="X", chosen="X", relation="agreed",
                      why="it fits", author="ann", project="web", links=["plan@v2"],
                      accepts="proposal@v1")
     corrections.correct(record, "plan@v1", what="step one was misnamed", author="ann",
                         project="web")
-    record.put("old", "An idea.\n", author="ann", project="web")
+    artifacts.put(record, "old", "An idea.\n", author="ann", project="web")
     corrections.retract(record, "old@v1", why="it was wrong", author="ann", project="web")
     leases.claim(record, "gpubox.gpu0", holder="ann", duration_s=3600, why="training run")
     rows.write_row(record, {
@@ -227,7 +227,7 @@ def test_misnamed_version_files_are_not_versions(record: Record) -> None:
     hand_write(folder, "plan", 3, "c\n", digest=True, filename="plan.v00003.md")
     found = sorted((Path(f.path).name, f.code) for f in findings(record))
     assert found == [("plan.v00003.md", "ATL034"), ("plan.v2.md", "ATL034")]
-    assert record.history("plan", project="web")[-1].version == 1  # readers agree
+    assert artifacts.history(record, "plan", project="web")[-1].version == 1  # readers agree
 
 
 def test_edited_in_place(rich: Record) -> None:
@@ -252,7 +252,7 @@ def test_missing_digest_is_a_warning_and_fix_stamps_it(rich: Record) -> None:
     assert {k: v for k, v in after.meta.items() if k != "digest"} == before.meta
     assert not path.stat().st_mode & 0o222  # published read-only
     assert check_record(rich.root).findings == []
-    assert rich.get("draft", project="web").version == 3
+    assert artifacts.get(rich, "draft", project="web").version == 3
 
 
 def test_fix_leaves_a_version_with_other_problems_unstamped(rich: Record) -> None:
@@ -306,7 +306,7 @@ def test_links_in_plain_markdown_of_the_record(rich: Record) -> None:
 
 
 def test_stale_link_to_superseded_version_is_a_warning(rich: Record) -> None:
-    rich.put("plan", "# Plan\n\n## Step two\n\n## Step three\n", author="ann", project="web",
+    artifacts.put(rich, "plan", "# Plan\n\n## Step two\n\n## Step three\n", author="ann", project="web",
              expect=2)
     report = check_record(rich.root)
     got = sorted((Path(f.path).name, f.code) for f in report.findings)
@@ -317,7 +317,7 @@ def test_stale_link_to_superseded_version_is_a_warning(rich: Record) -> None:
 
 
 def test_link_to_retracted_version_is_an_error(rich: Record) -> None:
-    rich.put("built", "Built on [old](../old/old.v0001.md).\n", author="bob", project="web",
+    artifacts.put(rich, "built", "Built on [old](../old/old.v0001.md).\n", author="bob", project="web",
              links=["old@v1"])
     found = findings(rich)
     assert sorted((f.code, Path(f.path).name) for f in found) == [
@@ -325,8 +325,8 @@ def test_link_to_retracted_version_is_an_error(rich: Record) -> None:
 
 
 def test_links_in_superseded_versions_are_history(rich: Record) -> None:
-    rich.put("notes", "Newer notes.\n", author="bob", project="web", expect=1)
-    rich.put("plan", "# Plan\n", author="ann", project="web", expect=2)
+    artifacts.put(rich, "notes", "Newer notes.\n", author="bob", project="web", expect=1)
+    artifacts.put(rich, "plan", "# Plan\n", author="ann", project="web", expect=2)
     # notes v1 links plan v2 twice, but v1 is history now; what can still act on a link
     # is judged: the status (links notes v1) and notes.md (links plan v2)
     found = sorted((f.code, Path(f.path).name) for f in findings(rich))
@@ -439,7 +439,7 @@ def test_old_debris_is_a_warning_and_fix_removes_it(rich: Record) -> None:
 
 
 def test_status_longer_than_its_limit(rich: Record) -> None:
-    rich.status_write("x" * 5000, author="ann", project="web", expect=1)
+    status.write(rich, "x" * 5000, author="ann", project="web", expect=1)
     found = findings(rich)
     assert [f.code for f in found] == ["ATL031"] and "5000 characters" in found[0].message
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas_files import decisions, frontmatter
+from atlas_files import artifacts, decisions, frontmatter
 from atlas_files.record import Record
 from tests.conftest import Result, run_atlas
 
@@ -52,8 +52,8 @@ def repo(tmp_path: Path) -> Path:
     """A git repo holding docs and a record (in rec/), all committed."""
     root = init_repo(tmp_path / "repo")
     record = Record.init(root / "rec", ["web"])
-    record.put("plan", "# Plan\n", author="ann")
-    record.put("plan", "# Plan\n\n## Steps\n", author="ann")
+    artifacts.put(record, "plan", "# Plan\n", author="ann")
+    artifacts.put(record, "plan", "# Plan\n\n## Steps\n", author="ann")
     decisions.decide(record, topic="go?", recommended="go", chosen="go", relation="agreed",
                      why="ready", author="ann")
     docs = root / "docs"
@@ -227,7 +227,7 @@ def test_a_repo_without_a_record_only_gets_the_git_checks(tmp_path: Path) -> Non
 def test_the_first_commit_of_a_repository(tmp_path: Path) -> None:
     root = init_repo(tmp_path / "fresh")
     record = Record.init(root / "rec", ["web"])
-    record.put("plan", "# Plan\n", author="ann")
+    artifacts.put(record, "plan", "# Plan\n", author="ann")
     hand_version(root / "rec/projects/web/artifacts/plan", "plan", 3, "# Plan\n\nv3\n")
     (root / "a.md").write_text("# A\n\n[b](b.md#b-part) [plan](rec/projects/web/artifacts/"
                                "plan/plan.v0001.md#plan)\n")

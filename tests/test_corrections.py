@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import Result, snapshot
 
-from atlas_files import corrections, decisions, entries
+from atlas_files import artifacts, corrections, decisions, entries, status
 from atlas_files.errors import DamagedFile
 from atlas_files.record import Record
 
@@ -27,8 +27,8 @@ def _decide(atlas: Callable[..., Result], *extra: str) -> str:
 def test_a_correction_shows_on_the_topic_version_in_get(
     atlas: Callable[..., Result], record: Record
 ) -> None:
-    record.put("plan", "stages E and F are open\n", author="ann")
-    record.put("plan", "stages E and F are closed\n", author="ann", expect=1)
+    artifacts.put(record, "plan", "stages E and F are open\n", author="ann")
+    artifacts.put(record, "plan", "stages E and F are closed\n", author="ann", expect=1)
     before = (record.root / "projects/web/artifacts/plan/plan.v0001.md").read_bytes()
     what = "Example 1 is my error: I wrote that stages E and F were open, having read a " \
            "broken README."
@@ -49,7 +49,7 @@ def test_a_correction_shows_on_the_topic_version_in_get(
 def test_a_correction_shows_on_the_status_in_status_show(
     atlas: Callable[..., Result], record: Record
 ) -> None:
-    record.status_write("stages E and F are open\n", author="ann", project="ml")
+    status.write(record, "stages E and F are open\n", author="ann", project="ml")
     r = atlas("-p", "ml", "correct", "status@v1", "--what", "they were closed", identity="cy")
     assert r.returncode == 0, r.stderr
     got = atlas("-p", "ml", "status", "show", "--json").json()
@@ -57,7 +57,7 @@ def test_a_correction_shows_on_the_status_in_status_show(
     text = atlas("-p", "ml", "status", "show").stdout
     assert "CORRECTED by cy" in text and "they were closed" in text
     # The web status has nothing to do with it.
-    record.status_write("web status\n", author="ann", project="web")
+    status.write(record, "web status\n", author="ann", project="web")
     assert atlas("-p", "web", "status", "show", "--json").json()["corrected_by"] == []
 
 
@@ -81,7 +81,7 @@ def test_a_correction_shows_on_the_decision_in_decisions(
 
 
 def test_a_correction_can_itself_be_corrected(record: Record) -> None:
-    record.put("plan", "p\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
     c1 = corrections.correct(record, "plan@v1", what="v1 is wrong about E", author="ann")
     c2 = corrections.correct(record, c1.id, what="no, it was wrong about F", author="ann")
     assert [c.id for c in corrections.list_corrections(record)] == [c1.id, c2.id]
@@ -91,7 +91,7 @@ def test_a_correction_can_itself_be_corrected(record: Record) -> None:
 def test_a_retracted_version_is_shown_as_retracted(
     atlas: Callable[..., Result], record: Record
 ) -> None:
-    record.put("eval-results", "accuracy 0.81\n", author="carol")
+    artifacts.put(record, "eval-results", "accuracy 0.81\n", author="carol")
     r = atlas("retract", "eval-results@v1", "--why", "the test set leaked into training",
               identity="carol")
     assert r.returncode == 0, r.stderr
@@ -113,7 +113,7 @@ def test_a_retracted_version_is_shown_as_retracted(
 def test_a_decision_linking_a_retracted_version_is_warned_about(
     atlas: Callable[..., Result], record: Record
 ) -> None:
-    record.put("eval-results", "accuracy 0.81\n", author="carol")
+    artifacts.put(record, "eval-results", "accuracy 0.81\n", author="carol")
     corrections.retract(record, "eval-results@v1", why="leaked", author="carol")
     r = atlas("decide", "--topic", "ship", "--recommended", "ship", "--chosen", "ship",
               "--relation", "agreed", "--why", "0.81 is enough", "--link", "eval-results@v1",
@@ -143,7 +143,7 @@ REFUSED = {
 def test_refused_corrections_exit_2_and_write_nothing(
     atlas: Callable[..., Result], record: Record, args: tuple[str, ...]
 ) -> None:
-    record.put("plan", "p\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
     decision = decisions.decide(record, topic="t", recommended="r", chosen="c",
                                 relation="agreed", why="w", author="ann")
     args = tuple(decision.id if a == "DECISION" else a for a in args)
@@ -175,7 +175,7 @@ def test_a_hand_edit_of_a_decision_is_a_digest_mismatch(
 
 
 def test_a_hand_edit_of_a_correction_is_a_digest_mismatch(record: Record) -> None:
-    record.put("plan", "p\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
     c = corrections.correct(record, "plan@v1", what="v1 is wrong", author="ann")
     os.chmod(c.path, 0o644)
     c.path.write_text(c.path.read_text().replace("v1 is wrong", "v1 is right"))
@@ -197,7 +197,7 @@ def test_an_unreadable_entry_is_reported_and_the_rest_still_listed(
 
 
 def test_the_proposal_gate(atlas: Callable[..., Result], record: Record) -> None:
-    record.put("plan", "a plain version\n", author="ann")
+    artifacts.put(record, "plan", "a plain version\n", author="ann")
     r = atlas("put", "idea", "--proposal", "--summary", "read the claim store", input="x\n",
               identity="chat")
     assert r.returncode == 0, r.stderr
@@ -232,7 +232,7 @@ def test_the_proposal_gate(atlas: Callable[..., Result], record: Record) -> None
 def test_a_retracted_proposal_cannot_be_accepted(
     atlas: Callable[..., Result], record: Record
 ) -> None:
-    record.put("idea", "x\n", author="chat", proposal=True)
+    artifacts.put(record, "idea", "x\n", author="chat", proposal=True)
     corrections.retract(record, "idea@v1", why="superseded by a better idea", author="chat")
     before = snapshot(record.root)
     r = atlas("decide", "--topic", "idea", "--recommended", "a", "--chosen", "a",
@@ -243,7 +243,7 @@ def test_a_retracted_proposal_cannot_be_accepted(
 
 def test_marks_follow_new_entries_within_one_process(record: Record) -> None:
     """The per-process cache never hides an entry written after the first read."""
-    record.put("plan", "p\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
     assert corrections.marks_json(record, "web", "artifact", "plan", 1)["corrected_by"] == []
     corrections.correct(record, "plan@v1", what="first", author="ann")
     corrections.correct(record, "plan@v1", what="second", author="bob")
@@ -277,7 +277,7 @@ def test_two_retractions_that_both_landed_are_both_listed_the_earliest_shown(
 
     from atlas_files.cli import main
 
-    record.put("plan", "p\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
     publish = entries.publish
     rival: list[str] = []
 
@@ -322,8 +322,8 @@ def test_resolve_refs_is_the_one_check_for_links(
     the project, in canonical form, each once; anything else is refused, nothing written."""
     from atlas_files.errors import BadInput, NotFound
 
-    record.put("plan", "p\n", author="ann")
-    record.status_write("s\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
+    status.write(record, "s\n", author="ann")
     dec = _decide(atlas)
     cor = corrections.correct(record, "plan@v1", what="typo", author="ann").id
     before = snapshot(record.root)

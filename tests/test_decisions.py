@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import Result, snapshot
 
-from atlas_files import decisions, entries
+from atlas_files import artifacts, decisions, entries
 from atlas_files.names import ENTRY_ID_PATTERN
 from atlas_files.record import Record
 
@@ -31,7 +31,7 @@ def _decision_files(record: Record, project: str = "web") -> list[Path]:
 def test_decide_records_every_field_in_one_read_only_file(
     atlas: Callable[..., Result], record: Record
 ) -> None:
-    record.put("plan", "the plan\n", author="ann", project="web")
+    artifacts.put(record, "plan", "the plan\n", author="ann", project="web")
     r = atlas("-p", "web", *DECIDE, "--relation", "disagreed", "--why", "nobody here reads C",
               "--recommended-by", "ann", "--link", "plan@v1", "--json", identity="bob")
     assert r.returncode == 0, r.stderr
@@ -97,7 +97,7 @@ REFUSED = {
 def test_refused_input_exits_2_and_writes_nothing(
     atlas: Callable[..., Result], record: Record, extra: tuple[str, ...]
 ) -> None:
-    record.put("plan", "the plan\n", author="ann", project="web")
+    artifacts.put(record, "plan", "the plan\n", author="ann", project="web")
     before = snapshot(record.root)
     r = atlas(*DECIDE, *extra, identity="bob")
     assert r.returncode == 2, (r.stdout, r.stderr)

@@ -9,7 +9,7 @@ import pytest
 from conftest import run_atlas
 
 from atlas_files import corrections, decisions, entries
-from atlas_files.demo import decisions as scene_module
+from atlas_files.cli.demo import decisions as scene_module
 from atlas_files.record import Record
 
 
@@ -17,8 +17,8 @@ from atlas_files.record import Record
 def demo_record(tmp_path: Path) -> tuple[Record, list[str]]:
     record = Record.init(tmp_path / "demo", ["web", "ml"])
     said: list[str] = []
-    if importlib.util.find_spec("atlas_files.demo.core") is not None:
-        from atlas_files.demo import core
+    if importlib.util.find_spec("atlas_files.cli.demo.core") is not None:
+        from atlas_files.cli.demo import core
 
         core.scene(record, lambda line: None)
     scene_module.scene(record, said.append)
@@ -64,9 +64,9 @@ def test_the_scene_leaves_only_valid_entries(demo_record: tuple[Record, list[str
 def test_the_scene_runs_the_cli_through_the_shared_demo_runner(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Scenes show exit codes with one runner (atlas_files.demo.atlas_cli), not each its
+    """Scenes show exit codes with one runner (atlas_files.cli.demo.atlas_cli), not each its
     own copy: the refused `decide` goes through it and its real exit code is shown."""
-    from atlas_files import demo
+    from atlas_files.cli import demo
 
     calls: list[tuple[str | None, tuple[str, ...]]] = []
     real = demo.atlas_cli

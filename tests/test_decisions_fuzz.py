@@ -11,7 +11,7 @@ from conftest import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atlas_files import decisions, entries
+from atlas_files import artifacts, decisions, entries
 from atlas_files.cli import main
 from atlas_files.errors import BadInput
 from atlas_files.record import Record
@@ -41,8 +41,8 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 def _fresh(tmp: Path) -> Record:
     record = Record.init(tmp / "rec", ["web"])
-    record.put("plan", "p\n", author="ann")
-    record.put("idea", "i\n", author="ann", proposal=True)
+    artifacts.put(record, "plan", "p\n", author="ann")
+    artifacts.put(record, "idea", "i\n", author="ann", proposal=True)
     return record
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import run_atlas
 
-from atlas_files import corrections, decisions, entries
+from atlas_files import artifacts, corrections, decisions, entries
 from atlas_files.fsio import TEMP_PREFIX
 from atlas_files.record import Record
 
@@ -86,7 +86,7 @@ def test_two_clones_decide_on_their_own_branches_and_merge_without_conflict(
     origin.mkdir()
     _git(origin, "init", "-q")
     rec = Record.init(origin / "rec", ["web"])
-    rec.put("plan", "the plan\n", author="ann", project="web")
+    artifacts.put(rec, "plan", "the plan\n", author="ann", project="web")
     _git(origin, "add", "-A")
     _git(origin, "commit", "-q", "-m", "a record with a plan")
 
@@ -155,7 +155,7 @@ def test_eight_concurrent_retractions_every_one_that_landed_is_listed(record: Re
     """"Already retracted" is checked by reading first, so several of 8 writers at once can
     land. None is lost or hidden: the marks list every retraction that landed, oldest
     first, and show the earliest as the retraction; the rest were refused cleanly."""
-    record.put("plan", "p\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
     go = record.root.parent / "go"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     procs = [subprocess.Popen([sys.executable, "-c", RETRACTOR, str(record.root), f"w{n}",

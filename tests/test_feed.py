@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from atlas_files import artifacts
 from atlas_files.record import Record
 
 
@@ -41,8 +42,8 @@ def test_three_identities_each_see_what_they_have_not_read(
 
 
 def test_the_receipt_is_one_live_row_per_reader(record: Record) -> None:
-    record.put("plan", "p1\n", author="ann")
-    record.get("plan", reader="dan")
+    artifacts.put(record, "plan", "p1\n", author="ann")
+    artifacts.get(record, "plan", reader="dan")
     row = json.loads((record.root / "receipts" / "dan.json").read_text())
     assert row["identity"] == "dan" and row["read"] == {"web/artifacts/plan": 1}
     assert not list((record.root / "projects").rglob("*dan*"))

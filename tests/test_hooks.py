@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from atlas_files import artifacts
 from atlas_files.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -167,7 +168,7 @@ def test_broken_links_and_anchors_in_committed_markdown(repo: Repo) -> None:
 
 def test_record_checks_run_on_what_the_commit_changes(repo: Repo) -> None:
     record = Record.init(repo.path / "rec", ["web"])
-    record.put("plan", "# Plan\n", author="ann")
+    artifacts.put(record, "plan", "# Plan\n", author="ann")
     first = repo.commit("a record")
     assert first.returncode == 0, output(first)
     version = repo.path / "rec/projects/web/artifacts/plan/plan.v0001.md"

@@ -18,7 +18,7 @@ from conftest import Result, snapshot
 
 from atlas_files import fsio, leases, schemas, timeutil
 from atlas_files.errors import AtlasError, LeaseHeld
-from atlas_files.leases_store import GENERATION_RE
+from atlas_files.leases.store import GENERATION_RE
 from atlas_files.record import Record
 
 RACERS = 32

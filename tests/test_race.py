@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from atlas_files import frontmatter
+from atlas_files import artifacts, frontmatter
 from atlas_files.fsio import TEMP_PREFIX
 from atlas_files.record import Record
 
@@ -19,6 +19,7 @@ from atlas_files.record import Record
 WRITER = r"""
 import sys
 from atlas_files.record import Record
+from atlas_files import artifacts
 from atlas_files.errors import VersionConflict
 root, who, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 import os, time
@@ -28,11 +29,11 @@ record = Record(root)
 written = conflicts = 0
 while written < count:
     try:
-        record.get("plan", reader=who)
+        artifacts.get(record, "plan", reader=who)
     except Exception:
         pass  # the topic does not exist yet
     try:
-        record.put("plan", f"{who} write {written}\n", author=who)
+        artifacts.put(record, "plan", f"{who} write {written}\n", author=who)
         written += 1
     except VersionConflict:
         conflicts += 1
@@ -42,17 +43,18 @@ print(conflicts)
 KILLED_WRITER = r"""
 import sys
 from atlas_files.record import Record
+from atlas_files import artifacts
 from atlas_files.errors import VersionConflict
 root, who = sys.argv[1], sys.argv[2]
 record = Record(root)
 n = 0
 while True:
     try:
-        record.get("plan", reader=who)
+        artifacts.get(record, "plan", reader=who)
     except Exception:
         pass
     try:
-        record.put("plan", (f"{who} {n} " * 2000) + "\n", author=who)
+        artifacts.put(record, "plan", (f"{who} {n} " * 2000) + "\n", author=who)
     except VersionConflict:
         pass
     n += 1
@@ -92,7 +94,7 @@ def test_sixteen_writers_fifty_writes_each_lose_nothing(record: Record, tmp_path
     topic = record.root / "projects" / "web" / "artifacts" / "plan"
     _check_versions(topic, expected=800)
     # Every writer's 50 writes are there, none lost, none duplicated.
-    bodies = [d.body for d in record.history("plan")]
+    bodies = [d.body for d in artifacts.history(record, "plan")]
     assert len(set(bodies)) == 800
     for i in range(16):
         assert sum(b.startswith(f"w{i:02d} ") for b in bodies) == 50
@@ -121,12 +123,12 @@ def test_writers_killed_at_random_moments_leave_only_complete_versions(
     for leftover in topic.iterdir():
         assert leftover.name.startswith(TEMP_PREFIX) or leftover.name.endswith(".md")
     # Reads and writes work afterwards, and the next write removes crash debris.
-    latest = record.get("plan", reader="survivor")
+    latest = artifacts.get(record, "plan", reader="survivor")
     debris = topic / f"{TEMP_PREFIX}00000000-999999-deadbeef"
     debris.write_bytes(b"partial")
     old = time.time() - 7200
     os.utime(debris, (old, old))
-    written = record.put("plan", "after the storm\n", author="survivor")
+    written = artifacts.put(record, "plan", "after the storm\n", author="survivor")
     assert written.version == latest.version + 1
     assert not [p for p in topic.iterdir() if p.name.startswith(TEMP_PREFIX)]
     _check_versions(topic, expected=count + 1)
@@ -135,8 +137,8 @@ def test_writers_killed_at_random_moments_leave_only_complete_versions(
 def test_two_cli_writers_for_the_same_next_version_exactly_one_wins(
     record: Record, tmp_path: Path
 ) -> None:
-    record.put("plan", "v1\n", author="a")
-    record.get("plan", reader="b")
+    artifacts.put(record, "plan", "v1\n", author="a")
+    artifacts.get(record, "plan", reader="b")
     # Both believe v1 is the latest; --expect 1 for both, started together.
     procs = [
         subprocess.Popen(
@@ -152,4 +154,4 @@ def test_two_cli_writers_for_the_same_next_version_exactly_one_wins(
         p.stdin.close()
     codes = sorted(p.wait(timeout=60) for p in procs)
     assert codes == [0, 3, 3, 3]
-    assert Record(record.root).history("plan")[-1].version == 2
+    assert artifacts.history(Record(record.root), "plan")[-1].version == 2

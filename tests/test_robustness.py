@@ -12,7 +12,7 @@ from typing import Any
 
 from conftest import run_atlas, snapshot
 
-from atlas_files import frontmatter
+from atlas_files import artifacts, frontmatter, status
 from atlas_files.record import Record
 
 
@@ -23,7 +23,7 @@ def _no_traceback(r: Any) -> None:
 def test_a_bad_reader_identity_writes_nothing_anywhere(
     record: Record, atlas: Callable[..., Any], tmp_path: Path
 ) -> None:
-    record.put("plan", "x\n", author="ann")
+    artifacts.put(record, "plan", "x\n", author="ann")
     before = snapshot(tmp_path)
     for bad in ("/../../escaped", "../x", "Bob"):
         r = atlas("get", "plan", identity=bad)
@@ -67,7 +67,7 @@ def test_a_write_whose_receipt_cannot_be_updated_still_reports_success(
     assert r.returncode == 0, r.stderr
     assert "warning" in r.stderr and "receipt" in r.stderr
     _no_traceback(r)
-    assert Record(record.root).history("plan")[0].body == "one\n"
+    assert artifacts.history(Record(record.root), "plan")[0].body == "one\n"
     r = atlas("get", "plan", identity="bob")
     assert r.returncode == 0 and "one" in r.stdout and "warning" in r.stderr
     # The author's next write still expects its own version.
@@ -84,7 +84,7 @@ def _hand_write(folder: Path, filename: str, version: int, name: str = "plan") -
 def test_front_matter_that_disagrees_with_the_file_name_is_damage(
     record: Record, atlas: Callable[..., Any]
 ) -> None:
-    record.put("plan", "one\n", author="ann")
+    artifacts.put(record, "plan", "one\n", author="ann")
     folder = record.root / "projects" / "web" / "artifacts" / "plan"
     _hand_write(folder, "plan.v0002.md", 9)
     r = atlas("get", "plan", identity="bob")
@@ -98,7 +98,7 @@ def test_a_receipt_beyond_the_latest_version_counts_as_never_read(
 ) -> None:
     from atlas_files import receipts
 
-    record.put("plan", "one\n", author="ann")
+    artifacts.put(record, "plan", "one\n", author="ann")
     receipts.mark(record, "bob", {"web/artifacts/plan": 7})  # versions removed by hand
     r = atlas("put", "plan", identity="bob", input="blind\n")
     assert r.returncode == 3 and "never read" in r.stderr
@@ -108,7 +108,7 @@ def test_a_receipt_beyond_the_latest_version_counts_as_never_read(
 
 def test_unpadded_version_names_are_not_versions(record: Record,
                                                   atlas: Callable[..., Any]) -> None:
-    record.put("plan", "one\n", author="ann")
+    artifacts.put(record, "plan", "one\n", author="ann")
     folder = record.root / "projects" / "web" / "artifacts" / "plan"
     _hand_write(folder, "plan.v2.md", 2)
     _hand_write(folder, "plan.v00003.md", 3)
@@ -122,7 +122,7 @@ def test_unpadded_version_names_are_not_versions(record: Record,
 
 def test_a_symlinked_version_is_never_followed(record: Record, atlas: Callable[..., Any],
                                                tmp_path: Path) -> None:
-    record.put("plan", "one\n", author="ann")
+    artifacts.put(record, "plan", "one\n", author="ann")
     secret = tmp_path / "secret.md"
     _hand_write(tmp_path, "secret.md", 2)
     folder = record.root / "projects" / "web" / "artifacts" / "plan"
@@ -170,9 +170,9 @@ def test_a_badly_typed_config_is_a_clear_error(record: Record,
 
 def test_one_damaged_topic_does_not_hide_the_others(record: Record,
                                                     atlas: Callable[..., Any]) -> None:
-    record.put("alpha", "a\n", author="ann")
-    bad = record.put("beta", "b\n", author="ann")
-    record.put("gamma", "c\n", author="ann")
+    artifacts.put(record, "alpha", "a\n", author="ann")
+    bad = artifacts.put(record, "beta", "b\n", author="ann")
+    artifacts.put(record, "gamma", "c\n", author="ann")
     os.chmod(bad.path, 0o644)
     bad.path.write_text("no front matter at all\n")
     r = atlas("ls", "--json")
@@ -193,18 +193,18 @@ def test_environment_failures_are_two_plain_lines(tmp_path: Path) -> None:
 
 
 def test_diff_has_json(record: Record, atlas: Callable[..., Any]) -> None:
-    record.put("plan", "a\n", author="ann")
-    record.put("plan", "b\n", author="ann")
+    artifacts.put(record, "plan", "a\n", author="ann")
+    artifacts.put(record, "plan", "b\n", author="ann")
     d = atlas("diff", "plan", "--json").json()
     assert (d["name"], d["from"], d["to"]) == ("plan", 1, 2) and "+b" in d["diff"]
-    record.status_write("s1\n", author="ann")
+    status.write(record, "s1\n", author="ann")
     d = atlas("status", "diff", "--json").json()
     assert (d["from"], d["to"]) == (0, 1) and "+s1" in d["diff"]
 
 
 def test_a_reader_that_goes_away_is_not_an_error(record: Record) -> None:
     for i in range(400):
-        record.put("plan", f"v{i}\n", author="ann")
+        artifacts.put(record, "plan", f"v{i}\n", author="ann")
     proc = subprocess.Popen(
         [sys.executable, "-m", "atlas_files", "--record", str(record.root), "history", "plan"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -217,7 +217,7 @@ def test_a_reader_that_goes_away_is_not_an_error(record: Record) -> None:
 
 
 def test_links_must_exist(record: Record, atlas: Callable[..., Any]) -> None:
-    record.put("plan", "a\n", author="ann")
+    artifacts.put(record, "plan", "a\n", author="ann")
     before = snapshot(record.root / "projects")
     for link in ("plan@v9", "nothing@v1", "dec-20990101t000000000000z-deadbeef", "garbage"):
         r = atlas("put", "next", "--link", link, identity="ann", input="x\n")
@@ -225,7 +225,7 @@ def test_links_must_exist(record: Record, atlas: Callable[..., Any]) -> None:
     assert snapshot(record.root / "projects") == before
     r = atlas("put", "next", "--link", "plan@v1", identity="ann", input="x\n")
     assert r.returncode == 0
-    assert record.get("next").links == ("plan@v1",)
+    assert artifacts.get(record, "next").links == ("plan@v1",)
 
 
 def test_a_summary_with_control_characters_is_refused(record: Record,

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from site_fixtures import Facts, broken_links, page_text, parse, rich_record
 
-from atlas_files import sitegen
+from atlas_files import artifacts, sitegen
 from atlas_files.leases import ADVISORY
 from atlas_files.record import Record
 
@@ -253,15 +253,15 @@ def test_progress_reports_both_stages_to_the_end(built: dict[str, Any]) -> None:
 
 def test_rebuild_rewrites_only_what_changed(tmp_path: Path) -> None:
     record = Record.init(tmp_path / "rec", ["web"])
-    record.put("a", "one\n", author="alice")
-    record.put("b", "two\n", author="alice")
+    artifacts.put(record, "a", "one\n", author="alice")
+    artifacts.put(record, "b", "two\n", author="alice")
     out = tmp_path / "out"
     sitegen.write_docs(record, out)
     page_b = out / "docs" / "artifacts" / "web" / "b.md"
     stamp = page_b.stat().st_mtime_ns
     stray = out / "docs" / "stray.md"
     stray.write_text("left by hand")
-    record.put("a", "one, again\n", author="alice", expect=1)
+    artifacts.put(record, "a", "one, again\n", author="alice", expect=1)
     sitegen.write_docs(record, out)
     assert page_b.stat().st_mtime_ns == stamp
     assert "one, again" in (out / "docs" / "artifacts" / "web" / "a.md").read_text()
@@ -270,7 +270,7 @@ def test_rebuild_rewrites_only_what_changed(tmp_path: Path) -> None:
 
 def test_damaged_version_is_left_out_and_named(tmp_path: Path) -> None:
     record = Record.init(tmp_path / "rec", ["web"])
-    record.put("a", "fine\n", author="alice")
+    artifacts.put(record, "a", "fine\n", author="alice")
     bad = record.artifact_stream("a", "web").path(2)
     bad.write_text("no front matter here\n")
     result = sitegen.build(record, tmp_path / "out")
@@ -282,7 +282,7 @@ def test_damaged_version_is_left_out_and_named(tmp_path: Path) -> None:
 
 def test_cli_build_json_and_text(tmp_path: Path) -> None:
     record = Record.init(tmp_path / "rec", ["web"])
-    record.put("a", "hello\n", author="alice")
+    artifacts.put(record, "a", "hello\n", author="alice")
     out = tmp_path / "out"
     r = run_atlas("site", "build", "--out", str(out), "--json", record=record.root,
                   timeout=300)

@@ -8,7 +8,8 @@ from pathlib import Path
 from conftest import run_atlas
 from site_fixtures import broken_links, page_text, parse
 
-from atlas_files import corrections, decisions, demo, leases
+from atlas_files import corrections, decisions, leases, status
+from atlas_files.cli import demo
 from atlas_files.leases import ADVISORY
 
 
@@ -27,16 +28,16 @@ def test_demo_builds_a_site_showing_everything(tmp_path: Path) -> None:
 
     assert broken_links(site) == []
     home = page_text(site / "index.html")
-    artifacts = parse(site / "artifacts" / "index.html")
-    artifact_links = {v for _, _, v in artifacts.links}
+    artifacts_page = parse(site / "artifacts" / "index.html")
+    artifact_links = {v for _, _, v in artifacts_page.links}
     decided = parse(site / "decisions.html")
     for project in record.config.projects:
         assert project in home
-        status = record.status_log(project)
-        if status:
+        versions = status.log(record, project)
+        if versions:
             ids = parse(site / "status" / f"{project}.html").ids
-            assert {f"v{v.version}" for v in status} <= ids
-        for topic in record.ls(project):
+            assert {f"v{v.version}" for v in versions} <= ids
+        for topic in artifacts.ls(record, project):
             assert f"{project}/{topic.name}.html#v{topic.version}" in artifact_links
             ids = parse(site / "artifacts" / project / f"{topic.name}.html").ids
             assert {f"v{n}" for n in range(1, topic.version + 1)} <= ids

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from site_fixtures import PAYLOADS, hostile_record
 
-from atlas_files import sitegen, timeutil
+from atlas_files import artifacts, sitegen, timeutil
 from atlas_files.record import Record
 from atlas_files.sitegen.sanitize import (
     ALLOWED_ATTRIBUTES,
@@ -188,8 +188,8 @@ def test_a_tampered_cache_is_still_sanitised(tmp_path: Path) -> None:
     import json
 
     record = Record.init(tmp_path / "rec", ["web"])
-    record.put("t", "# Plain\n\nnothing to see\n", author="alice")
-    record.put("t", "# Plain\n\nstill nothing\n", author="alice", expect=1)
+    artifacts.put(record, "t", "# Plain\n\nnothing to see\n", author="alice")
+    artifacts.put(record, "t", "# Plain\n\nstill nothing\n", author="alice", expect=1)
     out = tmp_path / "out"
     sitegen.write_docs(record, out)
     cache_file = out / ".atlas-cache" / "bodies.json"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cdp import free_port
 
+from atlas_files import artifacts
 from atlas_files.record import Record
 
 
@@ -39,7 +40,7 @@ def _wait_for(url: str, needle: str, proc: subprocess.Popen[bytes], timeout: flo
 
 def test_serve_rebuilds_when_the_record_changes(tmp_path: Path) -> None:
     record = Record.init(tmp_path / "rec", ["web"])
-    record.put("first", "the first topic\n", author="alice")
+    artifacts.put(record, "first", "the first topic\n", author="alice")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     proc = subprocess.Popen(
@@ -51,7 +52,7 @@ def test_serve_rebuilds_when_the_record_changes(tmp_path: Path) -> None:
     try:
         home = _wait_for(f"{base}/index.html", "first", proc, 120)
         assert "livereload" in home  # MkDocs injects its reload script when serving
-        record.put("second", "a topic written while the server runs\n", author="bob")
+        artifacts.put(record, "second", "a topic written while the server runs\n", author="bob")
         page = _wait_for(f"{base}/artifacts/web/second.html", "while the server runs", proc,
                          120)
         assert "bob" in page

@@ -7,6 +7,8 @@ from typing import Any
 
 from conftest import snapshot
 
+from atlas_files import artifacts
+from atlas_files import feed as feedmod
 from atlas_files.record import Record
 
 
@@ -59,7 +61,7 @@ def test_status_has_the_same_stop_sign(record: Record, atlas: Callable[..., Any]
 
 
 def test_a_write_counts_as_a_read_of_what_it_wrote(record: Record) -> None:
-    record.put("plan", "one\n", author="a")
-    record.put("plan", "two\n", author="a")  # no explicit read in between
-    assert [d.version for d in record.history("plan")] == [1, 2]
-    assert [i.name for i in record.feed("a")] == []
+    artifacts.put(record, "plan", "one\n", author="a")
+    artifacts.put(record, "plan", "two\n", author="a")  # no explicit read in between
+    assert [d.version for d in artifacts.history(record, "plan")] == [1, 2]
+    assert [i.name for i in feedmod.feed(record, "a")] == []

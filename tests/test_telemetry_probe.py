@@ -19,11 +19,28 @@ from conftest import run_atlas, snapshot
 from atlas_files import schemas, timeutil
 from atlas_files import telemetry as tm
 from atlas_files.record import Record
-from atlas_files.telemetry import rows
+from atlas_files.telemetry import probe as probemod
+from atlas_files.telemetry import rows, trust
 
 SAMPLE = json.dumps({"host": "box", "sampled_at": None,
                      "nvml": {"available": False, "reason": "no driver"}, "gpus": []})
 ANSWER = f"printf '%s' {shlex.quote(SAMPLE)}"
+
+
+@pytest.fixture(autouse=True)
+def _own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prober's per-user files (approvals) live in the test's own home folder."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
+def _add(record: Record, name: str, probe: str, **kwargs: str) -> None:
+    """A machine in atlas.yaml whose probe the person running these probers approved: an
+    atlas.yaml probe nobody approved is not run (tests/test_hardening_probe.py)."""
+    probemod.add_machine(record, name, probe, **kwargs)
+    trust.approve(record, name, probe)
 
 
 def _row(record: Record, machine: str) -> dict[str, Any]:
@@ -49,9 +66,9 @@ def _wait_for_file(path: Path, timeout: float = 10.0) -> str:
 
 
 def test_failing_command_is_a_row_saying_unreachable_with_the_reason(record: Record) -> None:
-    tm.add_machine(record, "gpubox", "echo 'ssh: connect to host gpubox: No route to host' >&2;"
+    _add(record, "gpubox", "echo 'ssh: connect to host gpubox: No route to host' >&2;"
                    " exit 255", timeout="5s")
-    tm.add_machine(record, "nothere", "no-such-command-atlas-test", timeout="5s")
+    _add(record, "nothere", "no-such-command-atlas-test", timeout="5s")
     res = run_atlas("telemetry", "probe", record=record.root, identity="prober-1")
     assert res.returncode == 0, res.stderr  # the rows were written: the probe did its job
     assert "gpubox: UNREACHABLE" in res.stdout
@@ -83,7 +100,7 @@ def test_an_answer_that_is_not_a_sample_is_reachable_with_the_problem_as_error(
     back as the error, and no reader calls it unreachable."""
     from atlas_files import leases
 
-    tm.add_machine(record, "chatty", "echo hello world", timeout="5s")
+    _add(record, "chatty", "echo hello world", timeout="5s")
     res = run_atlas("telemetry", "probe", record=record.root, identity="prober")
     assert res.returncode == 0, res.stderr
     assert "chatty: reachable, NO SAMPLE" in res.stdout and "UNREACHABLE" not in res.stdout
@@ -110,8 +127,8 @@ def test_an_answer_that_is_not_a_sample_is_reachable_with_the_problem_as_error(
 
 
 def test_an_oversized_answer_is_reachable_but_no_sample(record: Record) -> None:
-    tm.add_machine(record, "flood", "head -c 5000000 /dev/zero | tr '\\0' x", timeout="10s")
-    (outcome,) = tm.probe_once(record, "prober", ["flood"])
+    _add(record, "flood", "head -c 5000000 /dev/zero | tr '\\0' x", timeout="10s")
+    (outcome,) = probemod.probe_once(record, "prober", ["flood"])
     assert outcome.reachable is True and "more than 4 MiB" in (outcome.error or "")
     assert schemas.errors("telemetry", _row(record, "flood")) == []
 
@@ -136,11 +153,11 @@ def test_a_row_that_claims_a_sample_must_carry_nvml(record: Record) -> None:
 def test_hanging_command_is_killed_and_the_row_written_within_timeout_plus_1s(
         record: Record, tmp_path: Path, command: str) -> None:
     pidfile = tmp_path / "escaped.pid"
-    tm.add_machine(record, "hangs", command.format(pidfile=shlex.quote(str(pidfile))),
+    _add(record, "hangs", command.format(pidfile=shlex.quote(str(pidfile))),
                    timeout="2s")
-    tm.add_machine(record, "fine", ANSWER, timeout="2s")
+    _add(record, "fine", ANSWER, timeout="2s")
     start = time.monotonic()
-    outcomes = tm.probe_once(record, "prober", ["hangs", "fine"])
+    outcomes = probemod.probe_once(record, "prober", ["hangs", "fine"])
     elapsed = time.monotonic() - start
     path = record.telemetry_dir / "hangs.json"
     try:
@@ -159,9 +176,9 @@ def test_hanging_command_is_killed_and_the_row_written_within_timeout_plus_1s(
 def test_the_whole_process_group_of_a_hanging_probe_is_killed(record: Record,
                                                               tmp_path: Path) -> None:
     pidfile = tmp_path / "child.pid"
-    tm.add_machine(record, "tree", f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait",
+    _add(record, "tree", f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait",
                    timeout="1s")
-    tm.probe_once(record, "prober", ["tree"])
+    probemod.probe_once(record, "prober", ["tree"])
     pid = int(pidfile.read_text())
     deadline = time.monotonic() + 2
     while _alive(pid) and time.monotonic() < deadline:
@@ -170,7 +187,7 @@ def test_the_whole_process_group_of_a_hanging_probe_is_killed(record: Record,
 
 
 def test_bad_calls_exit_2_and_write_nothing(record: Record) -> None:
-    tm.add_machine(record, "gpubox", ANSWER)
+    _add(record, "gpubox", ANSWER)
     before = snapshot(record.root)
     res = run_atlas("telemetry", "probe", "nosuch", record=record.root, identity="prober")
     assert res.returncode == 2
@@ -196,8 +213,8 @@ def _rows_seen(record: Record, machine: str, seen: set[str]) -> None:
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_every_keeps_going_when_one_machine_fails(record: Record, stop: int) -> None:
-    tm.add_machine(record, "good", ANSWER, timeout="5s")
-    tm.add_machine(record, "bad", "exit 1", timeout="5s")
+    _add(record, "good", ANSWER, timeout="5s")
+    _add(record, "bad", "exit 1", timeout="5s")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", "prober",
@@ -228,7 +245,7 @@ def test_every_keeps_going_when_one_machine_fails(record: Record, stop: int) -> 
 
 def test_stopping_the_prober_kills_a_probe_in_flight(record: Record, tmp_path: Path) -> None:
     pidfile = tmp_path / "slow.pid"
-    tm.add_machine(record, "slow", f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait",
+    _add(record, "slow", f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait",
                    timeout="50s")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     proc = subprocess.Popen(
@@ -265,9 +282,9 @@ def _write(record: Record, machine: str, ago_s: float, **extra: Any) -> None:
 
 
 def test_a_row_written_long_ago_reads_as_stale(record: Record) -> None:
-    tm.add_machine(record, "old", ANSWER, interval="5m")
-    tm.add_machine(record, "fresh", ANSWER, interval="5m")
-    tm.add_machine(record, "never", ANSWER)
+    _add(record, "old", ANSWER, interval="5m")
+    _add(record, "fresh", ANSWER, interval="5m")
+    _add(record, "never", ANSWER)
     _write(record, "old", 2 * 3600)
     _write(record, "fresh", 60)
     _write(record, "removed", 60)  # a row whose machine left atlas.yaml is still shown
@@ -291,7 +308,7 @@ def test_a_row_written_long_ago_reads_as_stale(record: Record) -> None:
 def test_stale_after_intervals_is_configurable(record: Record) -> None:
     import yaml
 
-    tm.add_machine(record, "patient", ANSWER, interval="15m")
+    _add(record, "patient", ANSWER, interval="15m")
     _write(record, "patient", 2 * 3600)
     assert tm.view(Record(record.root), "patient").stale is True  # 2h > 3 x 15m
     config = record.root / "atlas.yaml"
@@ -302,7 +319,7 @@ def test_stale_after_intervals_is_configurable(record: Record) -> None:
 
 
 def test_a_damaged_row_is_reported_not_crashed_on(record: Record) -> None:
-    tm.add_machine(record, "edited", ANSWER)
+    _add(record, "edited", ANSWER)
     (record.telemetry_dir / "edited.json").write_text('{"machine": "edi')
     data = run_atlas("telemetry", "ls", "--json", record=record.root)
     assert data.returncode == 0, data.stderr
@@ -343,10 +360,10 @@ def test_add_machine_refuses_bad_input_and_keeps_atlas_yaml(record: Record) -> N
     for name, probe, timeout in (("Bad Name", "local", "10s"), ("ok", "  ", "10s"),
                                  ("ok", "local", "ten seconds")):
         with pytest.raises(BadInput):
-            tm.add_machine(record, name, probe, timeout=timeout)
+            probemod.add_machine(record, name, probe, timeout=timeout)
     assert (record.root / "atlas.yaml").read_bytes() == before
-    tm.add_machine(record, "a", "local")
-    tm.add_machine(record, "b", ANSWER, timeout="3s", interval="1m")
+    probemod.add_machine(record, "a", "local")
+    probemod.add_machine(record, "b", ANSWER, timeout="3s", interval="1m")
     machines = Record(record.root).config.machines
     assert list(machines) == ["a", "b"]
     assert (machines["b"].timeout_s, machines["b"].interval_s) == (3.0, 60.0)
@@ -358,7 +375,7 @@ def test_add_machine_refuses_bad_input_and_keeps_atlas_yaml(record: Record) -> N
 
 def test_demo_scene_shows_a_reachable_local_row_and_an_unreachable_one(
         record: Record) -> None:
-    from atlas_files.demo import telemetry as scene
+    from atlas_files.cli.demo import telemetry as scene
 
     said: list[str] = []
     scene.scene(record, said.append)
@@ -379,11 +396,11 @@ def test_a_row_that_cannot_be_written_stops_neither_the_round_nor_the_loop(
         record: Record) -> None:
     from atlas_files.telemetry import probe as probemod
 
-    tm.add_machine(record, "good", ANSWER, timeout="5s")
-    tm.add_machine(record, "blocked", ANSWER, timeout="5s")
+    _add(record, "good", ANSWER, timeout="5s")
+    _add(record, "blocked", ANSWER, timeout="5s")
     (record.telemetry_dir / "blocked.json").mkdir()  # rename cannot replace a folder
     with pytest.raises(probemod.RowNotWritten, match="the row of blocked was not written"):
-        tm.probe_once(record, "prober", ["blocked", "good"])
+        probemod.probe_once(record, "prober", ["blocked", "good"])
     assert _row(record, "good")["reachable"] is True
     errors: list[str] = []
     seen: list[str] = []
@@ -418,8 +435,8 @@ def test_a_symlinked_row_is_damage_never_followed(record: Record, tmp_path: Path
     assert text.returncode == 0 and "symlink" in text.stdout
     assert tm.busy_gpus(record) == [] and tm.resource_usage(record, "box.gpu0") is None
 
-    tm.add_machine(record, "box", ANSWER)
-    (outcome,) = tm.probe_once(record, "prober", ["box"])
+    _add(record, "box", ANSWER)
+    (outcome,) = probemod.probe_once(record, "prober", ["box"])
     assert outcome.reachable and not (record.telemetry_dir / "box.json").is_symlink()
     assert json.loads(forged.read_text())["observer"] == "mallory"  # never written through
 
@@ -427,7 +444,7 @@ def test_a_symlinked_row_is_damage_never_followed(record: Record, tmp_path: Path
 def test_a_file_where_the_telemetry_folder_belongs_is_reported(record: Record) -> None:
     import shutil
 
-    tm.add_machine(record, "box", ANSWER)
+    _add(record, "box", ANSWER)
     shutil.rmtree(record.telemetry_dir)
     (record.root / "telemetry").write_text("not a folder")
     for args in (("telemetry", "ls"), ("telemetry", "ls", "--json"), ("lease", "ls")):
@@ -446,7 +463,7 @@ def test_a_file_where_the_telemetry_folder_belongs_is_reported(record: Record) -
 @pytest.mark.parametrize("every", ["", "nan", "inf", "-5", "1e400", "1" * 400 + "s",
                                    "\x07", "ünï", "5 m"])
 def test_odd_every_values_exit_2_without_a_traceback(record: Record, every: str) -> None:
-    tm.add_machine(record, "box", ANSWER)
+    _add(record, "box", ANSWER)
     before = snapshot(record.root)
     res = run_atlas("telemetry", "probe", "--every", every, record=record.root,
                     identity="prober", timeout=20)
@@ -458,7 +475,7 @@ def test_odd_every_values_exit_2_without_a_traceback(record: Record, every: str)
 def test_a_very_long_every_waits_instead_of_crashing(record: Record) -> None:
     """time.sleep() refuses waits past about 292 years; the loop sleeps in bounded steps,
     so a huge --every is a long wait until stopped, not a traceback after round one."""
-    tm.add_machine(record, "box", ANSWER)
+    _add(record, "box", ANSWER)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", "p",

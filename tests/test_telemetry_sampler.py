@@ -223,13 +223,19 @@ def test_fake_nvml_through_the_seam_gives_exact_values_and_nulls(
     assert "n/a" in lines[1] and "3 processes" in lines[1]
 
 
-def test_probe_writes_the_fake_gpus_into_the_row_exactly(record: Record,
-                                                         tmp_path: Path) -> None:
+def test_probe_writes_the_fake_gpus_into_the_row_exactly(
+        record: Record, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no per-user probes or approvals of the host
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     fake = fake_on_path(tmp_path / "fakenvml")
     command = (f"PYTHONPATH={shlex.quote(str(fake))} {shlex.quote(sys.executable)} "
                "-m atlas_files telemetry sample --json")
-    tm.add_machine(record, "fakebox", command, timeout="60s")
-    res = run_atlas("telemetry", "probe", "fakebox", record=record.root, identity="prober-1")
+    tm.add_machine(record, "fakebox", "local", timeout="60s")
+    # The prober's own command for the machine (atlas.yaml's would need its approval).
+    probes = tmp_path / "probes.yaml"
+    probes.write_text(json.dumps({"fakebox": {"probe": command, "timeout": "60s"}}))
+    res = run_atlas("telemetry", "probe", "fakebox", "--probes", str(probes),
+                    record=record.root, identity="prober-1")
     assert res.returncode == 0, res.stderr
     assert "fakebox: reachable, 2 GPUs" in res.stdout
     row = json.loads((record.root / "telemetry" / "fakebox.json").read_text())

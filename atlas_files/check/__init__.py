@@ -22,6 +22,7 @@ from pathlib import Path
 
 from atlas_files.check.findings import CODES, ERROR, WARNING, Finding, Report
 from atlas_files.errors import BadInput, NotFound
+from atlas_files.record import locate
 
 __all__ = [
     "CODES", "ERROR", "WARNING", "Finding", "Report", "check_links", "check_record",
@@ -29,7 +30,6 @@ __all__ = [
 ]
 
 OnFinding = Callable[[Finding], None] | None
-CONFIG_NAME = "atlas.yaml"
 
 
 def _abs(path: str | os.PathLike[str]) -> Path:
@@ -37,34 +37,20 @@ def _abs(path: str | os.PathLike[str]) -> Path:
 
 
 def find_record(record_path: str | None = None, paths: Sequence[str] = ()) -> Path:
-    """The record to check: ``record_path`` ($ATLAS_RECORD), else the nearest folder holding
-    atlas.yaml above the first PATH, else above the current folder."""
-    if not record_path:
-        record_path = os.environ.get("ATLAS_RECORD") or None
-    if record_path:
-        root = _abs(record_path)
-        if not (root / CONFIG_NAME).is_file():
-            raise NotFound(f"no record at {record_path} (it has no {CONFIG_NAME})",
-                           hint="point --record at the folder holding atlas.yaml")
-        return root
-    starts = [_abs(paths[0])] if paths else []
-    starts.append(Path.cwd().resolve())
-    for start in starts:
-        for folder in (start, *start.parents):
-            if (folder / CONFIG_NAME).is_file():
-                return folder
-    raise NotFound(
-        "no record here: no folder above holds an atlas.yaml",
-        hint="pass --record PATH; to check links or version names anywhere, use "
-        "--links-only or --versions-only",
-    )
+    """The record to check, found as every command finds it, starting from the first PATH
+    (then the current folder); not opened, so a damaged atlas.yaml is a finding."""
+    try:
+        return _abs(locate(record_path, starts=paths[:1]))
+    except NotFound as exc:
+        raise NotFound(exc.message, hint=f"{exc.hint}; to check links or version names "
+                       "anywhere, use --links-only or --versions-only") from None
 
 
 def check_record(
     root: Path, paths: Sequence[str | os.PathLike[str]] = (), *, fix: bool = False,
     on_finding: OnFinding = None, base: Path | None = None,
 ) -> Report:
-    from atlas_files.check.context import make_context
+    from atlas_files.check.run import start_run
     from atlas_files.check.sources import DiskSource
     from atlas_files.check.walk import Scope, check_tree
 
@@ -78,8 +64,11 @@ def check_record(
         if not p.exists():
             raise NotFound(f"{p} does not exist", hint="check the path")
     report = Report(base=base, on_finding=on_finding)
-    check_tree(make_context(root, report, DiskSource(nofollow=True), fix),
+    check_tree(start_run(root, report, DiskSource(nofollow=True), fix),
                Scope(wanted or None))
+    from atlas_files.check import machines
+
+    machines.check_worktree(report, root, wanted)
     return report
 
 
@@ -146,4 +135,7 @@ def check_staged(
     else:
         explicit = find_record(record_path) if record_path else None
         gitmodes.staged_record(report, repo, changes, given, explicit)
+        from atlas_files.check import machines
+
+        machines.check_staged(report, repo, changes, given, explicit)
     return report

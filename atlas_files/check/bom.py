@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from atlas_files import frontmatter
-from atlas_files.check.context import Context
+from atlas_files.check.context import CheckRun
 
 BOM = b"\xef\xbb\xbf"
 
 
-def strip_bom(ctx: Context, path: Path, data: bytes, what: str) -> bytes:
+def strip_bom(ctx: CheckRun, path: Path, data: bytes, what: str) -> bytes:
     """``data`` without a leading byte-order mark, which is reported (or, with --fix and
     where safe, removed from the file). The check goes on with the rest either way."""
     if not data.startswith(BOM):

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from atlas_files import timeutil
+from atlas_files import layout, timeutil
 from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
 from atlas_files.check.links import LinkChecker
@@ -42,7 +42,7 @@ def limits_of(config_path: Path) -> Limits:
 
 
 @dataclass
-class Context:
+class CheckRun:
     root: Path
     report: Report
     source: Source
@@ -57,7 +57,7 @@ class Context:
     def limits(self) -> Limits:
         # Read on first use: a commit touching only versions never pays for parsing YAML.
         if self._limits is None:
-            self._limits = limits_of(self.root / "atlas.yaml")
+            self._limits = limits_of(self.root / layout.CONFIG_NAME)
         return self._limits
 
     def rel(self, path: Path) -> str:
@@ -96,7 +96,7 @@ def per_file(fn: F) -> F:
     ATL002; anything else is a bug in atlas (ATL099)."""
 
     @functools.wraps(fn)
-    def guarded(ctx: Context, path: Path, *args: Any, **kwargs: Any) -> None:
+    def guarded(ctx: CheckRun, path: Path, *args: Any, **kwargs: Any) -> None:
         try:
             fn(ctx, path, *args, **kwargs)
         except (KeyboardInterrupt, SystemExit):
@@ -109,7 +109,7 @@ def per_file(fn: F) -> F:
     return guarded  # type: ignore[return-value]
 
 
-def list_folder(ctx: Context, folder: Path) -> list[str]:
+def list_folder(ctx: CheckRun, folder: Path) -> list[str]:
     """The names in a record folder; [] if there is none. One that cannot be listed is a
     finding (ATL038), and the check goes on with the rest of the record."""
     from atlas_files.check.sources import DiskSource
@@ -125,15 +125,9 @@ def list_folder(ctx: Context, folder: Path) -> list[str]:
         return []
 
 
-def unreadable_folder(ctx: Context, folder: Path, exc: OSError) -> None:
+def unreadable_folder(ctx: CheckRun, folder: Path, exc: OSError) -> None:
     ctx.report.add(folder, 1, "ATL038",
                    f"cannot list the folder {ctx.rel(folder)}: {why_unreadable(exc)}; "
                    "nothing in it was checked")
 
 
-def make_context(root: Path, report: Report, source: Source, fix: bool = False) -> Context:
-    from atlas_files.check import refs
-
-    ctx = Context(root, report, source, RecordIndex(root, source), fix)
-    ctx.links = LinkChecker(report, source, on_target=refs.on_link_target(ctx))
-    return ctx

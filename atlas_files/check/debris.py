@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 from atlas_files import fsio
-from atlas_files.check.context import Context
+from atlas_files.check.context import CheckRun
 
 MAX_AGE_S = fsio.FOREIGN_TEMP_AGE_S
 
 
-def check_temp(ctx: Context, path: Path) -> None:
+def check_temp(ctx: CheckRun, path: Path) -> None:
     try:
         age = time.time() - path.lstat().st_mtime
     except OSError:

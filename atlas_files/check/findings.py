@@ -87,6 +87,10 @@ _TABLE = (
          "restore it (`git restore --staged --worktree PATH`); history is never removed"),
     Code("ATL042", ERROR, "commit moves or deletes a Markdown file that is still linked",
          "fix the links in the same commit that moves the files"),
+    Code("ATL050", ERROR, "a machine's probe command in atlas.yaml is new or changed",
+         "a probe string is a command someone's prober may run: review it; if it is meant, "
+         "commit it (past the hook: SKIP=atlas-check), and each prober's user approves it "
+         "with `atlas telemetry approve MACHINE`"),
     Code("ATL099", ERROR, "the checker failed on this file (a bug in atlas)",
          "report it with the file; the other files were still checked"),
 )

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from atlas_files import frontmatter, fsio
-from atlas_files.check.context import Context
+from atlas_files.check.context import CheckRun
 
 
 def _with_digest(data: bytes, parsed: frontmatter.Parsed, digest: str) -> bytes:
@@ -26,7 +26,7 @@ def _with_digest(data: bytes, parsed: frontmatter.Parsed, digest: str) -> bytes:
     return b"\n".join(lines)
 
 
-def _stamp(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parsed,
+def _stamp(ctx: CheckRun, path: Path, data: bytes, parsed: frontmatter.Parsed,
            digest: str, check: Callable[[bytes], bool]) -> None:
     new = _with_digest(data, parsed, digest)
     if not check(new):  # never write a file that would not read back as stamped
@@ -43,7 +43,7 @@ def _stamp(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parsed,
     ctx.report.fixed.append(f"stamped the digest of {ctx.report.show(path)} (now read-only)")
 
 
-def stamp_version(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parsed) -> None:
+def stamp_version(ctx: CheckRun, path: Path, data: bytes, parsed: frontmatter.Parsed) -> None:
     digest = frontmatter.digest_of(parsed.body)
 
     def ok(new: bytes) -> bool:
@@ -55,7 +55,7 @@ def stamp_version(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Par
     _stamp(ctx, path, data, parsed, digest, ok)
 
 
-def stamp_entry(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parsed) -> None:
+def stamp_entry(ctx: CheckRun, path: Path, data: bytes, parsed: frontmatter.Parsed) -> None:
     from atlas_files import entries
 
     digest = entries.digest_of_entry(dict(parsed.meta), parsed.body)
@@ -70,7 +70,7 @@ def stamp_entry(ctx: Context, path: Path, data: bytes, parsed: frontmatter.Parse
     _stamp(ctx, path, data, parsed, digest, ok)
 
 
-def remove_bom(ctx: Context, path: Path, data: bytes, rest: bytes) -> bool:
+def remove_bom(ctx: CheckRun, path: Path, data: bytes, rest: bytes) -> bool:
     """Rewrite ``path`` without its leading byte-order mark (see check/bom.py); False if
     the file changed while we looked or cannot be replaced."""
     try:

@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from atlas_files import layout
 from atlas_files.check import moves, staged
 from atlas_files.check.families import is_versioned
 from atlas_files.check.findings import Report
 from atlas_files.check.links import LinkChecker, is_markdown
 from atlas_files.check.sources import IndexSource
-
-CONFIG_NAME = "atlas.yaml"
 
 
 def _in_scope(path: Path, given: list[Path]) -> bool:
@@ -46,7 +45,7 @@ class _Records:
             walked.append(folder)
             # On disk: pre-commit leaves the working tree as staged, and asking git about
             # every folder on the way up would cost a process each.
-            if (folder / CONFIG_NAME).is_file():
+            if (folder / layout.CONFIG_NAME).is_file():
                 found = folder
                 break
             if folder == self.repo or self.repo not in folder.parents:
@@ -59,7 +58,7 @@ class _Records:
 
 def staged_record(report: Report, repo: Path, changes: list[staged.Change], given: list[Path],
                   explicit: Path | None) -> None:
-    from atlas_files.check.context import make_context
+    from atlas_files.check.run import start_run
     from atlas_files.check.walk import check_changed
 
     source = staged.index_source(repo, changes)
@@ -84,7 +83,7 @@ def staged_record(report: Report, repo: Path, changes: list[staged.Change], give
                 changed[root].append(path)
     try:
         for root, files in sorted(changed.items()):
-            check_changed(make_context(root, report, source), files)
+            check_changed(start_run(root, report, source), files)
         moves.check_moves(report, repo, changes, source)
     finally:
         source.close()

@@ -12,18 +12,18 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from atlas_files import layout
 from atlas_files.check.sources import Source
 from atlas_files.names import ENTRY_ID_PATTERN
 
-VERSION_FILE_RE = re.compile(r"^(?P<name>.+)\.v(?P<num>\d+)\.md$")
+VERSION_FILE_RE = layout.VERSION_FILE
 # An entry file: ``<id>.md`` (as entries.is_entry_file, without importing entries).
 ENTRY_FILE_RE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
 
 
 def canonical_number(digits: str) -> bool:
-    """Readers see ``plan.v0002.md``, never ``plan.v2.md`` or ``plan.v00002.md``: four
-    digits at least, and no extra leading zero (as documents.Stream reads a folder)."""
-    return digits.isascii() and (len(digits) == 4 or (len(digits) > 4 and digits[0] != "0"))
+    """Readers see ``plan.v0002.md``, never ``plan.v2.md`` or ``plan.v00002.md``."""
+    return digits.isascii() and layout.is_canonical_number(digits)
 
 
 def is_entry_file(name: str) -> bool:
@@ -66,9 +66,9 @@ class RecordIndex:
     def _versions_uncached(self, project: str, name: str) -> tuple[int, ...]:
         found = set()
         for entry in self.source.listdir(self.stream_folder(project, name)):
-            m = VERSION_FILE_RE.match(entry)
-            if m and m.group("name") == name and canonical_number(m.group("num")):
-                found.add(int(m.group("num")))
+            m = VERSION_FILE_RE.fullmatch(entry)
+            if m and m.group("name") == name and canonical_number(m.group("number")):
+                found.add(int(m.group("number")))
         return tuple(sorted(found))
 
     def latest(self, project: str, name: str) -> int:
@@ -104,14 +104,14 @@ class RecordIndex:
             parts = path.relative_to(self.root).parts
         except ValueError:
             return None
-        m = VERSION_FILE_RE.match(parts[-1]) if parts else None
+        m = VERSION_FILE_RE.fullmatch(parts[-1]) if parts else None
         if not m or parts[0] != "projects":
             return None
         name = m.group("name")
         if len(parts) == 4 and parts[2] == "status" and name == "status":
-            return VersionPath(parts[1], "status", int(m.group("num")))
+            return VersionPath(parts[1], "status", int(m.group("number")))
         if len(parts) == 5 and parts[2] == "artifacts" and parts[3] == name:
-            return VersionPath(parts[1], name, int(m.group("num")))
+            return VersionPath(parts[1], name, int(m.group("number")))
         return None
 
     def ref_state(self, project: str, text: object, *, current: bool) -> RefState:

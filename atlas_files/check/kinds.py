@@ -11,7 +11,7 @@ from typing import Any
 from atlas_files import frontmatter, fsio, timeutil
 from atlas_files.check import debris, refs
 from atlas_files.check.bom import BOM, strip_bom
-from atlas_files.check.context import DAMAGE, Context, list_folder, per_file
+from atlas_files.check.context import DAMAGE, CheckRun, list_folder, per_file
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
 from atlas_files.check.sources import why_unreadable
@@ -23,9 +23,7 @@ ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction"}
 
 
 @per_file
-def check_config(ctx: Context, path: Path) -> None:
-    import yaml
-
+def check_config(ctx: CheckRun, path: Path) -> None:
     ctx.report.files += 1
     try:
         text = ctx.source.read(path).decode("utf-8")
@@ -35,23 +33,10 @@ def check_config(ctx: Context, path: Path) -> None:
     except OSError as exc:
         ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
         return
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        # An alias (*name) makes one value many: a few lines of them expand to billions
-        # of values for whatever walks the data. atlas.yaml needs none; refuse them first.
-        for event in yaml.parse(text, Loader=loader):
-            if isinstance(event, yaml.AliasEvent):
-                mark = event.start_mark
-                ctx.report.add(path, (mark.line + 1) if mark is not None else 1, "ATL002",
-                               f"it uses a YAML alias (*{event.anchor}): atlas.yaml takes "
-                               "plain values only",
-                               "write each value out in full (no &anchor or *alias)")
-                return
-        data = yaml.load(text, Loader=loader)  # noqa: S506
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        ctx.report.add(path, line, "ATL002", short(f"not valid YAML: {exc}"))
+        data = frontmatter.load_yaml(text)  # refuses anchors and aliases (alias bombs)
+    except frontmatter.YamlError as exc:
+        ctx.report.add(path, exc.line + 1, "ATL002", short(str(exc)))
         return
     data = plain(data)
     lines = text.split("\n")
@@ -72,7 +57,7 @@ def check_config(ctx: Context, path: Path) -> None:
 
 
 def _load_json_file(
-    ctx: Context, path: Path
+    ctx: CheckRun, path: Path
 ) -> tuple[Any, Callable[[], dict[str, int]]] | None:
     """Count the file and read its JSON; None after reporting why it cannot be read."""
     ctx.report.files += 1
@@ -93,7 +78,7 @@ def _load_json_file(
 
 
 @per_file
-def check_row(ctx: Context, path: Path, kind: str, key: str) -> None:
+def check_row(ctx: CheckRun, path: Path, kind: str, key: str) -> None:
     """A live row (receipt, telemetry): its schema, and ``key`` naming the file's stem."""
     loaded = _load_json_file(ctx, path)
     if loaded is None:
@@ -104,7 +89,7 @@ def check_row(ctx: Context, path: Path, kind: str, key: str) -> None:
                        f"{key} is {value.get(key)!r}, but the file is named {path.name}")
 
 
-def check_entry_folder(ctx: Context, folder: Path, project: str, kind: str,
+def check_entry_folder(ctx: CheckRun, folder: Path, project: str, kind: str,
                        only: set[str] | None = None) -> None:
     for name in sorted(list_folder(ctx, folder)):
         if only is not None and name not in only:
@@ -119,7 +104,7 @@ def check_entry_folder(ctx: Context, folder: Path, project: str, kind: str,
 
 
 @per_file
-def check_stray_entry(ctx: Context, path: Path, kind: str) -> None:
+def check_stray_entry(ctx: CheckRun, path: Path, kind: str) -> None:
     """A file in an entry folder that readers do not list. Named like an entry but for its
     case (``DEC-...``, uppercase hex), or Markdown holding an entry's front matter, it is an
     entry nobody will see: an error. Anything else is a stray file (a warning)."""
@@ -144,7 +129,7 @@ def check_stray_entry(ctx: Context, path: Path, kind: str) -> None:
 
 
 @per_file
-def check_entry(ctx: Context, path: Path, project: str, kind: str) -> None:
+def check_entry(ctx: CheckRun, path: Path, project: str, kind: str) -> None:
     from atlas_files import entries
 
     report = ctx.report
@@ -199,7 +184,7 @@ def check_entry(ctx: Context, path: Path, project: str, kind: str) -> None:
                    "be detected")
 
 
-def _entry_refs(ctx: Context, path: Path, project: str, meta: dict[str, Any],
+def _entry_refs(ctx: CheckRun, path: Path, project: str, meta: dict[str, Any],
                 lines: Any) -> None:
     if isinstance(meta.get("links"), list):
         refs.check_meta_links(ctx, path, project, meta["links"], lines().get("links", 2),
@@ -216,7 +201,7 @@ def _entry_refs(ctx: Context, path: Path, project: str, meta: dict[str, Any],
                            f"ref: {meta['ref']!r}: {state.detail}")
 
 
-def check_lease_folder(ctx: Context, folder: Path, only: set[str] | None = None) -> None:
+def check_lease_folder(ctx: CheckRun, folder: Path, only: set[str] | None = None) -> None:
     found: list[tuple[int, str]] = []
     for name in sorted(list_folder(ctx, folder)):
         path = folder / name
@@ -246,7 +231,7 @@ def check_lease_folder(ctx: Context, folder: Path, only: set[str] | None = None)
 
 
 @per_file
-def check_generation(ctx: Context, path: Path, number: int, *, newest: bool) -> None:
+def check_generation(ctx: CheckRun, path: Path, number: int, *, newest: bool) -> None:
     loaded = _load_json_file(ctx, path)
     if loaded is None:
         return
@@ -273,7 +258,7 @@ def _time(value: Any) -> datetime | None:
         return None
 
 
-def _lease_times(ctx: Context, path: Path, value: dict[str, Any], lines: Any) -> None:
+def _lease_times(ctx: CheckRun, path: Path, value: dict[str, Any], lines: Any) -> None:
     cap = ctx.limits.lease_cap_s
     written, expires = _time(value.get("written_at")), _time(value.get("expires_at"))
     duration = value.get("duration_s")

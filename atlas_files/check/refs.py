@@ -6,15 +6,14 @@ judged for pointing at a superseded version (a warning) or a retracted one (an e
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from atlas_files.check.context import Context
+from atlas_files.check.context import CheckRun
 
 MAX_LINKS = 100
 
 
-def check_ref(ctx: Context, path: Path, line: int, project: str, value: Any, *,
+def check_ref(ctx: CheckRun, path: Path, line: int, project: str, value: Any, *,
               current: bool, field: str, entry: bool = False) -> None:
     state = ctx.index.ref_state(project, value, current=current)
     if state.state == "ok":
@@ -32,7 +31,7 @@ def check_ref(ctx: Context, path: Path, line: int, project: str, value: Any, *,
         ctx.report.add(path, line, "ATL012", f"{field} {value!r}: {state.detail}")
 
 
-def check_meta_links(ctx: Context, path: Path, project: str, links: Any, line: int, *,
+def check_meta_links(ctx: CheckRun, path: Path, project: str, links: Any, line: int, *,
                      current: bool, entry: bool = False) -> None:
     if links is None:
         return
@@ -44,7 +43,7 @@ def check_meta_links(ctx: Context, path: Path, project: str, links: Any, line: i
         check_ref(ctx, path, line, project, item, current=current, field="links:", entry=entry)
 
 
-def on_link_target(ctx: Context) -> Any:
+def on_link_target(ctx: CheckRun) -> Any:
     """A hook for the link checker: a Markdown link to a version file of the record is
     judged like a ``NAME@vN`` reference in the file that makes it."""
 

@@ -104,7 +104,7 @@ def immutable_kind(rel_in_record: tuple[str, ...]) -> str | None:
     """"version", "entry" or "generation" for a path (relative to its record), else None."""
     parts = rel_in_record
     if len(parts) >= 4 and parts[0] == "projects":
-        m = VERSION_FILE_RE.match(parts[-1])
+        m = VERSION_FILE_RE.fullmatch(parts[-1])
         if len(parts) == 4 and parts[2] == "status" and m and m.group("name") == "status":
             return "version"
         if len(parts) == 5 and parts[2] == "artifacts" and m and m.group("name") == parts[3]:

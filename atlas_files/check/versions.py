@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frontmatter, fsio
+from atlas_files import frontmatter, fsio, layout
 from atlas_files.check import debris, refs
 from atlas_files.check.bom import BOM, strip_bom
-from atlas_files.check.context import Context, list_folder, per_file
+from atlas_files.check.context import CheckRun, list_folder, per_file
 from atlas_files.check.index import VERSION_FILE_RE, canonical_number
 from atlas_files.check.schema import key_lines, plain, validate
 from atlas_files.check.sources import why_unreadable
@@ -26,7 +26,7 @@ from atlas_files.check.sources import why_unreadable
 HEAD_ROOM = 64 * 1024
 
 
-def check_stream(ctx: Context, folder: Path, project: str, name: str,
+def check_stream(ctx: CheckRun, folder: Path, project: str, name: str,
                  only: set[str] | None = None) -> None:
     """Check the stream in ``folder``. ``only``: file names to check (numbering is still
     judged on the whole folder, since a gap is a property of the folder)."""
@@ -35,19 +35,19 @@ def check_stream(ctx: Context, folder: Path, project: str, name: str,
         if fsio.is_temp(entry):
             debris.check_temp(ctx, folder / entry)
             continue
-        m = VERSION_FILE_RE.match(entry)
-        if m and m.group("name") == name and canonical_number(m.group("num")):
-            found.setdefault(int(m.group("num")), []).append(entry)
+        m = VERSION_FILE_RE.fullmatch(entry)
+        if m and m.group("name") == name and canonical_number(m.group("number")):
+            found.setdefault(int(m.group("number")), []).append(entry)
         elif only is None or entry in only:
             path = folder / entry
             if not ctx.source.is_file(path) or is_private(entry):
                 continue
             if m and m.group("name") == name:
-                number = int(m.group("num"))
+                number = int(m.group("number"))
                 ctx.report.add(path, 1, "ATL034",
                                f"{entry} is not a version readers see: v{number} of {name!r} "
-                               f"is named {version_filename(name, number)}",
-                               f"rename it to {version_filename(name, number)} (if that "
+                               f"is named {layout.version_filename(name, number)}",
+                               f"rename it to {layout.version_filename(name, number)} (if that "
                                "number is free; else write the next version)")
             elif m:
                 ctx.report.add(path, 1, "ATL004",
@@ -83,10 +83,6 @@ def check_stream(ctx: Context, folder: Path, project: str, name: str,
                                present=numbers)
 
 
-def version_filename(name: str, version: int) -> str:
-    return f"{name}.v{version:04d}.md"  # as documents.version_filename, without its imports
-
-
 def is_private(name: str) -> bool:
     """Hidden files (``.atlas-latest.json``, readers' hints) and lock files belong to
     the tools, not to the record's contents."""
@@ -95,11 +91,11 @@ def is_private(name: str) -> bool:
 
 def _skip_hint(name: str, expected: int) -> str:
     return (f"a new version takes the next number: rename it to "
-            f"{version_filename(name, expected)} (and set version: {expected})")
+            f"{layout.version_filename(name, expected)} (and set version: {expected})")
 
 
 @per_file
-def check_version_file(ctx: Context, path: Path, project: str, name: str, number: int,
+def check_version_file(ctx: CheckRun, path: Path, project: str, name: str, number: int,
                        *, latest: int, present: Sequence[int] = ()) -> None:
     """One version file. ``present``: the version numbers its folder holds, sorted."""
     report = ctx.report
@@ -166,7 +162,7 @@ def check_version_file(ctx: Context, path: Path, project: str, name: str, number
                        f"v{number} has no digest yet: an in-place edit of it cannot be detected")
 
 
-def _check_meta(ctx: Context, path: Path, meta: dict[str, Any], lines: Any, name: str,
+def _check_meta(ctx: CheckRun, path: Path, meta: dict[str, Any], lines: Any, name: str,
                 number: int, latest: int, present: Sequence[int]) -> bool:
     """The front matter against the schema, the file's name and its folder; True if no
     finding was made."""
@@ -206,7 +202,7 @@ def _check_meta(ctx: Context, path: Path, meta: dict[str, Any], lines: Any, name
     return clean
 
 
-def _body_text(ctx: Context, path: Path, parsed: frontmatter.Parsed) -> str | None:
+def _body_text(ctx: CheckRun, path: Path, parsed: frontmatter.Parsed) -> str | None:
     try:
         return parsed.body.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -13,9 +13,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from atlas_files import fsio
+from atlas_files import fsio, layout
 from atlas_files.check import debris, kinds
-from atlas_files.check.context import Context, per_file, unreadable_folder
+from atlas_files.check.context import CheckRun, per_file, unreadable_folder
 from atlas_files.check.links import is_markdown
 from atlas_files.check.versions import check_stream
 
@@ -46,7 +46,7 @@ class Scope:
         return {p.name for p in self.paths or () if p.parent == folder}
 
 
-def _dirs(ctx: Context, folder: Path) -> list[os.DirEntry[str]]:
+def _dirs(ctx: CheckRun, folder: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(folder) as it:
             return sorted(it, key=lambda e: e.name)
@@ -69,7 +69,7 @@ _TOP_FOLDERS = {"projects": "the projects folder", "leases": "the leases folder"
                 "telemetry": "the telemetry folder", "receipts": "the receipts folder"}
 
 
-def _record_folder(ctx: Context, entry: os.DirEntry[str], path: Path, what: str) -> bool:
+def _record_folder(ctx: CheckRun, entry: os.DirEntry[str], path: Path, what: str) -> bool:
     """Whether ``path`` (a record folder: ``what``) is a real folder to walk into; a
     symlink or a file there is reported (ATL037) and not followed."""
     try:
@@ -96,7 +96,7 @@ def _record_folder(ctx: Context, entry: os.DirEntry[str], path: Path, what: str)
     return True
 
 
-def check_tree(ctx: Context, scope: Scope) -> None:
+def check_tree(ctx: CheckRun, scope: Scope) -> None:
     root = ctx.root
     for entry in _dirs(ctx, root):
         path = root / entry.name
@@ -107,7 +107,7 @@ def check_tree(ctx: Context, scope: Scope) -> None:
             continue
         if fsio.is_temp(name):
             debris.check_temp(ctx, path)
-        elif name == "atlas.yaml":
+        elif name == layout.CONFIG_NAME:
             kinds.check_config(ctx, path)
         elif name == "projects":
             for project in _dirs(ctx, path):
@@ -142,7 +142,7 @@ _PROJECT_FOLDERS = {"status": "the status folder", "artifacts": "the artifacts f
                     "decisions": "the decisions folder", "corrections": "the corrections folder"}
 
 
-def check_project(ctx: Context, folder: Path, scope: Scope) -> None:
+def check_project(ctx: CheckRun, folder: Path, scope: Scope) -> None:
     project = folder.name
     if ctx.limits.projects and project not in ctx.limits.projects and scope(folder) == ALL:
         ctx.report.add(folder, 1, "ATL033",
@@ -175,7 +175,7 @@ def check_project(ctx: Context, folder: Path, scope: Scope) -> None:
             check_markdown(ctx, path)
 
 
-def check_plain_tree(ctx: Context, folder: Path, scope: Scope) -> None:
+def check_plain_tree(ctx: CheckRun, folder: Path, scope: Scope) -> None:
     """Any other folder: its Markdown files' links, and crash debris."""
     for entry in _dirs(ctx, folder):
         path = folder / entry.name
@@ -191,13 +191,13 @@ def check_plain_tree(ctx: Context, folder: Path, scope: Scope) -> None:
 
 
 @per_file
-def check_markdown(ctx: Context, path: Path) -> None:
+def check_markdown(ctx: CheckRun, path: Path) -> None:
     if ctx.links is not None:
         ctx.report.files += 1
         ctx.links.check_file(path)
 
 
-def check_changed(ctx: Context, files: Iterable[Path]) -> None:
+def check_changed(ctx: CheckRun, files: Iterable[Path]) -> None:
     """Check just these files of the record (those a commit adds or changes), each with
     the folder around it as context (a version skip is a property of its folder)."""
     groups: dict[Path, set[str]] = defaultdict(set)
@@ -207,14 +207,14 @@ def check_changed(ctx: Context, files: Iterable[Path]) -> None:
         _check_group(ctx, folder, names)
 
 
-def _check_group(ctx: Context, folder: Path, names: set[str]) -> None:
+def _check_group(ctx: CheckRun, folder: Path, names: set[str]) -> None:
     try:
         parts = folder.relative_to(ctx.root).parts
     except ValueError:
         return
     if parts == ():
         for name in sorted(names):
-            if name == "atlas.yaml":
+            if name == layout.CONFIG_NAME:
                 kinds.check_config(ctx, folder / name)
             elif is_markdown(name):
                 check_markdown(ctx, folder / name)

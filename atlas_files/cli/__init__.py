@@ -2,53 +2,107 @@
 
 ``main`` is the one top-level handler: an AtlasError becomes one or two plain lines on
 stderr and its exit code; click's usage errors exit 2; anything else is a bug and keeps
-its traceback.
+its traceback. With ``--json`` among the arguments, a failure also prints one JSON
+document on stdout, ``{"error": {"kind", "message", "hint", "exit_code"}}``, so a program
+reading stdout never gets nothing. Everything printed passes the terminal filter
+(``cli.terminal``): stored text is shown, never obeyed.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 
 import click
 
-from atlas_files.errors import AtlasError
+from atlas_files.cli import terminal
+from atlas_files.cli.app import cli
+from atlas_files.cli.render import emit_json
+from atlas_files.errors import AtlasError, AtlasWarning
+
+# An error's `kind` in JSON: a short stable word per class, looked up along the class's
+# ancestry by name (so a subclass of NotFound is "not_found" without being listed, and
+# nothing has to be imported to ask).
+ERROR_KINDS = {
+    "VersionConflict": "version_conflict",
+    "LeaseHeld": "lease_held",
+    "NotFound": "not_found",
+    "DamagedFile": "damaged",
+    "RowNotWritten": "environment",
+    "BadInput": "bad_input",
+    "AtlasError": "error",
+}
+
+
+def error_kind(exc: AtlasError) -> str:
+    for cls in type(exc).__mro__:
+        if cls.__name__ in ERROR_KINDS:
+            return ERROR_KINDS[cls.__name__]
+    return "error"
+
+
+def _say(line: str) -> None:
+    # color=True: click would otherwise strip CSI codes from text sent to a pipe, hiding
+    # them; the filter shows them escaped instead, as it does on a terminal.
+    click.echo(line, err=True, color=True)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str,
                   lineno: int, file: object = None, line: str | None = None) -> None:
-    click.echo(f"atlas: warning: {message}", err=True)
+    _say(f"atlas: warning: {message}")
+
+
+def _wants_json(args: list[str]) -> bool:
+    """Whether the caller asked for JSON: ``--json`` among the options (before ``--``)."""
+    options = args[: args.index("--")] if "--" in args else args
+    return "--json" in options
 
 
 def main(argv: list[str] | None = None) -> None:
-    import warnings
+    args = list(sys.argv[1:] if argv is None else argv)
+    saved = terminal.install()
+    try:
+        _main(args, _wants_json(args))
+    finally:
+        terminal.restore(saved)
 
-    from atlas_files.cli.app import cli
-    from atlas_files.errors import AtlasWarning
+
+def _fail(kind: str, message: str, hint: str | None, exit_code: int, as_json: bool,
+          line: str | None = None) -> None:
+    """Report a failure (two plain lines on stderr, or ``line``; with --json also one
+    document on stdout) and exit with ``exit_code``."""
+    if as_json:
+        try:
+            emit_json({"error": {"kind": kind, "message": message, "hint": hint,
+                                 "exit_code": exit_code}})
+        except OSError:
+            pass  # stdout itself is what failed; stderr still says why
+    _say(line or f"atlas: error: {message}")
+    if hint and line is None:
+        _say(f"atlas: hint: {hint}")
+    sys.exit(exit_code)
+
+
+def _main(args: list[str], as_json: bool) -> None:
+
 
     warnings.simplefilter("always", AtlasWarning)
     warnings.showwarning = _show_warning
     try:
-        cli.main(args=argv, prog_name="atlas", standalone_mode=False)
+        cli.main(args=args, prog_name="atlas", standalone_mode=False)
     except AtlasError as exc:
-        click.echo(f"atlas: error: {exc.message}", err=True)
-        if exc.hint:
-            click.echo(f"atlas: hint: {exc.hint}", err=True)
-        sys.exit(exc.exit_code)
+        _fail(error_kind(exc), exc.message, exc.hint, exc.exit_code, as_json)
     except click.exceptions.Abort:
-        click.echo("atlas: interrupted", err=True)
-        sys.exit(130)
+        _fail("interrupted", "interrupted", None, 130, as_json, "atlas: interrupted")
     except click.UsageError as exc:
         # Two plain lines like every other user error, not click's four-line block.
         command = exc.ctx.command_path if exc.ctx is not None else "atlas"
-        click.echo(f"atlas: error: {exc.format_message()}", err=True)
-        click.echo(f"atlas: hint: see `{command} --help`", err=True)
-        sys.exit(2)
+        _fail("usage", exc.format_message(), f"see `{command} --help`", 2, as_json)
     except click.ClickException as exc:
-        click.echo(f"atlas: error: {exc.format_message()}", err=True)
-        sys.exit(exc.exit_code)
+        _fail("bad_input", exc.format_message(), None, exc.exit_code, as_json)
     except KeyboardInterrupt:
-        click.echo("atlas: interrupted", err=True)
-        sys.exit(130)
+        _fail("interrupted", "interrupted", None, 130, as_json, "atlas: interrupted")
     except BrokenPipeError:
         _quiet_broken_pipe()
     except SystemExit as exc:
@@ -61,16 +115,13 @@ def main(argv: list[str] | None = None) -> None:
         # The environment refused (read-only or full disk, permissions, a file where a
         # folder should be): not a bug, and nothing half-done is left behind.
         where = f": {exc.filename}" if exc.filename else ""
-        click.echo(f"atlas: error: {exc.strerror or exc}{where}", err=True)
-        click.echo("atlas: hint: check that the record's folders exist, are writable by "
-                   "you, and that the disk has room", err=True)
-        sys.exit(2)
+        _fail("environment", f"{exc.strerror or exc}{where}",
+              "check that the record's folders exist, are writable by you, and that the "
+              "disk has room", 2, as_json)
     sys.exit(0)
 
 
 def _quiet_broken_pipe() -> None:
-    import os
-
     # Point stdout at /dev/null so the interpreter's final flush cannot fail again.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())

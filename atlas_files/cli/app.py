@@ -1,4 +1,4 @@
-"""The top-level group, its global options, and lazy loading of the command modules.
+"""The top-level group, its global options, and the table of command modules.
 
 Subcommands live in their own modules and are imported only when invoked, so
 `atlas --version` and `atlas status show` pay for what they use and nothing else.
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import importlib
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
 from atlas_files import __version__
-
-if TYPE_CHECKING:
-    from atlas_files.record import Record
+from atlas_files.api import Worker
+from atlas_files.names import check_name
+from atlas_files.record import Record
 
 # command name -> "module:attribute", in the order `atlas --help` lists them.
 COMMANDS: dict[str, str] = {
@@ -32,37 +32,39 @@ COMMANDS: dict[str, str] = {
     "decisions": "atlas_files.cli.decisions:decisions",
     "correct": "atlas_files.cli.decisions:correct",
     "retract": "atlas_files.cli.decisions:retract",
+    "search": "atlas_files.cli.search:search",
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
-    "demo": "atlas_files.cli.demo:demo",
+    "demo": "atlas_files.cli.demo.command:demo",
 }
 
 
 class LazyGroup(click.Group):
+    """Loads a command's module only when that command runs: the one place where a lazy
+    import pays, since `atlas status show` must not import the site generator."""
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name in COMMANDS if self._load(name) is not None]
+        return list(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        return self._load(cmd_name)
-
-    @staticmethod
-    def _load(name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
-        if target is None:
-            return None
-        module_name, _, attr = target.partition(":")
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name == module_name:  # a command group not built yet
-                return None
-            raise
-        command = getattr(module, attr, None)
-        return command if isinstance(command, click.Command) else None
+        if cmd_name not in COMMANDS:
+            return None  # click says "No such command" with the usage hint
+        return load_command(cmd_name)
 
 
-class Context:
+def load_command(name: str) -> click.Command:
+    """The command ``name`` of the table; a missing module or attribute is a bug, raised
+    loudly rather than dropping the command from `atlas --help` without a word."""
+    module_name, _, attr = COMMANDS[name].partition(":")
+    command = getattr(importlib.import_module(module_name), attr, None)
+    if not isinstance(command, click.Command):
+        raise RuntimeError(f"the command table names {COMMANDS[name]!r} for `atlas {name}`, "
+                           "which is not a click command")
+    return command
+
+
+class Invocation:
     """What the global options say; the record is found only when a command needs it."""
 
     # A plain class, not a dataclass: building a dataclass costs a millisecond or two of
@@ -74,16 +76,21 @@ class Context:
         self.project = project
 
     @cached_property
+    def worker(self) -> Worker:
+        return Worker(Record.find(self.record_path), self.identity, self.project)
+
+    @property
     def record(self) -> Record:
-        from atlas_files.record import Record
-
-        return Record.find(self.record_path)
+        return self.worker.record
 
 
-pass_ctx = click.make_pass_decorator(Context)
+pass_ctx = click.make_pass_decorator(Invocation)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+# color=True: click strips CSI codes (only those) from text sent to a pipe; the output
+# filter of `main` instead shows every control escaped, on a terminal or not.
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
+                                              "color": True})
 @click.option(
     "--record", "record_path", envvar="ATLAS_RECORD", metavar="PATH",
     help="The record folder. Default: $ATLAS_RECORD, else the nearest folder upward "
@@ -110,10 +117,8 @@ def cli(ctx: click.Context, record_path: str | None, identity: str | None,
     3 version conflict (nothing written), 4 held by another (lease).
     """
     if identity:
-        from atlas_files.names import check_name
-
         check_name(identity, "identity")  # checked once, before any command touches a file
-    ctx.obj = Context(record_path or None, identity or None, project or None)
+    ctx.obj = Invocation(record_path or None, identity or None, project or None)
 
 
 def json_option(f: Any) -> Any:

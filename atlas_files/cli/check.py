@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.api import checks as api
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
+from atlas_files.errors import BadInput
 
 
 def _print(finding: Any) -> None:
@@ -35,7 +36,7 @@ def _print(finding: Any) -> None:
               "folder's tree), record or not; with --staged also edits of committed ones.")
 @json_option
 @pass_ctx
-def check(ctx: Context, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
+def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
           versions_only: bool, as_json: bool) -> None:
     """Check the record (or PATHs in it) for what a hand edit gets wrong.
 
@@ -48,28 +49,12 @@ def check(ctx: Context, paths: tuple[str, ...], staged: bool, fix: bool, links_o
     not read, so its digest and links are not judged. What cannot be read (a file, a
     folder) is a finding on it, and the rest of the record is still checked.
     """
-    from atlas_files import check as checks
-    from atlas_files.errors import BadInput
-
     if links_only and versions_only:
         raise BadInput("--links-only and --versions-only exclude each other",
                        hint="run the two checks one after the other")
-    if fix and (staged or links_only or versions_only):
-        raise BadInput("--fix changes files on disk, and only in a whole-record check",
-                       hint="run `atlas check --fix`, then `git add` what it stamped")
-    base = Path.cwd().resolve()
-    on_finding = None if as_json else _print
     mode = "links" if links_only else "versions" if versions_only else "record"
-    if staged:
-        report = checks.check_staged(mode=mode, record_path=ctx.record_path, paths=paths,
-                                     on_finding=on_finding, base=base)
-    elif links_only:
-        report = checks.check_links(paths, on_finding=on_finding, base=base)
-    elif versions_only:
-        report = checks.check_versions(paths, on_finding=on_finding, base=base)
-    else:
-        root = checks.find_record(ctx.record_path, paths)
-        report = checks.check_record(root, paths, fix=fix, on_finding=on_finding, base=base)
+    report = api.check(ctx.record_path, paths, mode=mode, staged=staged, fix=fix,
+                       on_finding=None if as_json else _print)
     if as_json:
         emit_json(report.to_json())
     else:

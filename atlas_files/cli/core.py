@@ -6,38 +6,15 @@ from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files import timeutil
+from atlas_files.api import core
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, read_body, warn
+from atlas_files.cli.terminal import echo_body
 
 
 def _age(written_at: str) -> str:
-    from atlas_files import timeutil
-
     return timeutil.age_of(written_at)
-
-
-def _marks(ctx: Context, kind: str, name: str, version: int,
-           proposal: bool = False) -> dict[str, Any]:
-    """Corrections, retraction and acceptance shown wherever a version is read."""
-    project = ctx.record.project(ctx.project)
-    if not proposal and not ctx.record.has_entries(project, "corrections"):
-        # Nothing was ever corrected here: skip importing the entry machinery, which
-        # would cost every `atlas status show` a noticeable slice of its cold start.
-        return {"corrected_by": [], "retracted": None, "retractions": [], "accepted_by": None}
-    from atlas_files import corrections
-
-    return corrections.marks_json(ctx.record, project, kind, name, version)
-
-
-def _version_json(doc: Any, marks: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": doc.name, "version": doc.version, "author": doc.author,
-        "written_at": doc.written_at, "based_on": doc.based_on, "summary": doc.summary,
-        "proposal": doc.proposal, "links": list(doc.links), "body": doc.body,
-        "digest_ok": doc.digest_ok, "corrected_by": marks.get("corrected_by", []),
-        "retracted": marks.get("retracted"), "retractions": marks.get("retractions", []),
-        "accepted_by": marks.get("accepted_by"),
-    }
 
 
 def _header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
@@ -79,13 +56,11 @@ def init(directory: str, projects: tuple[str, ...], default_project: str | None,
     Writes atlas.yaml, a README.md that tells a file-only agent the protocol, and a
     .gitignore that keeps live rows (receipts, telemetry) out of git.
     """
-    from atlas_files.record import Record
-
-    record = Record.init(directory, projects, default_project)
+    info = core.init(directory, projects, default_project)
     if as_json:
-        emit_json(record.describe())
+        emit_json(info.to_json())
     else:
-        click.echo(f"record at {record.root} with projects: {', '.join(record.config.projects)}")
+        click.echo(f"record at {info.root} with projects: {', '.join(info.projects)}")
 
 
 @click.group()
@@ -100,29 +75,20 @@ def status() -> None:
 @click.option("--version", "version", type=click.IntRange(min=1), help="An earlier version.")
 @json_option
 @pass_ctx
-def status_show(ctx: Context, version: int | None, as_json: bool) -> None:
+def status_show(ctx: Invocation, version: int | None, as_json: bool) -> None:
     """Show the project's current status, led by its version, author and age."""
-    from atlas_files import status as statusmod
-
-    project = ctx.record.project(ctx.project)
-    doc = statusmod.show(ctx.record, reader=ctx.identity, project=ctx.project, version=version)
-    if doc is None:
-        if as_json:
-            emit_json({"name": "status", "project": project, "version": 0, "author": None,
-                       "written_at": None, "based_on": None, "summary": "", "body": "",
-                       "corrected_by": [], "retracted": None})
-        else:
-            click.echo(f"project {project} has no status yet; write the first with "
-                       "`atlas status write`")
-        return
-    marks = _marks(ctx, "status", "status", doc.version)  # a status is never a proposal
+    view = core.status_show(ctx.worker, version)
     if as_json:
-        emit_json({"project": project, **_version_json(doc, marks)})
+        emit_json(view.to_json())
         return
-    _warn_digest(doc)
-    click.echo("\n".join(_header(f"status of {project}:", doc, marks)))
+    if view.doc is None:
+        click.echo(f"project {view.project} has no status yet; write the first with "
+                   "`atlas status write`")
+        return
+    _warn_digest(view.doc)
+    click.echo("\n".join(_header(f"status of {view.project}:", view.doc, view.marks)))
     click.echo("")
-    click.echo(doc.body, nl=not doc.body.endswith("\n"))
+    click.echo(view.doc.body, nl=not view.doc.body.endswith("\n"))
 
 
 @status.command("write")
@@ -133,36 +99,30 @@ def status_show(ctx: Context, version: int | None, as_json: bool) -> None:
 @click.option("--allow-empty", is_flag=True, help="Write an empty status (refused otherwise).")
 @json_option
 @pass_ctx
-def status_write(ctx: Context, file: str | None, expect: int | None, summary: str | None,
+def status_write(ctx: Invocation, file: str | None, expect: int | None, summary: str | None,
                  allow_empty: bool, as_json: bool) -> None:
     """Write the next status version. Refused (exit 3) if someone wrote since you read.
 
     Receipts belong to an identity: sessions that share one --as share what "read"
     means. Give --expect N to state exactly which version this session read.
     """
-    from atlas_files.record import require_identity
-
-    author = require_identity(ctx.identity)
+    core.check_write(ctx.worker)
     body = read_body(file, allow_empty)
-    doc, warnings = ctx.record.status_write(
-        body, author=author, project=ctx.project, expect=expect, summary=summary
-    )
-    for w in warnings:
+    written = core.status_write(ctx.worker, body, expect=expect, summary=summary)
+    for w in written.warnings or ():
         warn(w)
     if as_json:
-        emit_json({"name": "status", "version": doc.version, "path": str(doc.path),
-                   "warnings": warnings})
+        emit_json(written.to_json())
     else:
-        click.echo(f"wrote status v{doc.version} ({doc.path})")
+        click.echo(f"wrote status v{written.version} ({written.path})")
 
 
 @status.command("log")
 @json_option
 @pass_ctx
-def status_log(ctx: Context, as_json: bool) -> None:
+def status_log(ctx: Invocation, as_json: bool) -> None:
     """Every status version, newest first."""
-    docs = ctx.record.status_log(ctx.project)
-    _print_versions(docs, as_json, "status")
+    _print_versions(core.status_log(ctx.worker), as_json)
 
 
 @status.command("diff")
@@ -170,30 +130,23 @@ def status_log(ctx: Context, as_json: bool) -> None:
 @click.argument("new", required=False, type=click.IntRange(min=1))
 @json_option
 @pass_ctx
-def status_diff(ctx: Context, old: int | None, new: int | None, as_json: bool) -> None:
+def status_diff(ctx: Invocation, old: int | None, new: int | None, as_json: bool) -> None:
     """Unified diff of two status versions (default: the latest against the one before)."""
-    from atlas_files import status as statusmod
-
-    _print_diff(statusmod.diff(ctx.record, old, new, ctx.project), as_json)
+    _print_diff(core.status_diff(ctx.worker, old, new), as_json)
 
 
-def _print_diff(d: Any, as_json: bool) -> None:
+def _print_diff(view: core.DiffView, as_json: bool) -> None:
     if as_json:
-        emit_json({"name": d.name, "from": d.old, "to": d.new, "diff": d.text})
+        emit_json(view.to_json())
     else:
-        click.echo(d.text, nl=False)
+        click.echo(view.diff.text, nl=False)
 
 
-def _print_versions(docs: list[Any], as_json: bool, name: str) -> None:
+def _print_versions(listing: core.VersionList, as_json: bool) -> None:
     if as_json:
-        emit_json({"name": name, "versions": [
-            {"version": d.version, "author": d.author, "written_at": d.written_at,
-             "based_on": d.based_on, "summary": d.summary, "proposal": d.proposal,
-             "path": str(d.path)}
-            for d in reversed(docs)
-        ]})
+        emit_json(listing.to_json())
         return
-    for d in reversed(docs):
+    for d in listing.versions:
         click.echo(f"v{d.version}  {_age(d.written_at):>16}  {d.author:<16} {d.summary}")
 
 
@@ -211,7 +164,7 @@ def _print_versions(docs: list[Any], as_json: bool, name: str) -> None:
 @click.option("--allow-empty", is_flag=True, help="Write an empty body (refused otherwise).")
 @json_option
 @pass_ctx
-def put(ctx: Context, name: str, file: str | None, expect: int | None, summary: str | None,
+def put(ctx: Invocation, name: str, file: str | None, expect: int | None, summary: str | None,
         proposal: bool, links: tuple[str, ...], allow_empty: bool, as_json: bool) -> None:
     """Write the next version of topic NAME (immutable; earlier versions stay).
 
@@ -222,18 +175,15 @@ def put(ctx: Context, name: str, file: str | None, expect: int | None, summary: 
     Receipts belong to an identity: sessions that share one --as share what "read"
     means. Give --expect N to state exactly which version this session read.
     """
-    from atlas_files.record import require_identity
-
-    author = require_identity(ctx.identity)
-    ctx.record.artifact_stream(name, ctx.project)  # refuse a bad name before reading stdin
+    core.check_write(ctx.worker, name)
     body = read_body(file, allow_empty)
-    doc = ctx.record.put(name, body, author=author, project=ctx.project, expect=expect,
-                         summary=summary, proposal=proposal, links=links)
+    written = core.put(ctx.worker, name, body, expect=expect, summary=summary,
+                       proposal=proposal, links=links)
     if as_json:
-        emit_json({"name": doc.name, "version": doc.version, "path": str(doc.path)})
+        emit_json(written.to_json())
     else:
-        kind = " (a proposal)" if proposal else ""
-        click.echo(f"wrote {doc.name} v{doc.version}{kind} ({doc.path})")
+        kind = " (a proposal)" if written.proposal else ""
+        click.echo(f"wrote {written.name} v{written.version}{kind} ({written.path})")
 
 
 @click.command()
@@ -243,18 +193,18 @@ def put(ctx: Context, name: str, file: str | None, expect: int | None, summary: 
 @click.option("--body-only", is_flag=True, help="Print the body alone, with no header.")
 @json_option
 @pass_ctx
-def get(ctx: Context, name: str, version: int | None, body_only: bool, as_json: bool) -> None:
+def get(ctx: Invocation, name: str, version: int | None, body_only: bool, as_json: bool) -> None:
     """Read topic NAME (the latest version), and record the read for --as."""
-    doc = ctx.record.get(name, reader=ctx.identity, version=version, project=ctx.project)
-    marks = _marks(ctx, "artifact", name, doc.version, doc.proposal)
+    view = core.get(ctx.worker, name, version)
     if as_json:
-        emit_json(_version_json(doc, marks))
+        emit_json(view.to_json())
         return
+    doc, marks = view.doc, view.marks
     _warn_digest(doc)
     if not body_only:
         click.echo("\n".join(_header(name, doc, marks)))
         click.echo("")
-    click.echo(doc.body, nl=not doc.body.endswith("\n"))
+    echo_body(doc.body, exact=body_only)
 
 
 @click.command()
@@ -263,24 +213,22 @@ def get(ctx: Context, name: str, version: int | None, body_only: bool, as_json: 
               "open proposal nor retracted.")
 @json_option
 @pass_ctx
-def ls(ctx: Context, accepted: bool, as_json: bool) -> None:
+def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
     """Every topic of the project with its latest version, author, age and summary.
 
     Proposals are marked [proposal] until a decision accepts them (`atlas decide
     --accepts NAME@vN`), then [accepted].
     """
-    from atlas_files import artifacts
-
-    record = ctx.record
-    project = record.project(ctx.project)
-    if accepted:
-        rows = artifacts.ls_accepted(record, project)
-    else:
-        rows = [(t, _state(record, project, t)) for t in record.ls(project)]
+    listing = core.ls(ctx.worker, accepted)
     if as_json:
-        emit_json({"project": project, "topics": [
-            {**t.to_json(), "state": state} for t, state in rows
-        ]})
+        emit_json(listing.to_json())
+        return
+    project, rows, unreadable = listing.project, listing.rows, listing.unreadable
+    if not rows and unreadable:
+        # "no topics yet" would invite a first `put` over topics that exist.
+        click.echo(f"project {project} has no readable topics; {len(unreadable)} damaged: "
+                   f"{', '.join(unreadable)} (see the warnings above; `atlas check` tells "
+                   "more)")
         return
     if not rows:
         click.echo(f"project {project} has no topics yet; `atlas put NAME` writes one")
@@ -294,21 +242,13 @@ def ls(ctx: Context, accepted: bool, as_json: bool) -> None:
     ))
 
 
-def _state(record: Any, project: str, topic: Any) -> str:
-    if not topic.proposal:
-        return ""  # only a proposal has a state; skip loading the decision log for the rest
-    from atlas_files import corrections
-
-    return corrections.proposal_state(record, project, topic.name, topic.version, True)
-
-
 @click.command()
 @click.argument("name")
 @json_option
 @pass_ctx
-def history(ctx: Context, name: str, as_json: bool) -> None:
+def history(ctx: Invocation, name: str, as_json: bool) -> None:
     """Every version of topic NAME, newest first."""
-    _print_versions(ctx.record.history(name, ctx.project), as_json, name)
+    _print_versions(core.history(ctx.worker, name), as_json)
 
 
 @click.command()
@@ -317,23 +257,23 @@ def history(ctx: Context, name: str, as_json: bool) -> None:
 @click.argument("new", required=False, type=click.IntRange(min=1))
 @json_option
 @pass_ctx
-def diff(ctx: Context, name: str, old: int | None, new: int | None, as_json: bool) -> None:
+def diff(ctx: Invocation, name: str, old: int | None, new: int | None, as_json: bool) -> None:
     """Unified diff of topic NAME: OLD against NEW (default: the latest against the one
     before; with OLD alone, OLD against the latest; 0 is the empty text before v1)."""
-    _print_diff(ctx.record.diff(name, old, new, ctx.project), as_json)
+    _print_diff(core.diff(ctx.worker, name, old, new), as_json)
 
 
 @click.command()
 @click.option("--mark-read", is_flag=True, help="Mark everything listed as read.")
 @json_option
 @pass_ctx
-def feed(ctx: Context, mark_read: bool, as_json: bool) -> None:
+def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
     """What is new to you (--as): every status and topic newer than the version you read."""
-    items = ctx.record.feed(ctx.identity, mark_read=mark_read)
+    result = core.feed(ctx.worker, mark_read)
     if as_json:
-        emit_json({"as": ctx.identity, "new": [i.to_json() for i in items],
-                   "marked_read": mark_read})
+        emit_json(result.to_json())
         return
+    items = result.items
     if not items:
         click.echo(f"nothing new to {ctx.identity}")
         return

@@ -6,14 +6,14 @@ from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files import timeutil
+from atlas_files.api import decisions as api
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
 
 
 def _when(at: str) -> str:
     """``2026-11-29 11:05:12`` for a stored time (UTC); the text itself if it is no time."""
-    from atlas_files import timeutil
-
     try:
         return timeutil.format_time(timeutil.parse_time(at))[:19].replace("T", " ")
     except ValueError:
@@ -65,7 +65,7 @@ def _decision_lines(d: Any) -> list[str]:
               help="Accept this proposal (a version written with `atlas put --proposal`).")
 @json_option
 @pass_ctx
-def decide(ctx: Context, topic: str | None, recommended: str | None,
+def decide(ctx: Invocation, topic: str | None, recommended: str | None,
            recommended_by: str | None, chosen: str | None, relation: str | None,
            why: str | None, links: tuple[str, ...], accepts: str | None,
            as_json: bool) -> None:
@@ -76,21 +76,17 @@ def decide(ctx: Context, topic: str | None, recommended: str | None,
     Nothing is ever edited: to fix a decision, `atlas correct ID --what TEXT`. Any
     missing field or a reference that does not exist: exit 2, nothing written.
     """
-    from atlas_files import corrections, decisions
-
-    d = decisions.decide(
-        ctx.record, topic=topic or "", recommended=recommended or "", chosen=chosen or "",
-        relation=relation or "", why=why or "", author=ctx.identity, project=ctx.project,
-        recommended_by=recommended_by, links=links, accepts=accepts,
+    result = api.decide(
+        ctx.worker, topic=topic or "", recommended=recommended or "", chosen=chosen or "",
+        relation=relation or "", why=why or "", recommended_by=recommended_by, links=links,
+        accepts=accepts,
     )
-    retracted = corrections.retracted_refs(ctx.record, d.project)
-    for link in d.links:
-        if link in retracted:
-            warn(f"this decision links {link}, which is retracted: it builds on a retracted "
-                 "conclusion (`atlas get` shows why)")
+    for w in result.warnings:
+        warn(w)
     if as_json:
-        emit_json(d.to_json())
+        emit_json(result.to_json())
         return
+    d = result.decision
     what = f", accepting the proposal {d.accepts}" if d.accepts else ""
     click.echo(f"recorded decision {d.id} on {d.topic!r} ({d.relation}){what}")
 
@@ -102,33 +98,25 @@ def decide(ctx: Context, topic: str | None, recommended: str | None,
               "date, or an age such as 2h or 7d).")
 @json_option
 @pass_ctx
-def decisions(ctx: Context, topic: str | None, relation: str | None, since: str | None,
+def decisions(ctx: Invocation, topic: str | None, relation: str | None, since: str | None,
               as_json: bool) -> None:
     """The decision log of the project in time order, why in full, corrections shown.
 
     Time order is the writers' clocks: entries from machines whose clocks disagree
     interleave by those clocks.
     """
-    from atlas_files import decisions as decisionsmod
-
-    project = ctx.record.project(ctx.project)
-    damaged: list[str] = []
-    rows = decisionsmod.list_decisions(
-        ctx.record, project, topic=topic, relation=relation, since=since,
-        on_damaged=lambda path, message: damaged.append(message),
-    )
-    for message in damaged:
+    log = api.decisions(ctx.worker, topic=topic, relation=relation, since=since)
+    for message in log.unreadable:
         warn(f"left out an unreadable entry: {message}")
     if as_json:
-        emit_json({"project": project, "decisions": [d.to_json() for d in rows],
-                   "unreadable": damaged})
+        emit_json(log.to_json())
         return
+    project, rows = log.project, log.decisions
     for d in rows:
         if d.digest_ok is False:
             warn(f"{d.path} was edited after it was written (its digest no longer matches)")
     if not rows:
-        filtered = topic is not None or relation is not None or since is not None
-        click.echo(f"no decisions match in project {project}" if filtered else
+        click.echo(f"no decisions match in project {project}" if log.filtered else
                    f"project {project} has no decisions yet; record one with `atlas decide`")
         return
     click.echo(f"{'AT (UTC)':<20} {'RELATION':<10} TOPIC")
@@ -141,19 +129,17 @@ def decisions(ctx: Context, topic: str | None, relation: str | None, since: str 
 @click.option("--what", metavar="TEXT", help="What was wrong, and what is right. Required.")
 @json_option
 @pass_ctx
-def correct(ctx: Context, ref: str, what: str | None, as_json: bool) -> None:
+def correct(ctx: Invocation, ref: str, what: str | None, as_json: bool) -> None:
     """Write down a bad write: REF (status@vN, NAME@vN or a decision id) was wrong.
 
     The corrected item is never touched; wherever it is shown (get, status show,
     decisions, the site) it is marked "corrected by" you, with your text.
     """
-    from atlas_files import corrections
-
-    c = corrections.correct(ctx.record, ref, what=what or "", author=ctx.identity,
-                            project=ctx.project)
+    result = api.correct(ctx.worker, ref, what or "")
     if as_json:
-        emit_json(c.to_json())
+        emit_json(result.to_json())
         return
+    c = result.entry
     click.echo(f"recorded correction {c.id} of {c.ref}: it shows wherever {c.ref} is read")
 
 
@@ -162,7 +148,7 @@ def correct(ctx: Context, ref: str, what: str | None, as_json: bool) -> None:
 @click.option("--why", metavar="TEXT", help="Why the conclusion no longer holds. Required.")
 @json_option
 @pass_ctx
-def retract(ctx: Context, ref: str, why: str | None, as_json: bool) -> None:
+def retract(ctx: Invocation, ref: str, why: str | None, as_json: bool) -> None:
     """Retract the version NAME@vN: its conclusion no longer holds.
 
     The version stays, shown as retracted; `atlas check` reports whatever still links to
@@ -170,17 +156,11 @@ def retract(ctx: Context, ref: str, why: str | None, as_json: bool) -> None:
     refused (exit 2); two retractions written at the same moment can both land, and then
     both are kept and listed, the earliest shown as the retraction.
     """
-    from atlas_files import corrections
-
-    c = corrections.retract(ctx.record, ref, why=why or "", author=ctx.identity,
-                            project=ctx.project)
-    every = corrections.retractions_of(ctx.record, c.project, c.ref)
-    others = [r for r in every if r.id != c.id]
-    if others:
-        who = ", ".join(f"{r.author} ({r.id})" for r in others)
-        warn(f"{c.ref} was retracted at the same time by {who}: every retraction is kept "
-             f"and listed; the earliest, {every[0].id}, is shown as the retraction")
+    result = api.retract(ctx.worker, ref, why or "")
+    for w in result.warnings:
+        warn(w)
     if as_json:
-        emit_json({**c.to_json(), "retractions": [r.mark_json() for r in every]})
+        emit_json(result.to_json())
         return
+    c = result.entry
     click.echo(f"recorded retraction {c.id} of {c.ref}")

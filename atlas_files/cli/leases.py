@@ -7,9 +7,11 @@ from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
-from atlas_files.cli.render import emit_json
-from atlas_files.leases import ADVISORY
+from atlas_files import timeutil
+from atlas_files.api import leases as api
+from atlas_files.api.leases import ADVISORY
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
+from atlas_files.cli.render import emit_json, warn
 
 LEASE_HELP = f"""Advisory leases: a sign-up sheet for shared machines, GPUs and datasets.
 
@@ -27,31 +29,7 @@ lease moved on since you read it (nothing written).
 WHEN = "DURATION"
 
 
-def _duration(text: str | None) -> float | None:
-    from atlas_files import timeutil
-    from atlas_files.errors import BadInput
-
-    if text is None:
-        return None
-    if len(text) > 40:  # no duration a lease cap allows is this long; do not echo it all
-        raise BadInput(f"bad duration {text[:40]!r}...: {len(text)} characters",
-                       hint="write it like 45s, 90m, 2h or 1h30m")
-    try:
-        return timeutil.parse_duration(text)
-    except OverflowError:  # more digits than a float holds: far beyond any lease cap
-        raise BadInput(f"the duration {text!r} is far longer than any lease cap",
-                       hint="e.g. --for 90m; `atlas lease --help` says what the cap is") from None
-
-
-def _holder(ctx: Context) -> str:
-    from atlas_files.record import require_identity
-
-    return require_identity(ctx.identity)
-
-
 def _left(seconds: float | None) -> str:
-    from atlas_files import timeutil
-
     return timeutil.format_duration(seconds or 0)
 
 
@@ -65,10 +43,11 @@ def _describe(lease: Any) -> str:
     return f"{lease.resource}: free ({lease.ended}{last}; generation {lease.generation})"
 
 
-def _report(verb: str, lease: Any, as_json: bool) -> None:
+def _report(verb: str, change: api.LeaseChange, as_json: bool) -> None:
     if as_json:
-        emit_json({**lease.to_json(), "action": lease.last_action})
+        emit_json(change.to_json())
         return
+    lease = change.lease
     click.echo(f"{verb} {_describe(lease)}")
     if lease.why:
         click.echo(f"why: {lease.why}")
@@ -88,16 +67,11 @@ def lease() -> None:
 @click.option("--why", required=True, metavar="TEXT", help="What you will use it for (one line).")
 @json_option
 @pass_ctx
-def claim(ctx: Context, resource: str, duration: str, why: str, as_json: bool) -> None:
+def claim(ctx: Invocation, resource: str, duration: str, why: str, as_json: bool) -> None:
     """Claim RESOURCE (e.g. gpubox.gpu0) for DURATION. Exit 4 if another holds it; a claim
     of a lease you already hold renews it."""
-    from atlas_files import leases
-
-    holder = _holder(ctx)
-    seconds = _duration(duration)
-    assert seconds is not None
-    result = leases.claim(ctx.record, resource, holder=holder, duration_s=seconds, why=why)
-    _report("renewed" if result.last_action == "renew" else "claimed", result, as_json)
+    change = api.claim(ctx.worker, resource, duration, why)
+    _report("renewed" if change.action == "renew" else "claimed", change, as_json)
 
 
 @lease.command("renew")
@@ -107,16 +81,11 @@ def claim(ctx: Context, resource: str, duration: str, why: str, as_json: bool) -
               help="Only if the lease is still at generation N (the one you hold).")
 @json_option
 @pass_ctx
-def renew(ctx: Context, resource: str, duration: str | None, generation: int | None,
+def renew(ctx: Invocation, resource: str, duration: str | None, generation: int | None,
           as_json: bool) -> None:
     """Extend your lease of RESOURCE from now. Exit 4 if someone else holds it or it moved
     past the generation you hold; exit 2 if you do not hold it."""
-    from atlas_files import leases
-
-    holder = _holder(ctx)
-    result = leases.renew(ctx.record, resource, holder=holder, duration_s=_duration(duration),
-                          generation=generation)
-    _report("renewed", result, as_json)
+    _report("renewed", api.renew(ctx.worker, resource, duration, generation), as_json)
 
 
 @lease.command("release")
@@ -125,13 +94,9 @@ def renew(ctx: Context, resource: str, duration: str | None, generation: int | N
               help="Only if the lease is still at generation N (the one you hold).")
 @json_option
 @pass_ctx
-def release(ctx: Context, resource: str, generation: int | None, as_json: bool) -> None:
+def release(ctx: Invocation, resource: str, generation: int | None, as_json: bool) -> None:
     """Give RESOURCE back now. Refused unless you hold it (exit 4 or 2, nothing written)."""
-    from atlas_files import leases
-
-    holder = _holder(ctx)
-    result = leases.release(ctx.record, resource, holder=holder, generation=generation)
-    _report("released", result, as_json)
+    _report("released", api.release(ctx.worker, resource, generation), as_json)
 
 
 @lease.command("break")
@@ -143,16 +108,11 @@ def release(ctx: Context, resource: str, generation: int | None, as_json: bool) 
               help="Only if the lease is still at generation N (the one you looked at).")
 @json_option
 @pass_ctx
-def break_(ctx: Context, resource: str, why: str, duration: str | None,
+def break_(ctx: Invocation, resource: str, why: str, duration: str | None,
            generation: int | None, as_json: bool) -> None:
     """Take over RESOURCE from a holder that is gone, before its lease expires. The break,
     its reason and the previous holder stay in the history."""
-    from atlas_files import leases
-
-    holder = _holder(ctx)
-    result = leases.break_lease(ctx.record, resource, holder=holder, why=why,
-                                duration_s=_duration(duration), generation=generation)
-    _report("took over", result, as_json)
+    _report("took over", api.break_(ctx.worker, resource, why, duration, generation), as_json)
     if not as_json:
         click.echo("the break, its reason and the previous holder are in "
                    f"`atlas lease show {resource}`")
@@ -161,8 +121,6 @@ def break_(ctx: Context, resource: str, why: str, duration: str | None,
 def _telemetry_text(usage: dict[str, Any] | None) -> str:
     if not usage:
         return ""
-    from atlas_files import timeutil
-
     seen = usage.get("age_s")
     age = f"seen {timeutil.format_duration(seen)} ago" if isinstance(seen, int | float) else ""
     stale = ", STALE" if usage.get("stale") else ""
@@ -178,22 +136,25 @@ def _telemetry_text(usage: dict[str, Any] | None) -> str:
 @lease.command("ls")
 @json_option
 @pass_ctx
-def ls(ctx: Context, as_json: bool) -> None:
+def ls(ctx: Invocation, as_json: bool) -> None:
     """Every lease with its state computed now, GPU telemetry beside it, and the limits."""
-    from atlas_files import leases
-
-    sheet = leases.sheet(ctx.record)
+    sheet = api.ls(ctx.worker)
     if as_json:
         emit_json(sheet.to_json())
         return
-    from atlas_files.cli.render import warn
-
-    for problem in sheet.problems:
+    for problem in sheet.problems:  # a damaged resource's reason too: stderr says why
         warn(problem)
-    if not sheet.leases:
+    rows = sheet.rows()
+    if not rows:
         click.echo("no readable leases (see the warnings above)." if sheet.problems
                    else "no leases yet.")
-    for item in sheet.leases:
+    for item in rows:
+        if item.damaged:
+            click.echo(f"{item.resource:<24} DAMAGED (held or not cannot be read; see the "
+                       f"warning)  gen {item.generation}")
+            click.echo(f"    `atlas lease break {item.resource} --why TEXT` takes it over "
+                       "past the damaged generation")
+            continue
         if item.held:
             text = (f"{item.resource:<24} held by {item.holder:<12} {_left(item.expires_in_s):>6}"
                     f" left  gen {item.generation:<4} {item.why}")
@@ -216,15 +177,13 @@ def ls(ctx: Context, as_json: bool) -> None:
 @click.argument("resource")
 @json_option
 @pass_ctx
-def show(ctx: Context, resource: str, as_json: bool) -> None:
+def show(ctx: Invocation, resource: str, as_json: bool) -> None:
     """RESOURCE's lease now and its whole history: who held it, for what, how it ended."""
-    from atlas_files import leases
-
-    current, history = leases.show(ctx.record, resource)
+    result = api.show(ctx.worker, resource)
     if as_json:
-        emit_json({**current.to_json(), "advisory": ADVISORY,
-                   "history": [g.to_json() for g in history]})
+        emit_json(result.to_json())
         return
+    current, history = result.lease, result.history
     click.echo(_describe(current))
     if current.why:
         click.echo(f"why: {current.why}")

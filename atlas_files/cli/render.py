@@ -8,9 +8,17 @@ from typing import Any
 
 import click
 
+from atlas_files.documents import decode_body
+from atlas_files.errors import BadInput
+from atlas_files.text import escape_controls
+
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+    """One JSON document on stdout. json.dumps escapes C0 controls but passes DEL, C1
+    controls, bidi overrides and lone surrogates raw; ``escape_controls`` writes those as
+    ``\\uXXXX``, which is the same value in JSON, so the document is safe on a terminal
+    wherever it is printed from (the filter of ``main`` is not the only way in)."""
+    click.echo(escape_controls(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
 def warn(message: str) -> None:
@@ -25,8 +33,6 @@ def read_body(file: str | None, allow_empty: bool = False) -> str:
     """
     body = _read_body(file)
     if not body.strip() and not allow_empty:
-        from atlas_files.errors import BadInput
-
         source = "stdin" if file in (None, "-") else file
         raise BadInput(f"the body from {source} is empty; nothing was written",
                        hint="pass the text with -f FILE or on stdin (or --allow-empty)")
@@ -34,8 +40,6 @@ def read_body(file: str | None, allow_empty: bool = False) -> str:
 
 
 def _read_body(file: str | None) -> str:
-    from atlas_files.documents import decode_body
-    from atlas_files.errors import BadInput
 
     if file in (None, "-"):
         if file is None and sys.stdin.isatty():

@@ -7,8 +7,10 @@ from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files.api import site as api
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.terminal import unfiltered
 
 _STAGES = {"write": "writing pages", "build": "building the site"}
 
@@ -26,7 +28,7 @@ class _Bars:
             self.close()
             self.stage, self.done = stage, 0
             self.bar = click.progressbar(length=total, label=_STAGES.get(stage, stage),
-                                         file=sys.stderr)
+                                         file=unfiltered(sys.stderr))
             self.bar.__enter__()
         if done > self.done:
             self.bar.update(done - self.done)
@@ -51,20 +53,24 @@ def site() -> None:
 @site.command()
 @click.option("--out", "out_dir", metavar="DIR", type=click.Path(file_okay=False),
               help="Where to write mkdocs.yml, docs/ and the built site/ "
-              "(default: beside the record, <record>-site). Must lie outside the record.")
+              "(default: beside the record, <record>-site). Must lie outside the record, "
+              "and neither be nor hold a symlink.")
 @json_option
 @pass_ctx
-def build(ctx: Context, out_dir: str | None, as_json: bool) -> None:
+def build(ctx: Invocation, out_dir: str | None, as_json: bool) -> None:
     """Write the record's MkDocs project into DIR and build it into DIR/site.
 
     DIR/mkdocs.yml and DIR/docs/ are plain files (search and tags plugins only, no
     hooks), so `mkdocs build` or Zensical can build the same folder again.
-    """
-    from atlas_files import sitegen
 
+    A record file that cannot be read, or whose body is over the record's body_limit,
+    is left out, named on stderr and in the JSON's "problems", and the build goes on
+    (exit 0); `atlas check` says how to fix it. Nothing is written or deleted outside
+    DIR: a DIR that is a symlink, or holds one, is refused (exit 2).
+    """
     bars = None if as_json or not sys.stderr.isatty() else _Bars()
     try:
-        result = sitegen.build(ctx.record, out_dir, progress=bars)
+        result = api.build(ctx.worker, out_dir, progress=bars)
     finally:
         if bars is not None:
             bars.close()
@@ -89,15 +95,13 @@ def build(ctx: Context, out_dir: str | None, as_json: bool) -> None:
               help="The address to serve on.")
 @click.option("--open", "open_browser", is_flag=True, help="Open the site in a browser.")
 @pass_ctx
-def serve(ctx: Context, out_dir: str | None, dev_addr: str, open_browser: bool) -> None:
+def serve(ctx: Invocation, out_dir: str | None, dev_addr: str, open_browser: bool) -> None:
     """Serve the site with live reload until interrupted (Ctrl-C).
 
     The record is polled every two seconds; when it changed, the docs are rewritten
     and the open pages reload.
     """
-    from atlas_files import sitegen
-
     def say(message: str) -> None:
         click.echo(f"atlas site: {message}", err=True)
 
-    sitegen.serve(ctx.record, out_dir, dev_addr=dev_addr, open_browser=open_browser, say=say)
+    api.serve(ctx.worker, out_dir, dev_addr=dev_addr, open_browser=open_browser, say=say)

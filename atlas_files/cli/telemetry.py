@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import os
+import getpass
+import json
+import signal
 from typing import Any
 
 import click
 
-from atlas_files.cli.app import Context, json_option, pass_ctx
+from atlas_files import timeutil
+from atlas_files.api import telemetry as api
+from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
+from atlas_files.errors import BadInput
+from atlas_files.telemetry import LIMITS, nvml
+from atlas_files.telemetry.trust import LOCAL, shown
 
 
 @click.group()
@@ -18,9 +25,10 @@ def telemetry() -> None:
     `sample` prints this machine's GPUs (it writes nothing); `probe` visits the machines
     listed in atlas.yaml and writes each one's row, `reachable: false` with the reason when
     a machine does not answer (`reachable: true` with an error when it answers, but not
-    with a sample); `ls` reads the rows. A row shows what was seen at its time:
-    one older than 3 probe intervals is marked stale. Telemetry shows load, never intent;
-    leases say who means to use a machine next.
+    with a sample); `ls` reads the rows. `probe` runs only commands you trust: your own
+    probes file, or atlas.yaml probes you approved with `approve`. A row shows what was
+    seen at its time: one older than 3 probe intervals is marked stale. Telemetry shows
+    load, never intent; leases say who means to use a machine next.
     """
 
 
@@ -34,16 +42,16 @@ def sample(as_json: bool) -> None:
     GPUs, exit 0. This is the command a probe runs on the far side, e.g.
     `ssh gpubox atlas telemetry sample --json`.
     """
-    from atlas_files.telemetry import nvml
-
-    data = nvml.sample()
+    result = api.sample()
     if as_json:
-        emit_json(data)
+        emit_json(result.to_json())
     else:
-        click.echo("\n".join(nvml.describe(data)))
+        click.echo("\n".join(result.lines()))
 
 
 def _outcome_line(outcome: Any) -> str:
+    if outcome.not_run:
+        return f"{outcome.machine}: NOT RUN: {outcome.error}"
     if outcome.reachable and outcome.error:
         return f"{outcome.machine}: reachable, NO SAMPLE: {outcome.error}"
     if outcome.reachable:
@@ -55,48 +63,60 @@ def _outcome_line(outcome: Any) -> str:
     return f"{outcome.machine}: UNREACHABLE: {outcome.error}"
 
 
+def _warn_not_run(outcome: Any) -> None:
+    if outcome.not_run:
+        warn(f"{outcome.machine}: probe not approved, not run: "
+             f"{shown(str(outcome.row.get('probe')), 200)} (review it, then "
+             f"`atlas telemetry approve {outcome.machine}`)")
+
+
 @telemetry.command("probe")
 @click.argument("machines", nargs=-1, metavar="[MACHINE]...")
 @click.option("--every", "every", metavar="SECONDS",
               help="Probe again every SECONDS (or a duration like 5m) until interrupted.")
+@click.option("--probes", "probes_file", metavar="FILE",
+              type=click.Path(dir_okay=False),
+              help="Your own probe commands: a YAML file outside the record mapping each "
+              "machine to {probe, timeout, interval}. Default: $XDG_CONFIG_HOME/atlas/"
+              "probes.yaml (~/.config/atlas/probes.yaml) if it exists.")
 @json_option
 @pass_ctx
-def probe(ctx: Context, machines: tuple[str, ...], every: str | None, as_json: bool) -> None:
-    """Probe MACHINEs (default: all in atlas.yaml) and write each one's row.
+def probe(ctx: Invocation, machines: tuple[str, ...], every: str | None,
+          probes_file: str | None, as_json: bool) -> None:
+    """Probe MACHINEs (default: all in atlas.yaml and your probes file); write their rows.
 
-    Runs each machine's `probe:` command from atlas.yaml (`local` runs this machine's
-    sampler in a child process), side by side, each killed with its whole process group at
-    its `timeout:`. A machine that fails or does not answer in time gets a row saying
-    `reachable: false` and why; one that answers, but not with a sample, `reachable: true`,
-    no GPUs, and what it answered in `error`. The exit code is still 0: the row was written.
+    Runs each machine's probe command side by side (`local` runs this machine's sampler in
+    a child process), each killed with its whole process group at its `timeout:`. The
+    command comes from your own probes file (--probes FILE, else
+    ~/.config/atlas/probes.yaml); failing that, from atlas.yaml, but only if you approved
+    exactly that string for this record (`atlas telemetry approve MACHINE`): anyone who can
+    write the record can write atlas.yaml. An unapproved or changed probe is not run: its
+    row says `reachable: false` with `error` saying so, and a warning names it.
+    A machine that fails or does not answer in time gets a row saying `reachable: false`
+    and why; one that answers, but not with a sample, `reachable: true`, no GPUs, and what
+    it answered in `error`. The exit code is still 0: the row was written.
     Requires --as (the prober's identity, stored as `observer`). With --every it keeps
     probing until interrupted (Ctrl-C or SIGTERM), one failing machine never stopping it;
     with --json it then prints one JSON document per round, one per line.
     """
-    from atlas_files.telemetry import probe as probemod
-
-    record = ctx.record
+    worker = ctx.worker
 
     def emit(outcome: Any) -> None:
+        _warn_not_run(outcome)
         if not as_json:
             click.echo(_outcome_line(outcome))
 
     if every is None:
-        outcomes = probemod.probe_once(record, ctx.identity, machines, emit)
+        result = api.probe(worker, machines, probes_file=probes_file, on_outcome=emit)
         if as_json:
-            emit_json(_rows_json(record, [o.machine for o in outcomes]))
+            emit_json(result.to_json())
         return
-
-    import json
-    import signal
-
-    interval = probemod.parse_every(every)
 
     def on_term(_signum: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
-    per_round = len(probemod.select(record, machines))
+    per_round = api.machines_per_round(worker, machines, probes_file=probes_file)
     round_names: list[str] = []
 
     def emit_round(outcome: Any) -> None:
@@ -104,25 +124,63 @@ def probe(ctx: Context, machines: tuple[str, ...], every: str | None, as_json: b
         if as_json:
             round_names.append(outcome.machine)
             if len(round_names) == per_round:
-                doc = _rows_json(record, round_names)
+                doc = api.rows(worker, round_names).to_json()
+                # One document per line (JSON Lines), so a reader can follow the rounds.
                 click.echo(json.dumps(doc, ensure_ascii=False, default=str))
                 round_names.clear()
 
-    done = probemod.probe_every(record, ctx.identity, machines, interval, emit_round, warn)
+    done = api.probe_every(worker, machines, every, emit_round, warn, probes_file=probes_file)
     click.echo(f"atlas: prober stopped after {done} round{'' if done == 1 else 's'}",
                err=True)
 
 
-def _rows_json(record: Any, machines: list[str] | None = None) -> dict[str, Any]:
-    from atlas_files import telemetry as tm
+@telemetry.command("approve")
+@click.argument("machines", nargs=-1, required=True, metavar="MACHINE...")
+@click.option("--yes", is_flag=True, help="Approve without asking (for scripts); the "
+              "command approved is still printed.")
+@pass_ctx
+def approve(ctx: Invocation, machines: tuple[str, ...], yes: bool) -> None:
+    """Let your prober run the probe command atlas.yaml gives MACHINE, exactly as it is now.
 
-    return {"limits": tm.LIMITS, "machines": [r.to_json() for r in tm.ls(record, machines)]}
+    Prints the exact string and asks. The approval is kept outside the record, in
+    $XDG_CONFIG_HOME/atlas/approved-probes.json (~/.config/atlas/...), as the sha256 of
+    (this record's real path, MACHINE, the string): if anyone changes the string, your
+    prober stops running it until you approve again. `local` needs no approval. An
+    approval covers your own prober only; it says nothing to anyone else's.
+    """
+    for machine in machines:
+        command = api.pending_probe(ctx.worker, machine)
+        if command == LOCAL:
+            click.echo(f"{machine}: probe: local runs no shell command; nothing to approve")
+            continue
+        if command.isprintable():
+            click.echo(f"{machine}: atlas.yaml gives this probe command:\n  {command}")
+        else:
+            click.echo(f"{machine}: atlas.yaml gives this probe command, which holds "
+                       "characters a terminal would act on (shown escaped):\n  "
+                       f"{shown(command)}")
+        if not yes:
+            try:
+                ok = click.confirm(f"Run it as {_user()} whenever you probe {machine}?",
+                                   default=False)
+            except click.Abort:
+                ok = False
+            if not ok:
+                raise BadInput(f"the probe of {machine} was not approved; nothing written",
+                               hint="run it again and answer y, or pass --yes after reading "
+                               "the command")
+        approval = api.approve(ctx.worker, machine, command)
+        click.echo(f"approved: {machine} (kept in {approval.kept_in})")
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "you"
 
 
 def _row_lines(row: Any) -> list[str]:
-    from atlas_files import timeutil
-    from atlas_files.telemetry import nvml
-
     when = "never"
     if row.observed_at:
         try:
@@ -147,31 +205,19 @@ def _row_lines(row: Any) -> list[str]:
 @click.argument("machines", nargs=-1, metavar="[MACHINE]...")
 @json_option
 @pass_ctx
-def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
+def ls(ctx: Invocation, machines: tuple[str, ...], as_json: bool) -> None:
     """Show each machine's last row: reachable or not, when, by whom, its GPUs.
 
     Age and staleness are computed now, from observed_at: a row older than
     stale_after_intervals (default 3) x the machine's interval is marked stale. A row is
     what the prober saw then, not the present, and never what anyone intends next.
     """
-    from atlas_files.names import check_name
-    from atlas_files.telemetry import probe as probemod
-
-    record = ctx.record
-    wanted = [check_name(m, "machine name") for m in machines]
-    if wanted:
-        known = set(record.config.machines)
-        for name in wanted:
-            if name not in known and not os.path.lexists(probemod.rows.row_path(record, name)):
-                probemod.select(record, [name])  # raises the not-found error
-    from atlas_files import telemetry as tm
-
-    views = tm.ls(record, wanted or None)
-    problem = tm.folder_problem(record)
+    result = api.ls(ctx.worker, machines)
     if as_json:
-        emit_json({"limits": tm.LIMITS, "machines": [r.to_json() for r in views],
-                   "problems": [problem] if problem else []})
+        emit_json(result.to_json())
         return
+    problem = result.problems[0] if result.problems else None
+    views = result.rows
     if problem:
         warn(problem)
     if not views:
@@ -180,4 +226,4 @@ def ls(ctx: Context, machines: tuple[str, ...], as_json: bool) -> None:
         return
     for row in views:
         click.echo("\n".join(_row_lines(row)))
-    click.echo(f"({tm.LIMITS})")
+    click.echo(f"({LIMITS})")

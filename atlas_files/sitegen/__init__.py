@@ -2,7 +2,10 @@
 
 ``build(record, out_dir)`` writes a plain MkDocs project into ``out_dir`` (``mkdocs.yml``,
 ``docs/``, ``overrides/``; no plugins but search and tags, no hooks, so Zensical builds
-the same folder) and builds it into ``out_dir/site``. ``serve`` does the same behind
+the same folder) and builds it into ``out_dir/site``. Nothing is written or deleted
+outside ``out_dir``, and nothing through a symlink (see ``files``); a record file that
+cannot be read, or whose body is over the record's ``body_limit``, is left out and named
+in ``DocsResult.problems``, never a failed build. ``serve`` does the same behind
 MkDocs' live-reloading server and rewrites the docs whenever the record changes.
 
 Limits, stated where a reader meets them: the site is a snapshot taken at build time.
@@ -63,13 +66,19 @@ def build(
 ) -> BuildResult:
     """Write the MkDocs project of ``record`` into ``out_dir`` and build it into
     ``out_dir/site`` (default ``out_dir``: beside the record, ``<name>-site``)."""
-    from atlas_files.sitegen import runner
+    from atlas_files.sitegen import files, runner
 
     docs = write_docs(record, out_dir or default_out_dir(record), progress=progress, now=now)
     started = time.perf_counter()
-    warnings = runner.build(docs.config_file, docs.pages, progress)
+    # Built into a new folder and then put in place of site/: MkDocs' own clean step
+    # would empty whatever site/ leads to, and write through any symlink in it.
+    fresh = files.new_site_dir(docs.out_dir)
+    try:
+        warnings = runner.build(docs.config_file, docs.pages, progress, site_dir=fresh)
+        site = files.swap_site(docs.out_dir, fresh)
+    finally:
+        files.discard(fresh)  # gone already, unless the build failed
     seconds = time.perf_counter() - started
-    site = docs.out_dir / "site"
     return BuildResult(docs.out_dir, site, site / "index.html", docs, tuple(warnings),
                        docs.seconds, seconds)
 

@@ -15,7 +15,7 @@ from atlas_files.sitegen.pages import front_matter
 from atlas_files.sitegen.sanitize import heading, text
 
 if TYPE_CHECKING:
-    from atlas_files.sitegen.pages import Context
+    from atlas_files.sitegen.pages import PageContext
 
 RELATIONS = ("agreed", "disagreed", "timed-out")
 
@@ -26,7 +26,7 @@ def _options(values: list[str], everything: str) -> str:
     return "".join(opts)
 
 
-def decisions(ctx: Context) -> str:
+def decisions(ctx: PageContext) -> str:
     page = urls.DECISIONS
     snap = ctx.snap
     now = ctx.now
@@ -88,7 +88,7 @@ def decisions(ctx: Context) -> str:
     return "".join(out)
 
 
-def _corrections(ctx: Context) -> str:
+def _corrections(ctx: PageContext) -> str:
     page = urls.DECISIONS
     snap = ctx.snap
     entries = [(p, c) for p in snap.projects for c in p.corrections]
@@ -131,7 +131,7 @@ def bar(used: float, total: float) -> str:
             f'aria-valuenow="{pct:.0f}"><span style="width: {pct:.1f}%"></span></span>')
 
 
-def leases(ctx: Context, advisory: str) -> str:
+def leases(ctx: PageContext, advisory: str) -> str:
     sheet = ctx.snap.leases
     now = ctx.now
     out = [front_matter("Leases", hide_toc=True), "# Leases\n\n"]
@@ -195,7 +195,7 @@ def leases(ctx: Context, advisory: str) -> str:
     return "".join(out)
 
 
-def telemetry(ctx: Context) -> str:
+def telemetry(ctx: PageContext) -> str:
     snap = ctx.snap
     now = ctx.now
     out = [front_matter("Telemetry"), "# Telemetry\n\n"]

@@ -2,7 +2,8 @@
 
 Versions never change, so Python-Markdown's output for a body and the diff of two bodies
 are keyed by a digest of what they were made from, and kept in one file,
-``<out>/.atlas-cache/bodies.json``. What is kept is made *before* escaping and
+``<out>/.atlas-cache/bodies.json`` (read and written through ``files.Writer``, so never
+through a symlink). What is kept is made *before* escaping and
 sanitising: whatever the cache holds (even a hand-edited cache) still goes through nh3,
 the link rewriting and the escaping on every build.
 """
@@ -10,8 +11,10 @@ the link rewriting and the escaping on every build.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from atlas_files.sitegen.files import Writer
 
 CACHE_DIR = ".atlas-cache"
 CACHE_FILE = "bodies.json"
@@ -28,16 +31,17 @@ def _stamp() -> str:
 class SiteCache(dict[str, str]):
     """Loaded once per build; ``save`` keeps only the entries this build used."""
 
-    def __init__(self, folder: Path | None) -> None:
+    def __init__(self, folder: Writer | None) -> None:
         super().__init__()
-        self.path = folder / CACHE_FILE if folder is not None else None
+        self.folder = folder  # the cache's folder, written without following symlinks
         self.used: set[str] = set()
         self.loaded = 0
-        if self.path is None:
+        if folder is None:
             return
+        raw = folder.read(CACHE_FILE)
         try:
-            data = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):
+            data = json.loads(raw) if raw is not None else None
+        except (ValueError, RecursionError):
             return
         if isinstance(data, dict) and data.get("stamp") == _stamp() and isinstance(
                 data.get("bodies"), dict):
@@ -53,12 +57,10 @@ class SiteCache(dict[str, str]):
         super().__setitem__(key, value)
 
     def save(self) -> None:
-        if self.path is None:
+        if self.folder is None:
             return
         keep = {k: self[k] for k in sorted(self.used) if k in self}
         if len(keep) == self.loaded == len(self):
             return  # nothing new and nothing dropped
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{self.path.name}.tmp")
-        tmp.write_text(json.dumps({"stamp": _stamp(), "bodies": keep}), encoding="utf-8")
-        os.replace(tmp, self.path)
+        self.folder.replace(CACHE_FILE, json.dumps({"stamp": _stamp(), "bodies": keep})
+                            .encode("utf-8"))

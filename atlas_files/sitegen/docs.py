@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -60,15 +61,36 @@ def write_docs(
     now: datetime | None = None,
 ) -> DocsResult:
     """Write ``mkdocs.yml``, ``docs/`` and ``overrides/`` for ``record`` into ``out_dir``."""
-    from atlas_files.leases import ADVISORY
-
     started = time.perf_counter()
     out = prepare_out_dir(record, out_dir)
     now = now or timeutil.now()
     snap = model.load(record, now)
-    ctx = pages.Context(snap, BodyRenderer(), SiteCache(out / CACHE_DIR))
-    docs = Writer(out / "docs")
     name = site_name(record)
+    with Writer(out / CACHE_DIR) as cache_dir, Writer(out / "docs") as docs, \
+            Writer(out / "overrides") as theme, Writer(out) as top:
+        ctx = pages.PageContext(snap, BodyRenderer(), SiteCache(cache_dir))
+        versions, page_count = _write_pages(ctx, record, docs, name, progress)
+        ctx.cache.save()
+        template = site_template()
+        theme.copy_tree(template.joinpath("overrides"), ".")
+        theme.prune()
+        top.write("mkdocs.yml", render_config(snap, name, now))
+    config_file = out / "mkdocs.yml"
+    return DocsResult(
+        out_dir=out, docs_dir=out / "docs", config_file=config_file, pages=page_count,
+        topics=len(ctx.rows), versions=versions,
+        problems=tuple(f"{p.where}: {p.message}" for p in snap.problems),
+        seconds=time.perf_counter() - started, seconds_markdown=ctx.renderer.seconds_markdown,
+    )
+
+
+def _write_pages(ctx: pages.PageContext, record: Record, docs: Writer, name: str,
+                 progress: Progress | None) -> tuple[int, int]:
+    """Every page and the site's assets into ``docs``, the rest pruned; (versions shown,
+    pages written)."""
+    from atlas_files.leases import ADVISORY
+
+    snap = ctx.snap
     total = sum(len(p.topics) for p in snap.projects) + len(snap.projects) + 6
     done = 0
 
@@ -87,34 +109,25 @@ def write_docs(
         status = model.read_versions(record.status_stream(project.name),
                                      project.status_versions, record, snap.problems)
         latest_status[project.name] = status[-1] if status else None
-        docs.write(urls.status_page(project.name), pages.status_page(ctx, project, status))
+        page = topics.guarded_page(ctx, f"projects/{project.name}/status",
+                                   partial(pages.status_page, ctx, project, status))
+        docs.write(urls.status_page(project.name), page or pages.status_page(ctx, project, []))
         step()
-    for rel, render in (
+    boards_and_indexes: tuple[tuple[str, Callable[[], str]], ...] = (
         (urls.DECISIONS, lambda: boards.decisions(ctx)),
         (urls.LEASES, lambda: boards.leases(ctx, ADVISORY)),
         (urls.TELEMETRY, lambda: boards.telemetry(ctx)),
         (urls.ARTIFACTS, lambda: pages.artifacts_index(ctx)),
         (urls.TAGS, boards.tags_page),
         (urls.HOME, lambda: pages.home(ctx, latest_status, name)),
-    ):
+    )
+    for rel, render in boards_and_indexes:
         docs.write(rel, render())
         step()
-    template = site_template()
-    docs.copy_tree(template.joinpath("assets"), "assets")
+    docs.copy_tree(site_template().joinpath("assets"), "assets")
     page_count = sum(1 for p in docs.written if p.suffix == ".md")
     docs.prune()
-    ctx.cache.save()
-    theme = Writer(out / "overrides")
-    theme.copy_tree(template.joinpath("overrides"), ".")
-    theme.prune()
-    config_file = out / "mkdocs.yml"
-    Writer(out).write("mkdocs.yml", render_config(snap, name, now))
-    return DocsResult(
-        out_dir=out, docs_dir=out / "docs", config_file=config_file, pages=page_count,
-        topics=len(ctx.rows), versions=versions,
-        problems=tuple(f"{p.where}: {p.message}" for p in snap.problems),
-        seconds=time.perf_counter() - started, seconds_markdown=ctx.renderer.seconds_markdown,
-    )
+    return versions, page_count
 
 
 def render_config(snap: model.Snapshot, name: str, now: datetime) -> str:

@@ -3,18 +3,22 @@
 Versions are not read here: a topic's versions are read when its page is written and then
 dropped, so memory stays proportional to the number of topics, not of versions. What is
 read here is cheap: folder listings, the decision and correction logs, leases, telemetry.
-A file that cannot be read becomes a Problem shown on the home page, never a failed build.
+A file that cannot be read becomes a Problem shown on the home page, never a failed build:
+every reader called here is guarded by ``reading.UNREADABLE``, per file where the reader
+allows it, else per folder (a project's decisions, the leases).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files.errors import AtlasError
 from atlas_files.names import is_name
+from atlas_files.sitegen.reading import UNREADABLE, describe, read_version
 from atlas_files.sitegen.urls import Known
 
 if TYPE_CHECKING:
@@ -90,27 +94,44 @@ def load(record: Record, now: datetime) -> Snapshot:
     for name in record.config.projects:
         project = ProjectData(name)
         snap.projects.append(project)
-        for topic in artifacts.topic_names(record, name):
+        where = f"projects/{name}/artifacts"
+        try:
+            topics = artifacts.topic_names(record, name)
+        except UNREADABLE as exc:
+            snap.problems.append(Problem(where, describe(exc)))
+            topics = []
+        for topic in topics:
             if not is_name(topic) or topic == "status":
                 snap.problems.append(Problem(
-                    f"projects/{name}/artifacts/{topic}",
-                    "a folder whose name is not a topic name; it is not shown",
+                    f"{where}/{topic}", "a folder whose name is not a topic name; it is not shown",
                 ))
                 continue
             try:
                 versions = record.artifact_stream(topic, name).versions()
-            except AtlasError as exc:
-                snap.problems.append(Problem(f"projects/{name}/artifacts/{topic}", exc.message))
+            except UNREADABLE as exc:
+                snap.problems.append(Problem(f"{where}/{topic}", describe(exc)))
                 continue
             if versions:
                 project.topics[topic] = versions
-        project.status_versions = record.status_stream(name).versions()
+        try:
+            project.status_versions = record.status_stream(name).versions()
+        except UNREADABLE as exc:
+            snap.problems.append(Problem(f"projects/{name}/status", describe(exc)))
         snap.known.topics[name] = {t: set(v) for t, v in project.topics.items()}
         snap.known.status[name] = set(project.status_versions)
-        _load_log(record, project, snap)
-    _load_leases(record, snap)
-    _load_telemetry(record, snap)
+        _guarded(snap, f"projects/{name}", partial(_load_log, record, project, snap))
+    _guarded(snap, "leases", lambda: _load_leases(record, snap))
+    _guarded(snap, "telemetry", lambda: _load_telemetry(record, snap))
     return snap
+
+
+def _guarded(snap: Snapshot, where: str, load: Callable[[], None]) -> None:
+    """Run ``load``; what it cannot read is one problem, and the rest of the site is
+    built without it."""
+    try:
+        load()
+    except UNREADABLE as exc:
+        snap.problems.append(Problem(where, describe(exc)))
 
 
 def _load_log(record: Record, project: ProjectData, snap: Snapshot) -> None:
@@ -152,11 +173,23 @@ def _load_telemetry(record: Record, snap: Snapshot) -> None:
 def read_versions(
     stream: Stream, versions: list[int], record: Record, problems: list[Problem]
 ) -> list[Version]:
-    """The readable versions of ``stream``, oldest first; unreadable ones become problems."""
+    """The readable versions of ``stream``, oldest first; unreadable ones become problems.
+
+    A version whose body is over the record's body_limit is returned as a
+    ``reading.Withheld`` (its front matter, an empty body) and named among the problems.
+    """
+    from atlas_files.sitegen.reading import Withheld
+
+    limit = record.config.body_limit
     out = []
     for v in versions:
+        where = relative(record, stream.path(v))
         try:
-            out.append(stream.read(v))
-        except AtlasError as exc:
-            problems.append(Problem(relative(record, stream.path(v)), exc.message))
+            doc = read_version(stream, v, limit)
+        except UNREADABLE as exc:
+            problems.append(Problem(where, describe(exc)))
+            continue
+        if isinstance(doc, Withheld):
+            problems.append(Problem(where, f"{doc.note} (body_limit is {limit} bytes)"))
+        out.append(doc)
     return out

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from atlas_files.sitegen import fragments as f
 from atlas_files.sitegen import urls
 from atlas_files.sitegen.cache import SiteCache
+from atlas_files.sitegen.reading import Withheld
 from atlas_files.sitegen.sanitize import heading, text, yaml_str
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ class TopicRow:
 
 
 @dataclass
-class Context:
+class PageContext:
     snap: Snapshot
     renderer: BodyRenderer
     cache: SiteCache = field(default_factory=lambda: SiteCache(None))
@@ -77,7 +78,7 @@ def front_matter(title: str, tags: list[str] | None = None, hide_toc: bool = Fal
 
 
 def _versions_html(
-    ctx: Context, project: ProjectData, page: str, versions: list[Version], kind: str,
+    ctx: PageContext, project: ProjectData, page: str, versions: list[Version], kind: str,
     source_dir: str,
 ) -> tuple[list[str], list[str]]:
     """(the page parts, newest first; the older versions' mark summaries)."""
@@ -92,7 +93,9 @@ def _versions_html(
         latest = doc is versions[-1]
         inner = [f.version_meta(doc, ctx.now, marks), f.marks_notes(marks, doc.proposal, page,
                                                                     ctx.now)]
-        if latest:
+        if isinstance(doc, Withheld):
+            inner.append(withheld_note(doc))
+        elif latest:
             body = ctx.renderer.render(doc.body, resolve, cache)
             inner.append(f'<div class="atlas-body">\n{body}\n</div>')
         else:
@@ -105,7 +108,11 @@ def _versions_html(
                 f'</summary><pre class="atlas-source">{text(doc.body)}</pre></details>'
             )
         before = by_number.get(doc.version - 1)
-        if before is not None:
+        if before is not None and (isinstance(before, Withheld) or isinstance(doc, Withheld)):
+            inner.append(
+                f'<p class="atlas-meta">The changes from v{before.version} are not shown: '
+                "a body over the body_limit is not read.</p>")
+        elif before is not None:
             inner.append(
                 # Left out of the search index: the texts of both versions are indexed.
                 '<details class="atlas-fold" data-search-exclude><summary>Changes from '
@@ -122,6 +129,12 @@ def _versions_html(
     return parts, older
 
 
+def withheld_note(doc: Withheld) -> str:
+    """Where the text of a version over the body limit would have been."""
+    return (f'<p class="atlas-note">The {text(doc.note)} (the limit is {doc.limit} bytes, '
+            "<code>body_limit</code> in <code>atlas.yaml</code>).</p>")
+
+
 def _changes(old: Version, new: Version, cache: SiteCache) -> str:
     """The unified diff of two versions' bodies (plain text: escaped when shown)."""
     from atlas_files.artifacts import unified_diff
@@ -135,7 +148,7 @@ def _changes(old: Version, new: Version, cache: SiteCache) -> str:
     return found
 
 
-def topic_page(ctx: Context, project: ProjectData, topic: str, versions: list[Version]) -> str:
+def topic_page(ctx: PageContext, project: ProjectData, topic: str, versions: list[Version]) -> str:
     page = urls.topic_page(project.name, topic)
     latest = versions[-1]
     parts, older = _versions_html(
@@ -169,7 +182,7 @@ def _tags(marks: Marks, proposal: bool, older: list[str]) -> list[str]:
     return tags
 
 
-def status_page(ctx: Context, project: ProjectData, versions: list[Version]) -> str:
+def status_page(ctx: PageContext, project: ProjectData, versions: list[Version]) -> str:
     page = urls.status_page(project.name)
     title = f"Status of {project.name}"
     if not versions:
@@ -188,7 +201,7 @@ def status_page(ctx: Context, project: ProjectData, versions: list[Version]) -> 
             + "".join(parts))
 
 
-def artifacts_index(ctx: Context) -> str:
+def artifacts_index(ctx: PageContext) -> str:
     page = urls.ARTIFACTS
     out = [front_matter("Artifacts"), "# Artifacts\n\n"]
     total = len(ctx.rows)
@@ -223,7 +236,7 @@ def artifacts_index(ctx: Context) -> str:
     return "".join(out)
 
 
-def home(ctx: Context, latest_status: dict[str, Version | None], site_name: str) -> str:
+def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: str) -> str:
     page = urls.HOME
     snap = ctx.snap
     out = [front_matter("Home"), f"# {heading(site_name)}\n\n"]
@@ -254,8 +267,11 @@ def home(ctx: Context, latest_status: dict[str, Version | None], site_name: str)
                 f"{f.when(doc.written_at, ctx.now)}</p>"
             )
             inner.append(f.marks_notes(marks, False, page, ctx.now))
-            body = ctx.renderer.render(doc.body, resolve, cache)
-            inner.append(f'<div class="atlas-body">\n{body}\n</div>')
+            if isinstance(doc, Withheld):
+                inner.append(withheld_note(doc))
+            else:
+                body = ctx.renderer.render(doc.body, resolve, cache)
+                inner.append(f'<div class="atlas-body">\n{body}\n</div>')
         inner.append(f"<p>{status_link} · {topics}</p>")
         out.append(f.block("\n".join(x for x in inner if x), "atlas-project"))
     out.append("## Recent activity\n\n")
@@ -278,6 +294,7 @@ def home(ctx: Context, latest_status: dict[str, Version | None], site_name: str)
         more = len(snap.problems) - 200
         tail = f"<p>… and {more} more.</p>" if more > 0 else ""
         out.append(f.block(
-            "<p>These files could not be read and are left out of the site; "
+            "<p>These files could not be read, or are too large to show, and are left out "
+            "of the site; "
             f"<code>atlas check</code> says how to fix them.</p><ul>{items}</ul>{tail}"))
     return "".join(out)

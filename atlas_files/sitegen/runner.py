@@ -67,8 +67,10 @@ def _quiet_material() -> None:
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
 
 
-def build(config_file: Path, pages: int, progress: Progress | None = None) -> list[str]:
-    """Build the site described by ``config_file``; return MkDocs' warnings."""
+def build(config_file: Path, pages: int, progress: Progress | None = None,
+          site_dir: Path | None = None) -> list[str]:
+    """Build the site described by ``config_file`` (into ``site_dir`` if given, else
+    where the config says); return MkDocs' warnings."""
     _quiet_material()
     from mkdocs.commands.build import build as mkdocs_build
     from mkdocs.config import load_config
@@ -77,7 +79,8 @@ def build(config_file: Path, pages: int, progress: Progress | None = None) -> li
     handler = _Capture(pages, progress, None)
     with _mkdocs_logging(handler, logging.WARNING):
         try:
-            config = load_config(config_file=str(config_file))
+            extra = {"site_dir": str(site_dir)} if site_dir is not None else {}
+            config = load_config(config_file=str(config_file), **extra)
             mkdocs_build(config)
         except (MkDocsException, OSError) as exc:
             raise AtlasError(

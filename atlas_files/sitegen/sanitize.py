@@ -11,6 +11,11 @@ The record is written by agents, so any string in it may be hostile. Three rules
   https and mailto or to pages of this site.
 * MkDocs never sees record text as Markdown: it only sees our raw HTML blocks, which
   Python-Markdown passes through untouched.
+
+A body Python-Markdown cannot render (nesting deeper than the interpreter's stack, or
+text on which it spends more than ``RENDER_CPU_S`` seconds of CPU: some patterns, like
+thousands of ``[``, cost it time that grows as a power of their length) is shown as
+written, escaped, with a note; one body never stops or stalls the build.
 """
 
 from __future__ import annotations
@@ -18,8 +23,11 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import signal
+import threading
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
+from contextlib import contextmanager
 from typing import Any
 
 # C0 controls (but tab and newline) and DEL are never valid in HTML text; STX/ETX would
@@ -47,6 +55,36 @@ URL_SCHEMES = {"http", "https", "mailto"}
 DROPPED_WITH_CONTENT = {"script", "style", "template", "iframe", "object", "noscript"}
 
 Resolver = Callable[[str], "str | None"]
+RENDER_CPU_S = 5.0
+# Kept in the cache in place of Python-Markdown's output for a body it could not render,
+# followed by the reason; the reason is escaped when shown, like everything cached.
+UNRENDERED = "\x00atlas-unrendered:"
+
+
+class _TooSlow(Exception):
+    pass
+
+
+@contextmanager
+def cpu_limit(seconds: float) -> Iterator[None]:
+    """Raise _TooSlow inside the block once the process has spent ``seconds`` of CPU in
+    it. Only in the main thread, where signals are delivered (a build); serve's watcher
+    thread renders without a limit."""
+    if (threading.current_thread() is not threading.main_thread()
+            or not hasattr(signal, "setitimer")):
+        yield
+        return
+
+    def expired(_signum: int, _frame: Any) -> None:
+        raise _TooSlow
+
+    previous = signal.signal(signal.SIGVTALRM, expired)
+    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        signal.signal(signal.SIGVTALRM, previous)
 
 
 def clean_str(value: Any) -> str:
@@ -128,16 +166,35 @@ class BodyRenderer:
         raw = cache.get(key) if cache is not None else None
         if raw is None:
             started = time.perf_counter()
-            raw = self._md.reset().convert(source)
+            raw = self._convert(source)
             self.seconds_markdown += time.perf_counter() - started
             if cache is not None:
                 cache[key] = raw
+        if raw.startswith(UNRENDERED):
+            return (f'<p class="atlas-note">This text could not be rendered '
+                    f"({text(raw[len(UNRENDERED):])}); it is shown as written.</p>"
+                    f'<pre class="atlas-source">{text(body)}</pre>')
         self._resolve = resolve or (lambda _target: None)
         try:
             safe = str(self._cleaner.clean(raw))
         finally:
             self._resolve = lambda _target: None
         return _HEADING_RE.sub(_demote, safe)
+
+
+    def _convert(self, source: str) -> str:
+        """Python-Markdown's HTML for ``source``, or UNRENDERED and the reason."""
+        try:
+            with cpu_limit(RENDER_CPU_S):
+                return str(self._md.reset().convert(source))
+        except _TooSlow:
+            reason = f"Markdown took more than {RENDER_CPU_S:g} s of CPU on it"
+        except RecursionError:
+            reason = "it is nested too deeply"
+        except Exception as exc:  # noqa: BLE001 - a third-party parser on hostile text
+            reason = f"Markdown failed on it: {type(exc).__name__}"
+        self._md.reset()
+        return UNRENDERED + reason
 
 
 def _demote(m: re.Match[str]) -> str:

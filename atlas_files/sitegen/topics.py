@@ -7,13 +7,15 @@ so the pages are written by the one process.)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from atlas_files.sitegen import model, pages, urls
 from atlas_files.sitegen.files import Writer
+from atlas_files.sitegen.reading import UNREADABLE, describe
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -30,7 +32,7 @@ class Done:
     versions: int = 0
 
 
-def write_topics(ctx: pages.Context, record: Record, writer: Writer) -> Iterator[Done]:
+def write_topics(ctx: pages.PageContext, record: Record, writer: Writer) -> Iterator[Done]:
     """Write every topic page with ``writer``; yields as each chunk is done. Index rows
     and recent-activity events are added to ``ctx``, unreadable versions to its problems."""
     snap = ctx.snap
@@ -42,8 +44,26 @@ def write_topics(ctx: pages.Context, record: Record, writer: Writer) -> Iterator
             versions = model.read_versions(stream, project.topics[topic], record,
                                            snap.problems)
             done.versions += len(versions)
-            if versions:
-                rel = urls.topic_page(project.name, topic)
-                writer.write(rel, pages.topic_page(ctx, project, topic, versions))
+            if not versions:
+                continue
+            rel = urls.topic_page(project.name, topic)
+            page = guarded_page(ctx, f"projects/{project.name}/artifacts/{topic}",
+                                partial(pages.topic_page, ctx, project, topic, versions))
+            if page is not None:
+                writer.write(rel, page)
                 done.written.append(writer.root / rel)
         yield done
+
+
+def guarded_page(ctx: pages.PageContext, where: str, render: Callable[[], str]) -> str | None:
+    """``render()``, or None (and a problem) if the record's text made it fail; what the
+    failed page added to the index and to recent activity is taken back, so no link
+    points at a page that is not there."""
+    rows, events = len(ctx.rows), len(ctx.events)
+    try:
+        return render()
+    except UNREADABLE as exc:
+        del ctx.rows[rows:], ctx.events[events:]
+        ctx.snap.problems.append(model.Problem(where, f"its page could not be made: "
+                                                      f"{describe(exc)}"))
+        return None

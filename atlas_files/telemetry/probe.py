@@ -4,6 +4,10 @@ A machine never writes its own row: a machine that is down cannot say so, and a 
 stopped writing would read as a silence. The prober writes ``reachable: false`` with the
 reason instead, a fact with a time and an observer.
 
+The prober runs only commands its own user trusts (see ``trust``): those of its own probes
+file, and those of atlas.yaml that the user approved string for string. Any other probe
+string in atlas.yaml is not run; its row says so, with the command that approves it.
+
 Each probe command runs in its own session (process group). When it outlives its
 timeout the whole group is killed, not just the shell, so an ``ssh`` under ``sh -c`` dies
 too; its output goes to temp files rather than pipes, so a grandchild that escapes the
@@ -13,28 +17,31 @@ group and keeps a pipe open cannot hold the prober past the timeout either.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import fsio, timeutil
+from atlas_files import fsio, jsonfile, schemas, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, NotFound
 from atlas_files.names import check_name
+from atlas_files.record import require_identity
 from atlas_files.telemetry import rows
+from atlas_files.telemetry import trust as trustmod
 
 if TYPE_CHECKING:
     from atlas_files.config import Machine
     from atlas_files.record import Record
 
-LOCAL = "local"
+LOCAL = trustmod.LOCAL
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
 _GPU_KEYS = (
     "index", "uuid", "name", "memory_used_mib", "memory_total_mib", "utilization_gpu_pct",
@@ -54,6 +61,7 @@ class Outcome:
     duration_s: float
     path: Path
     row: dict[str, Any]
+    not_run: bool = False  # the probe command was not run: the prober does not trust it
 
 
 class RowNotWritten(AtlasError):
@@ -94,8 +102,6 @@ def _tail(data: bytes, limit: int = 300) -> str:
 
 def run_command(machine: Machine, rnd: _Round | None = None) -> tuple[bytes | None, str | None]:
     """Run the probe command of ``machine``: (its stdout, None) or (None, why it failed)."""
-    import subprocess
-
     rnd = rnd or _Round()
     argv: list[str] | str = local_command() if machine.probe == LOCAL else machine.probe
     timeout = machine.timeout_s
@@ -149,7 +155,7 @@ def readings(answer: bytes) -> dict[str, Any]:
     if len(answer) > MAX_ANSWER_BYTES:
         raise ValueError(f"more than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB of output")
     try:
-        data = json.loads(answer)
+        data = jsonfile.loads(answer)  # a deep or out-of-range answer is damage, no crash
     except (ValueError, UnicodeDecodeError):
         first = answer.decode("utf-8", "replace").strip().splitlines()[:1]
         raise ValueError(f"not JSON: {first[0][:120] if first else '(empty output)'}") from None
@@ -170,19 +176,19 @@ def readings(answer: bytes) -> dict[str, Any]:
 
 
 def probe_machine(record: Record, machine: Machine, observer: str,
-                  rnd: _Round | None = None) -> Outcome | None:
+                  rnd: _Round | None = None, refusal: str | None = None) -> Outcome | None:
     """Probe one machine and write its row; None if the round was interrupted.
 
     Three outcomes: the command answered with a sample (``reachable: true``, readings, no
     error); it answered, but with something else (``reachable: true``, no GPUs, ``error``
     saying what came back: the machine is up, its sampler is not); or it failed or did not
-    answer in time (``reachable: false`` and why).
+    answer in time (``reachable: false`` and why). With ``refusal`` the command is not run
+    at all, and the row says ``reachable: false`` with the refusal as its error: the
+    prober learned nothing of the machine, and says why rather than keeping silent.
     """
-    from atlas_files import schemas
-
     rnd = rnd or _Round()
     started = time.monotonic()
-    answer, error = run_command(machine, rnd)
+    answer, error = (None, refusal) if refusal else run_command(machine, rnd)
     row: dict[str, Any] = {
         "machine": machine.name, "observed_at": timeutil.format_time(timeutil.now()),
         "observer": observer, "reachable": answer is not None, "probe": machine.probe,
@@ -208,16 +214,22 @@ def probe_machine(record: Record, machine: Machine, observer: str,
             f"the row of {machine.name} was not written: {exc.strerror or exc}",
             hint=f"check that {record.telemetry_dir} is writable and has space",
         ) from None
-    return Outcome(machine.name, row["reachable"], row["error"], row["duration_s"], path, row)
+    return Outcome(machine.name, row["reachable"], row["error"], row["duration_s"], path, row,
+                   not_run=refusal is not None)
 
 
-def select(record: Record, names: Iterable[str]) -> list[Machine]:
-    """The machines to probe: those named, else all in atlas.yaml. Unknown names: exit 2."""
-    known = record.config.machines
+def select(record: Record, names: Iterable[str],
+           trust: trustmod.Trust | None = None) -> list[trustmod.Target]:
+    """The machines to probe: those named, else all of atlas.yaml and of the prober's own
+    probes file, each with the command this prober will run (or why it will run none).
+    Unknown names: exit 2."""
+    trust = trust or trustmod.Trust(os.path.realpath(record.root))
+    listed = record.config.machines
+    known = list(listed) + [n for n in trust.probes if n not in listed]
     wanted = list(dict.fromkeys(names))
     if not known:
         raise BadInput(
-            "atlas.yaml lists no machines to probe",
+            "atlas.yaml lists no machines to probe, and neither does a probes file of yours",
             hint="add one under `machines:`, e.g. `gpubox: {probe: \"ssh gpubox atlas "
             "telemetry sample --json\", timeout: 10s, interval: 5m}` (or probe: local)",
         )
@@ -228,22 +240,24 @@ def select(record: Record, names: Iterable[str]) -> list[Machine]:
                 f"no machine {name!r} in atlas.yaml (machines: {', '.join(known)})",
                 hint="add it under `machines:` in atlas.yaml, or name one of those",
             )
-    return [known[n] for n in (wanted or list(known))]
+    return [trust.target(listed.get(n), n) for n in (wanted or known)]
 
 
 def probe_once(record: Record, observer: str | None, names: Iterable[str] = (),
-               on_outcome: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+               on_outcome: Callable[[Outcome], None] | None = None, *,
+               probes_file: str | os.PathLike[str] | None = None,
+               trust: trustmod.Trust | None = None) -> list[Outcome]:
     """Probe the machines side by side (so one hanging machine delays no other's row).
 
-    Every machine is probed even when a row cannot be written; the first such failure is
-    raised (RowNotWritten) once the round is over.
+    The commands come from ``trust`` (default: loaded now from ``probes_file`` or the
+    per-user files, see ``trust.load``); an atlas.yaml probe it does not cover is not run,
+    and its row says so. Every machine is probed even when a row cannot be written; the
+    first such failure is raised (RowNotWritten) once the round is over.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
-    from atlas_files.record import require_identity
 
     who = require_identity(observer)
-    machines = select(record, names or ())
+    trust = trust or trustmod.load(record, probes_file)
+    targets = select(record, names or (), trust)
     folder = record.telemetry_dir
     problem = rows.folder_problem(record)
     if problem:
@@ -254,9 +268,10 @@ def probe_once(record: Record, observer: str | None, names: Iterable[str] = (),
     rnd = _Round()
     outcomes: list[Outcome] = []
     failures: list[RowNotWritten] = []
-    pool = ThreadPoolExecutor(max_workers=min(16, len(machines)))
+    pool = ThreadPoolExecutor(max_workers=min(16, len(targets)))
     try:
-        futures = [pool.submit(probe_machine, record, m, who, rnd) for m in machines]
+        futures = [pool.submit(probe_machine, record, t.machine, who, rnd, t.refusal)
+                   for t in targets]
         for future in futures:
             try:
                 outcome = future.result()
@@ -280,21 +295,23 @@ def probe_once(record: Record, observer: str | None, names: Iterable[str] = (),
 def probe_every(record: Record, observer: str | None, names: Iterable[str], every_s: float,
                 on_outcome: Callable[[Outcome], None] | None = None,
                 on_error: Callable[[str], None] | None = None,
-                rounds: int | None = None) -> int:
+                rounds: int | None = None, *,
+                probes_file: str | os.PathLike[str] | None = None) -> int:
     """Probe every ``every_s`` seconds until interrupted (KeyboardInterrupt) or ``rounds``
     are done; returns the rounds completed. A failing machine never stops the loop; a row
-    that cannot be written (disk full) is reported and the loop goes on.
+    that cannot be written (disk full) is reported and the loop goes on. The probes and
+    approvals are read again each round, so an approval given meanwhile takes effect.
     """
     if not every_s > 0:
         raise BadInput(f"--every must be more than 0 seconds, not {every_s}")
     wanted = list(names)
-    select(record, wanted)  # bad names fail now, not in the loop
+    select(record, wanted, trustmod.load(record, probes_file))  # bad names fail now
     done = 0
     start = time.monotonic()
     try:
         while rounds is None or done < rounds:
             try:
-                probe_once(record, observer, wanted, on_outcome)
+                probe_once(record, observer, wanted, on_outcome, probes_file=probes_file)
             except (RowNotWritten, OSError) as exc:
                 if on_error:
                     on_error(f"round {done + 1}: {exc}")

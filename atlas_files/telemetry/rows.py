@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import config as configmod
-from atlas_files import fsio, timeutil
+from atlas_files import fsio, jsonfile, timeutil
 from atlas_files.names import is_name
 
 if TYPE_CHECKING:
@@ -80,21 +80,10 @@ def write_row(record: Record, row: dict[str, Any]) -> Path:
 
 
 def load_row(path: Path) -> dict[str, Any]:
-    """The stored row at ``path``; ValueError if it is not a JSON object, or is a symlink
-    (never followed: it may lead outside the record)."""
-    import errno
-
-    try:
-        data = json.loads(fsio.read_nofollow(path))
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise ValueError("it is a symlink, and the record never follows one") from None
-        if isinstance(exc, IsADirectoryError):
-            raise ValueError("it is a folder, not a file") from None
-        raise
-    if not isinstance(data, dict):
-        raise ValueError("a telemetry row must be a JSON object")
-    return data
+    """The stored row at ``path``; ValueError (``jsonfile.JSONDamage``) if it is not a
+    readable JSON object (nested too deeply, a number out of range, not UTF-8), or is a
+    symlink (never followed: it may lead outside the record) or a folder."""
+    return jsonfile.need_object(jsonfile.read(path), "a telemetry row")
 
 
 def folder_problem(record: Record) -> str | None:
@@ -103,6 +92,12 @@ def folder_problem(record: Record) -> str | None:
     if os.path.lexists(folder) and not os.path.isdir(folder):
         return (f"{folder} should be the folder of telemetry rows, but something else is in "
                 "its place: no row can be read or written until it is a folder again")
+    try:
+        os.listdir(folder)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # no permission: rows of machines not in atlas.yaml are unseen
+        return f"{folder} cannot be listed ({exc.strerror or exc}): rows may be missing"
     return None
 
 
@@ -157,7 +152,8 @@ def view(record: Record, machine: str, at: datetime | None = None) -> RowView:
         nvml=nvml if isinstance(nvml, dict) else None,
         host=row.get("host") if isinstance(row.get("host"), str) else None,
         probe=row.get("probe") if isinstance(row.get("probe"), str) else None,
-        duration_s=duration if isinstance(duration, (int, float)) else None,
+        duration_s=float(duration) if isinstance(duration, int | float)
+        and not isinstance(duration, bool) else None,
     )
 
 
@@ -166,7 +162,7 @@ def machine_names(record: Record) -> list[str]:
     names = list(record.config.machines)
     try:
         files = sorted(os.listdir(record.telemetry_dir))
-    except (FileNotFoundError, NotADirectoryError):  # folder_problem reports the second
+    except OSError:  # folder_problem reports a file in its place, or no permission
         files = []
     for name in files:
         # Temp files (writes in flight, crash debris) never end in .json.

@@ -6,7 +6,8 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from atlas_files import demo, leases, timeutil
+from atlas_files import leases, timeutil
+from atlas_files.cli import demo
 from atlas_files.record import Record
 
 GPU = "gpubox.gpu0"

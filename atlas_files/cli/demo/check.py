@@ -6,7 +6,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from atlas_files import frontmatter
+from atlas_files import artifacts, frontmatter
 from atlas_files.check import check_record
 from atlas_files.record import Record
 
@@ -36,7 +36,7 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
     say(f"the record as the earlier scenes left it: {before.files} files, "
         f"{before.errors} errors, {before.warnings} warnings")
     project = record.project()
-    record.put(TOPIC, "# Runbook\n\n## Restart\n\nStop the job, then start it.\n",
+    artifacts.put(record, TOPIC, "# Runbook\n\n## Restart\n\nStop the job, then start it.\n",
                author="ops-agent", summary="restart steps")
     folder = record.artifact_stream(TOPIC).folder
     say(f"ops-agent wrote {TOPIC} v1 with `atlas put`; file-agent, which only has file "
@@ -60,7 +60,7 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
     first.write_bytes(original)
     first.chmod(0o444)
     say("the edit is undone: versions are immutable, a change is the next version")
-    doc = record.get(TOPIC, project=project)
+    doc = artifacts.get(record, TOPIC, project=project)
     say(f"{TOPIC} is at v{doc.version}, digest {'ok' if doc.digest_ok else 'MISSING'}")
     after = check_record(record.root)
     if after.findings:

@@ -6,21 +6,27 @@ does as it happens.
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
+import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from atlas_files.errors import BadInput
 from atlas_files.record import Record
 
 Say = Callable[[str], None]
 
 # Scenes run in this order; each is ``scene(record: Record, say: Say) -> None``.
 SCENES = (
-    "atlas_files.demo.core",
-    "atlas_files.demo.leases",
-    "atlas_files.demo.decisions",
-    "atlas_files.demo.telemetry",
-    "atlas_files.demo.check",
-    "atlas_files.demo.site",
+    "atlas_files.cli.demo.core",
+    "atlas_files.cli.demo.leases",
+    "atlas_files.cli.demo.decisions",
+    "atlas_files.cli.demo.telemetry",
+    "atlas_files.cli.demo.check",
+    "atlas_files.cli.demo.site",
 )
 
 
@@ -30,8 +36,6 @@ def atlas_cli(record: Record, who: str | None, *args: str,
 
     Scenes show some steps through the CLI because the exit code is the point.
     """
-    import subprocess
-    import sys
 
     identity = ["--as", who] if who else []
     proc = subprocess.run(
@@ -61,9 +65,6 @@ MARKER = ".atlas-demo"
 
 def run_fresh(directory: str | Path, say: Say) -> Record:
     """Run the demo in ``directory``, replacing an earlier demo there but nothing else."""
-    import shutil
-
-    from atlas_files.errors import BadInput
 
     target = Path(directory).resolve()  # scenes run commands from other folders
     if target.exists():
@@ -84,8 +85,6 @@ def run_fresh(directory: str | Path, say: Say) -> Record:
 
 def _force_remove(func: Callable[..., object], path: str, _exc: object) -> None:
     # Published versions are read-only; on some systems that blocks their removal.
-    import os
-    import stat
 
     os.chmod(os.path.dirname(path), stat.S_IRWXU)
     os.chmod(path, stat.S_IRWXU)

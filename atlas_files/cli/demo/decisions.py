@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from atlas_files import corrections, decisions, demo
+from atlas_files import artifacts, corrections, decisions, status
+from atlas_files.cli import demo
 from atlas_files.record import Record
 
 
@@ -64,35 +65,35 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
         say(f"    {line}")
 
     say("\n== corrections: write down your own bad writes ==")
-    status = record.status_show(reader="dana", project="ml")
-    if status is None:
-        status, _ = record.status_write("Stages E and F are open.\n", author="dana",
-                                        project="ml", summary="stages E and F open")
+    current = status.show(record, reader="dana", project="ml")
+    if current is None:
+        current, _ = status.write(record, "Stages E and F are open.\n", author="dana",
+                                  project="ml", summary="stages E and F open")
     else:
-        status, _ = record.status_write(
-            status.body + "Stages E and F are open.\n", author="dana", project="ml",
-            expect=status.version, summary="stages E and F open",
+        current, _ = status.write(
+            record, current.body + "Stages E and F are open.\n", author="dana", project="ml",
+            expect=current.version, summary="stages E and F open",
         )
-    say(f"dana wrote the ml status v{status.version}: 'stages E and F are open'")
+    say(f"dana wrote the ml status v{current.version}: 'stages E and F are open'")
     fix = corrections.correct(
-        record, f"status@v{status.version}", author="dana", project="ml",
+        record, f"status@v{current.version}", author="dana", project="ml",
         what="My error: I wrote that stages E and F were open, having read a broken README. "
-        "Both closed last week; v" + str(status.version + 1) + " says so.",
+        "Both closed last week; v" + str(current.version + 1) + " says so.",
     )
-    say(f"{fix.author} corrected status@v{status.version} ({fix.id}); the version itself "
+    say(f"{fix.author} corrected status@v{current.version} ({fix.id}); the version itself "
         "is untouched")
-    fixed, _ = record.status_write(
-        status.body.replace("Stages E and F are open.", "Stages E and F are closed."),
-        author="dana", project="ml", expect=status.version, summary="stages E and F closed",
+    fixed, _ = status.write(record,
+        current.body.replace("Stages E and F are open.", "Stages E and F are closed."),
+        author="dana", project="ml", expect=current.version, summary="stages E and F closed",
     )
-    marks = corrections.marks_json(record, "ml", "status", "status", status.version)
+    marks = corrections.marks_json(record, "ml", "status", "status", current.version)
     for c in marks["corrected_by"]:
-        say(f"`atlas status show --version {status.version}` now says: CORRECTED by "
+        say(f"`atlas status show --version {current.version}` now says: CORRECTED by "
             f"{c['author']}: {c['what']}")
     say(f"dana wrote the ml status v{fixed.version} with the fix")
 
     say("\n== the gate between proposed and accepted ==")
-    proposal = record.put(
+    proposal = artifacts.put(record,
         "claim-store-access",
         "# Proposal: read the verified-claim store directly\n\n"
         "Working from someone else's summary costs three things: verification breaks at the "

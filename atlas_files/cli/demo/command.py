@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from atlas_files.cli.demo import run_fresh
+
 
 @click.command()
 @click.argument("directory", default="atlas-demo", type=click.Path(file_okay=False))
@@ -13,6 +15,4 @@ def demo(directory: str) -> None:
     correction are recorded, machines are probed, the record is checked and rendered as a
     site. A DIRECTORY left by an earlier demo is replaced; any other existing one is
     refused."""
-    from atlas_files import demo as demomod
-
-    demomod.run_fresh(directory, click.echo)
+    run_fresh(directory, click.echo)

@@ -9,6 +9,7 @@ folder listing alone; only that one file is opened.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -18,9 +19,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import fsio, timeutil
+from atlas_files import fsio, jsonfile, timeutil
 from atlas_files.errors import DamagedFile
-from atlas_files.names import check_name
+from atlas_files.names import check_name, quote
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -30,6 +31,9 @@ ACTIONS = ("claim", "renew", "release", "break")
 # meet; the number is parsed as an integer, so g100000000 still reads correctly.
 GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
 KIND = "lease"
+# A generation is a few hundred bytes; a file far larger was not written by atlas and is
+# refused unread.
+GENERATION_LIMIT = 1 << 20
 
 
 def generation_filename(generation: int) -> str:
@@ -117,7 +121,7 @@ def _parse_listing(where: Path, names: list[str]) -> list[tuple[int, str]]:
     found = []
     debris = False
     for name in names:
-        m = GENERATION_RE.match(name)
+        m = GENERATION_RE.fullmatch(name)
         if m:
             found.append((int(m.group(1)), name))
         elif fsio.is_temp(name):
@@ -154,7 +158,7 @@ def newest_name(where: Path) -> tuple[int, str] | None:
     if min(names).startswith("."):
         fsio.clean_debris(where)
     top = max(names)
-    m = GENERATION_RE.match(top)
+    m = GENERATION_RE.fullmatch(top)
     if m and top < _LAST_EIGHT_DIGITS:
         return int(m.group(1)), top
     listing = _parse_listing(where, names)  # a stray file, or a lease past 10^8 changes
@@ -179,26 +183,28 @@ def _opt_str(data: Mapping[str, Any], key: str, path: Path) -> str | None:
 def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
     """Read one generation file; anything that is not one raises DamagedFile."""
     try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _damaged(path, f"not UTF-8 JSON ({exc})") from None
+        raw = jsonfile.loads(data)  # never a parser's RecursionError, never an infinity
+    except jsonfile.JSONDamage as exc:
+        raise _damaged(path, str(exc)) from None
     if not isinstance(raw, dict):
         raise _damaged(path, "not a JSON object")
-    m = GENERATION_RE.match(path.name)
+    m = GENERATION_RE.fullmatch(path.name)
     number = raw.get("generation")
-    if not isinstance(number, int) or (m and int(m.group(1)) != number):
+    if not isinstance(number, int) or isinstance(number, bool) or (
+            m and int(m.group(1)) != number):
         raise _damaged(path, "its generation does not match its file name")
     if raw.get("action") not in ACTIONS:
         raise _damaged(path, f"action should be one of {', '.join(ACTIONS)}")
     if resource is not None and raw.get("resource") != resource:
-        raise _damaged(path, f"it names resource {raw.get('resource')!r}, not {resource!r}")
+        raise _damaged(path, f"it names resource {quote(raw.get('resource'))}, not "
+                       f"{resource!r}")
     times = {k: _opt_str(raw, k, path) for k in ("claimed_at", "expires_at", "written_at")}
     for key, value in times.items():
         if value is not None:
             try:
                 timeutil.parse_time(value)
             except ValueError:
-                raise _damaged(path, f"{key} is not a time: {value!r}") from None
+                raise _damaged(path, f"{key} is not a time: {quote(value)}") from None
     duration = raw.get("duration_s")
     if duration is not None and not isinstance(duration, int | float):
         raise _damaged(path, "duration_s should be a number")
@@ -225,16 +231,17 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
 def read(where: Path, resource: str, name: str) -> Generation:
     """Read one generation; a symlink is damage, never followed (it may lead outside the
     record, and a lease the record cannot vouch for must not decide who holds what)."""
-    import errno
-
     path = where / name
     try:
-        data = fsio.read_nofollow(path)
+        data = fsio.read_nofollow(path, GENERATION_LIMIT)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise _damaged(path, "it is a symlink, and the record never follows one") from None
         if isinstance(exc, IsADirectoryError):
             raise _damaged(path, "it is a folder, not a file") from None
+        if isinstance(exc, fsio.FileTooLarge):
+            raise _damaged(path, f"it is {exc.size} bytes, far more than a generation "
+                           "holds") from None
         raise _damaged(path, f"it cannot be read ({exc.strerror or exc})") from None
     return parse(path, data, resource)
 

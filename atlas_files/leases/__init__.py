@@ -4,7 +4,7 @@ Before a long run a worker claims the resource, says why and for how long, and l
 what others have claimed. A lease expires by itself: its state is computed whenever it is
 read, so no cleanup job exists whose silent death could leave a resource blocked forever.
 Every change is one compare-and-set (the exclusive creation of the next generation's file,
-see leases_store), never a read followed by a blind write. The generation number doubles
+see leases.store), never a read followed by a blind write. The generation number doubles
 as a fencing token: work done under a lease can carry it, and a consumer that has seen
 generation 34 can refuse 33.
 """
@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import leases_store as store
-from atlas_files import leases_view, timeutil
+from atlas_files import timeutil
 from atlas_files.errors import BadInput, DamagedFile, LeaseHeld
-from atlas_files.leases_store import Generation
-from atlas_files.leases_view import Lease, Sheet, left_text, state_of
+from atlas_files.leases import store, view
+from atlas_files.leases.store import Generation
+from atlas_files.leases.view import ADVISORY, Lease, Sheet, left_text, state_of
 from atlas_files.names import check_name
 from atlas_files.text import clean_text
 
@@ -30,18 +30,6 @@ __all__ = [
     "ADVISORY", "Generation", "Lease", "Sheet", "break_lease", "claim", "current", "ls",
     "release", "renew", "sheet", "show", "state_of",
 ]
-
-# Printed verbatim wherever a lease is read: `atlas lease --help`, every `lease ls` (text
-# and the JSON `advisory` key), the lease schema's description and the generated site.
-ADVISORY = (
-    "Leases are advisory: a lease is an entry on a shared sign-up sheet and nothing "
-    "enforces it, so a worker that ignores the sheet is not stopped. Only the claim itself "
-    "is atomic: two readers can both see a resource free in the same second, and only one "
-    "of their claims will succeed. An empty list does not prove a machine is idle: a worker "
-    "that took no lease is invisible here. Expiry trusts the clocks of the machines that "
-    "write and read the lease; where they disagree, a lease can read as expired too early "
-    "or as held too long."
-)
 
 MAX_WHY = 500
 DEFAULT_BREAK_S = 3600.0
@@ -58,12 +46,44 @@ def _check_duration(record: Record, duration_s: float) -> float:
         raise BadInput("a lease needs a duration above zero", hint="e.g. --for 90m")
     if duration_s > cap:
         raise BadInput(
-            f"{timeutil.format_duration(min(duration_s, 1e12))} is longer than this record's "
-            f"lease cap of {timeutil.format_duration(cap)}; nothing was claimed",
+            f"{exact_duration(min(duration_s, 1e12))} is longer than this record's "
+            f"lease cap of {exact_duration(cap)}; nothing was claimed",
             hint="ask for at most the cap and renew before it runs out (lease_cap in "
             "atlas.yaml can raise the cap up to 24h)",
         )
     return float(duration_s)
+
+
+def parse_duration(text: str | None) -> float | None:
+    """A lease duration as written on a command line (``90m``, ``1h30m``); None stays None
+    (renew and break then keep their defaults)."""
+    if text is None:
+        return None
+    if len(text) > 40:  # no duration a lease cap allows is this long; do not echo it all
+        raise BadInput(f"bad duration {text[:40]!r}...: {len(text)} characters",
+                       hint="write it like 45s, 90m, 2h or 1h30m")
+    try:
+        return timeutil.parse_duration(text)
+    except OverflowError:  # more digits than a float holds: far beyond any lease cap
+        raise BadInput(f"the duration {text!r} is far longer than any lease cap",
+                       hint="e.g. --for 90m; `atlas lease --help` says what the cap is") from None
+
+
+def exact_duration(seconds: float) -> str:
+    """``4h0m1s`` for 14401: every unit between the largest and the smallest that is not
+    zero, so a duration just over the cap never reads as the cap itself (the rounding
+    ``format_duration`` does for ages would show 4h)."""
+    whole, millis = divmod(round(seconds * 1000), 1000)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    sec_text = f"{secs}.{millis:03d}".rstrip("0") if millis else str(secs)
+    parts = [(days, f"{days}d"), (hours, f"{hours}h"), (minutes, f"{minutes}m"),
+             (secs + millis, f"{sec_text}s")]
+    used = [i for i, (value, _) in enumerate(parts) if value]
+    if not used:
+        return "0s"
+    return "".join(text for _, text in parts[used[0]:used[-1] + 1])
 
 
 def _check_why(why: str | None, flag: str = "--why") -> str:
@@ -275,13 +295,13 @@ def ls(record: Record) -> list[Lease]:
 
 def show(record: Record, resource: str) -> tuple[Lease, list[Generation]]:
     """The lease now and every generation, oldest first, each saying how it ended."""
-    return leases_view.show(record, resource)
+    return view.show(record, resource)
 
 
 def problems_and_leases(record: Record) -> tuple[list[str], list[Lease]]:
-    return leases_view.problems_and_leases(record)
+    return view.problems_and_leases(record)
 
 
 def sheet(record: Record) -> Sheet:
     """The whole sign-up sheet, with GPU telemetry beside the leases that name a GPU."""
-    return leases_view.sheet(record)
+    return view.sheet(record)

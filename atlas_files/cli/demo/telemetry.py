@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from atlas_files import telemetry
+from atlas_files.config import Machine
 from atlas_files.record import Record
-from atlas_files.telemetry import nvml
+from atlas_files.telemetry import nvml, probe
+from atlas_files.telemetry.trust import Trust
 
 # `.invalid` never resolves (RFC 2606), so this probe fails the same way everywhere.
 UNREACHABLE_PROBE = ("ssh -o BatchMode=yes -o ConnectTimeout=3 gpubox.invalid "
@@ -31,15 +34,23 @@ def _show(row: telemetry.RowView) -> list[str]:
 
 def scene(record: Record, say: Callable[[str], None]) -> None:
     say("\n== telemetry: one live row per machine, written by an outside prober ==")
-    telemetry.add_machine(record, "this-machine", "local", timeout="30s", interval="5m")
-    telemetry.add_machine(record, "gpubox", UNREACHABLE_PROBE, timeout="10s", interval="5m")
-    telemetry.add_machine(record, "webbox", NO_SAMPLER_PROBE, timeout="10s", interval="5m")
+    probe.add_machine(record, "this-machine", "local", timeout="30s", interval="5m")
+    probe.add_machine(record, "gpubox", UNREACHABLE_PROBE, timeout="10s", interval="5m")
+    probe.add_machine(record, "webbox", NO_SAMPLER_PROBE, timeout="10s", interval="5m")
     say("atlas.yaml now lists three machines: this-machine (probe: local), gpubox "
         f"(probe: {UNREACHABLE_PROBE}) and webbox, which is up but does not sample "
         f"(probe: {NO_SAMPLER_PROBE})")
-    say("prober-1 probes them side by side; each probe command has its own timeout")
+    say("prober-1 probes them side by side; each probe command has its own timeout. It runs "
+        "its own commands for gpubox and webbox (a probes file of its own): a probe string "
+        "in the shared atlas.yaml runs only once the prober's user approves it")
     names = ["this-machine", "gpubox", "webbox"]
-    for outcome in telemetry.probe_once(record, "prober-1", names):
+    # The prober's own commands, as its probes file would give them: the demo must not
+    # read or write the approvals of whoever runs it.
+    own = Trust(os.path.realpath(record.root), probes={
+        "gpubox": Machine("gpubox", UNREACHABLE_PROBE, 10.0, 300.0),
+        "webbox": Machine("webbox", NO_SAMPLER_PROBE, 10.0, 300.0),
+    })
+    for outcome in probe.probe_once(record, "prober-1", names, trust=own):
         state = ("UNREACHABLE" if not outcome.reachable
                  else "reachable, but no sample" if outcome.error else "reachable")
         say(f"  wrote telemetry/{outcome.path.name}: {state} ({outcome.duration_s:.1f}s)")

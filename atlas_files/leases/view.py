@@ -12,13 +12,29 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import leases_store as store
 from atlas_files import timeutil
 from atlas_files.errors import BadInput
-from atlas_files.leases_store import Generation
+from atlas_files.leases import store
+from atlas_files.leases.store import Generation
+from atlas_files.names import is_name
+from atlas_files.telemetry import busy_gpus, folder_problem, resource_usage
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
+
+
+# Printed verbatim wherever a lease is read: `atlas lease --help`, every `lease ls` (text
+# and the JSON `advisory` key), the lease schema's description and the generated site.
+ADVISORY = (
+    "Leases are advisory: a lease is an entry on a shared sign-up sheet and nothing "
+    "enforces it, so a worker that ignores the sheet is not stopped. Only the claim itself "
+    "is atomic: two readers can both see a resource free in the same second, and only one "
+    "of their claims will succeed. An empty list does not prove a machine is idle: a worker "
+    "that took no lease is invisible here. Expiry trusts the clocks of the machines that "
+    "write and read the lease; where they disagree, a lease can read as expired too early "
+    "or as held too long."
+)
+
 
 
 @dataclass(frozen=True)
@@ -38,6 +54,7 @@ class Lease:
     ended: str | None  # why it is free: "expired", "released", "never claimed"
     clock_warning: str | None
     read_at: str
+    damaged: str | None = None  # why the newest generation cannot be read (state "damaged")
 
     @property
     def held(self) -> bool:
@@ -58,6 +75,7 @@ class Lease:
             "ended": self.ended,
             "clock_warning": self.clock_warning,
             "read_at": self.read_at,
+            "damaged": self.damaged,
         }
 
 
@@ -79,6 +97,13 @@ def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: f
                  last, ended, warning, read_at)
 
 
+def damaged_lease(resource: str, generation: int, reason: str, at: datetime) -> Lease:
+    """A resource whose newest generation cannot be read: nobody can say whether it is
+    held, so it is neither "held" nor "free" but "damaged", with the reason."""
+    return Lease(resource, generation, "damaged", None, None, None, None, None, None, None,
+                 None, None, timeutil.format_time(at), damaged=reason)
+
+
 def _clock_warning(gen: Generation, at: datetime, tolerance_s: float) -> str | None:
     stamps = [s for s in (gen.claimed_at, gen.written_at) if s]
     ahead = max((timeutil.parse_time(s) - at).total_seconds() for s in stamps) if stamps else 0
@@ -98,17 +123,25 @@ def left_text(lease: Lease) -> str:
 def problems_and_leases(record: Record) -> tuple[list[str], list[Lease]]:
     """(what could not be read, the leases that could): one damaged generation must not
     hide every other lease from a reader deciding where to run."""
+    problems, healthy, _ = read_all(record)
+    return problems, healthy
+
+
+def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
+    """(every problem, the readable leases, a "damaged" row per resource that cannot be
+    read), each list by resource name."""
     problems: list[str] = []
     out: list[Lease] = []
+    damaged: list[Lease] = []
     try:
         folder = record.leases_dir
         names = sorted(os.listdir(folder))
     except FileNotFoundError:
-        return [], []
+        return [], [], []
     except NotADirectoryError:
-        return [store.not_a_folder(record.root / "leases").message], []
+        return [store.not_a_folder(record.root / "leases").message], [], []
     except (BadInput, OSError) as exc:  # a symlink leading outside, no permission
-        return [f"the leases cannot be listed: {exc}"], []
+        return [f"the leases cannot be listed: {exc}"], [], []
     at = timeutil.now()
     for name in names:
         if name.startswith("."):
@@ -120,10 +153,21 @@ def problems_and_leases(record: Record) -> tuple[list[str], list[Lease]]:
             gen = store.newest(where, name)
         except (BadInput, OSError) as exc:
             problems.append(str(exc))
+            if is_name(name):
+                damaged.append(damaged_lease(name, _last_number(record, name), str(exc), at))
             continue
         if gen is not None:
             out.append(state_of(name, gen, at, record.config.clock_tolerance_s))
-    return problems, out
+    return problems, out, damaged
+
+
+def _last_number(record: Record, resource: str) -> int:
+    """The newest generation's number from the folder listing, 0 if even that fails."""
+    try:
+        found = store.newest_name(store.folder(record, resource))
+    except (BadInput, OSError):
+        return 0
+    return found[0] if found else 0
 
 
 def show(record: Record, resource: str) -> tuple[Lease, list[Generation]]:
@@ -168,15 +212,20 @@ class Sheet:
     telemetry: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     unleased_busy: tuple[dict[str, Any], ...] = ()
     problems: tuple[str, ...] = ()
+    # Resources whose newest generation cannot be read, as rows with state "damaged";
+    # apart from ``leases``, which hold only what can be read (held or free).
+    damaged: tuple[Lease, ...] = ()
+
+    def rows(self) -> list[Lease]:
+        """Every row to show, readable or damaged, by resource name."""
+        return sorted((*self.leases, *self.damaged), key=lambda lease: lease.resource)
 
     def to_json(self) -> dict[str, Any]:
-        from atlas_files.leases import ADVISORY
-
         return {
             "advisory": ADVISORY,
             "leases": [
                 {**lease.to_json(), "telemetry": self.telemetry.get(lease.resource)}
-                for lease in self.leases
+                for lease in self.rows()
             ],
             "unleased_busy": list(self.unleased_busy),
             "problems": list(self.problems),
@@ -184,15 +233,13 @@ class Sheet:
 
 
 def sheet(record: Record) -> Sheet:
-    problems, leases = problems_and_leases(record)
-    try:
-        from atlas_files.telemetry import busy_gpus, folder_problem, resource_usage
-    except ImportError:  # telemetry is its own layer; the sheet works without it
-        return Sheet(tuple(leases), problems=tuple(problems))
+    problems, leases, damaged = read_all(record)
     telemetry_problem = folder_problem(record)
     if telemetry_problem:  # else "busy but unleased" would read as "nothing busy"
         problems.append(telemetry_problem)
-    usage = {lease.resource: resource_usage(record, lease.resource) for lease in leases}
-    held = {lease.resource for lease in leases if lease.held}
+    usage = {lease.resource: resource_usage(record, lease.resource)
+             for lease in (*leases, *damaged)}
+    # A damaged lease may well be held: its GPU's load is no evidence of work without one.
+    held = {lease.resource for lease in leases if lease.held} | {d.resource for d in damaged}
     busy = tuple(g for g in busy_gpus(record) if g.get("resource") not in held)
-    return Sheet(tuple(leases), usage, busy, tuple(problems))
+    return Sheet(tuple(leases), usage, busy, tuple(problems), tuple(damaged))

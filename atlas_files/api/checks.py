@@ -1,0 +1,41 @@
+"""`atlas check`: what a hand edit got wrong, as findings (never an abort per file)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from atlas_files import check as checks
+from atlas_files.check import Finding, Report
+from atlas_files.errors import BadInput
+
+MODES = ("record", "links", "versions")
+
+__all__ = ["MODES", "Finding", "Report", "check"]
+
+
+def check(record_path: str | os.PathLike[str] | None = None, paths: Sequence[str] = (), *,
+          mode: str = "record", staged: bool = False, fix: bool = False,
+          on_finding: Callable[[Finding], None] | None = None,
+          base: Path | None = None) -> Report:
+    """Check the record (or ``paths`` in it), or with ``mode`` "links"/"versions" any
+    Markdown or version-named files; ``staged``: the commit being made (git's index).
+    ``fix`` does what is safe (stamp digests, remove old crash debris), whole-record only.
+    The report's ``to_json()`` is `atlas check --json`; ``report.ok`` is exit 0 or 1."""
+    if mode not in MODES:
+        raise BadInput(f"unknown check mode {mode!r}", hint=f"one of {', '.join(MODES)}")
+    if fix and (staged or mode != "record"):
+        raise BadInput("--fix changes files on disk, and only in a whole-record check",
+                       hint="run `atlas check --fix`, then `git add` what it stamped")
+    base = base or Path.cwd().resolve()
+    record = None if record_path is None else str(record_path)
+    if staged:
+        return checks.check_staged(mode=mode, record_path=record, paths=paths,
+                                   on_finding=on_finding, base=base)
+    if mode == "links":
+        return checks.check_links(paths, on_finding=on_finding, base=base)
+    if mode == "versions":
+        return checks.check_versions(paths, on_finding=on_finding, base=base)
+    root = checks.find_record(record, paths)
+    return checks.check_record(root, paths, fix=fix, on_finding=on_finding, base=base)
