@@ -233,6 +233,15 @@ def test_a_record_folder_that_is_a_symlink_or_a_file_is_an_error(
         assert_neighbour_still_reported(report)
 
 
+@pytest.mark.parametrize("case", ["topic outside", "topic inside"])
+def test_a_symlinked_topic_given_as_the_path_is_reported_as_a_symlink(
+        healthy: Record, tmp_path: Path, case: str) -> None:
+    FOLDER_CASES[case][1](healthy, tmp_path)
+    code, report, err = run_check(healthy.root, str(healthy.root / "projects/web/artifacts/plan"))
+    assert code == 1, err
+    assert [f["code"] for f in report["findings"]] == ["ATL037"]
+
+
 # -- 12: an entry readers will not show -----------------------------------------------------
 
 
