@@ -54,9 +54,10 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
     status.write(record, "ML status: run 7 queued.\n", author="dana", project="ml")
     facts.status = {"web": 3, "ml": 1}
     for v in range(1, 4):
-        artifacts.put(record, "plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
-                   author="alice" if v != 2 else "bob", project="web", expect=v - 1,
-                   summary=f"plan revision {v}")
+        artifacts.put(
+            record, "plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
+            author="alice" if v != 2 else "bob", project="web", expect=v - 1,
+            summary=f"plan revision {v}")
     artifacts.put(record, "design", "# Design\n\nUse plain files.\n", author="carol", project="web",
                proposal=True)
     artifacts.put(record, "idea", "An idea nobody accepted.\n", author="bob", project="web",
