@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
+    "sync": "atlas_files.cli.sync:sync",
     "demo": "atlas_files.cli.demo.command:demo",
 }
 

@@ -12,6 +12,7 @@ from atlas_files.api import leases as api
 from atlas_files.api.leases import ADVISORY
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.syncing import fresh, sync_option, synced
 
 LEASE_HELP = f"""Advisory leases: a sign-up sheet for shared machines, GPUs and datasets.
 
@@ -66,11 +67,13 @@ def lease() -> None:
               help="How long: 45s, 90m, 2h, 1h30m; at most the record's lease cap (4h default).")
 @click.option("--why", required=True, metavar="TEXT", help="What you will use it for (one line).")
 @json_option
+@sync_option
 @pass_ctx
 def claim(ctx: Invocation, resource: str, duration: str, why: str, as_json: bool) -> None:
     """Claim RESOURCE (e.g. gpubox.gpu0) for DURATION. Exit 4 if another holds it; a claim
     of a lease you already hold renews it."""
-    change = api.claim(ctx.worker, resource, duration, why)
+    change = synced(ctx, f"lease claim {resource}",
+                    lambda: api.claim(ctx.worker, resource, duration, why))
     _report("renewed" if change.action == "renew" else "claimed", change, as_json)
 
 
@@ -80,12 +83,15 @@ def claim(ctx: Invocation, resource: str, duration: str, why: str, as_json: bool
 @click.option("--generation", type=click.IntRange(min=0), metavar="N",
               help="Only if the lease is still at generation N (the one you hold).")
 @json_option
+@sync_option
 @pass_ctx
 def renew(ctx: Invocation, resource: str, duration: str | None, generation: int | None,
           as_json: bool) -> None:
     """Extend your lease of RESOURCE from now. Exit 4 if someone else holds it or it moved
     past the generation you hold; exit 2 if you do not hold it."""
-    _report("renewed", api.renew(ctx.worker, resource, duration, generation), as_json)
+    change = synced(ctx, f"lease renew {resource}",
+                    lambda: api.renew(ctx.worker, resource, duration, generation))
+    _report("renewed", change, as_json)
 
 
 @lease.command("release")
@@ -93,10 +99,13 @@ def renew(ctx: Invocation, resource: str, duration: str | None, generation: int 
 @click.option("--generation", type=click.IntRange(min=0), metavar="N",
               help="Only if the lease is still at generation N (the one you hold).")
 @json_option
+@sync_option
 @pass_ctx
 def release(ctx: Invocation, resource: str, generation: int | None, as_json: bool) -> None:
     """Give RESOURCE back now. Refused unless you hold it (exit 4 or 2, nothing written)."""
-    _report("released", api.release(ctx.worker, resource, generation), as_json)
+    change = synced(ctx, f"lease release {resource}",
+                    lambda: api.release(ctx.worker, resource, generation))
+    _report("released", change, as_json)
 
 
 @lease.command("break")
@@ -107,12 +116,15 @@ def release(ctx: Invocation, resource: str, generation: int | None, as_json: boo
 @click.option("--generation", type=click.IntRange(min=0), metavar="N",
               help="Only if the lease is still at generation N (the one you looked at).")
 @json_option
+@sync_option
 @pass_ctx
 def break_(ctx: Invocation, resource: str, why: str, duration: str | None,
            generation: int | None, as_json: bool) -> None:
     """Take over RESOURCE from a holder that is gone, before its lease expires. The break,
     its reason and the previous holder stay in the history."""
-    _report("took over", api.break_(ctx.worker, resource, why, duration, generation), as_json)
+    change = synced(ctx, f"lease break {resource}",
+                    lambda: api.break_(ctx.worker, resource, why, duration, generation))
+    _report("took over", change, as_json)
     if not as_json:
         click.echo("the break, its reason and the previous holder are in "
                    f"`atlas lease show {resource}`")
@@ -136,6 +148,7 @@ def _telemetry_text(usage: dict[str, Any] | None) -> str:
 @lease.command("ls")
 @json_option
 @pass_ctx
+@fresh
 def ls(ctx: Invocation, as_json: bool) -> None:
     """Every lease with its state computed now, GPU telemetry beside it, and the limits."""
     sheet = api.ls(ctx.worker)
@@ -177,6 +190,7 @@ def ls(ctx: Invocation, as_json: bool) -> None:
 @click.argument("resource")
 @json_option
 @pass_ctx
+@fresh
 def show(ctx: Invocation, resource: str, as_json: bool) -> None:
     """RESOURCE's lease now and its whole history: who held it, for what, how it ended."""
     result = api.show(ctx.worker, resource)
