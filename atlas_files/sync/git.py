@@ -117,8 +117,11 @@ class Git:
 
 
 def failed(args: Sequence[str], done: Done) -> GitFailed:
-    """git's own words (its last lines: the cause is at the end) as a GitFailed."""
-    said = " / ".join(line.strip() for line in done.err.splitlines()[-3:] if line.strip())
+    """git's own words as a GitFailed: its fatal and error lines (the cause), else its
+    last lines."""
+    lines = [line.strip() for line in done.err.splitlines() if line.strip()]
+    causes = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    said = " / ".join(causes[:2] or lines[-3:])
     return GitFailed(f"`git {' '.join(args[:2])}` failed (exit {done.code}): "
                      f"{said or 'no message'}",
                      hint="fix what git says, then run `atlas sync` again")
