@@ -116,7 +116,7 @@ def waiting(record: Record) -> list[str]:
     for here, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):
-            if name != ".gitignore":
+            if name != ".gitignore" and not fsio.is_temp(name):  # a kill's debris
                 found.append(os.path.relpath(os.path.join(here, name), record.root))
     return found
 

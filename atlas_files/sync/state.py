@@ -55,7 +55,12 @@ class Local:
                 died_at: float | None = None
                 with contextlib.suppress(FileNotFoundError):
                     died_at = os.stat(self.marker).st_mtime
+                # The marker of a sync that died stays as it is until a sync finishes: its
+                # time says since when git locks may be debris of dead syncs, however
+                # many died in a row before reaching the cleanup.
                 fsio.replace_atomic(self.marker, f"{os.getpid()}\n".encode(), durable=False)
+                if died_at is not None:
+                    os.utime(self.marker, (died_at, died_at))
                 try:
                     yield died_at
                 finally:
