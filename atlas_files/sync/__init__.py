@@ -31,7 +31,8 @@ from atlas_files.api import Worker
 from atlas_files.config import SyncConfig
 from atlas_files.errors import AtlasError, warn
 from atlas_files.record import Record
-from atlas_files.sync.state import Busy, Local
+from atlas_files.sync.errors import Busy
+from atlas_files.sync.state import Local
 
 __all__ = ["NOT_TRAVELLING", "refresh", "settings", "write"]
 

@@ -9,47 +9,38 @@ its other commits on the fetched head (no merge commits: linear history) and pus
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
 import time
 from dataclasses import dataclass, field
 
 from atlas_files.config import SyncConfig
-from atlas_files.errors import AtlasError, BadInput
+from atlas_files.errors import BadInput
 from atlas_files.record import Record
 from atlas_files.sync import drafts, repo
+from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused
 from atlas_files.sync.git import (
     NETWORK_TIMEOUT_S,
-    Done,
     Git,
-    GitFailed,
+    Started,
     check_version,
     failed,
 )
-from atlas_files.sync.paths import kind
+from atlas_files.sync.paths import kind, listing
+from atlas_files.sync.rebuild import rebuild
+from atlas_files.sync.recovery import finish_move
 from atlas_files.sync.state import Local, clear_stale_locks
 
 # A push lost to a faster one is retried after a fetch, at most this often and this long,
-# with a random pause that grows with the attempts (so racing clones spread out).
+# after a random pause whose ceiling doubles with each loss up to BACKOFF_CAP_S: under
+# heavy contention every attempt but one per push is wasted work, so the clones must
+# spread out until about one of them tries per cycle.
 MAX_ATTEMPTS = 60
-MAX_SECONDS = 180.0
+MAX_SECONDS = 300.0
+BACKOFF_FIRST_S = 0.05
+BACKOFF_CAP_S = 5.0
 # What git says when a push lost the race (the ref moved since we fetched).
 _LOST_RACE = ("fetch first", "non-fast-forward", "cannot lock ref", "failed to update ref",
               "but expected", "stale info", "failed to lock")
-_NO_IDENTITY = ("tell me who you are", "unable to auto-detect", "empty ident")
-_LIST_LIMIT = 5
-
-
-class SyncRefused(AtlasError):
-    """History would be rewritten (a published file changed or deleted, a remote that
-    rewrote its history) or a config file changed on both sides: nothing is pushed."""
-
-    exit_code = 1
-
-
-class NotPushed(GitFailed):
-    """The remote kept moving for longer than the retries allow."""
 
 
 @dataclass
@@ -62,32 +53,26 @@ class Tally:
     recovered: list[str] = field(default_factory=list)
 
 
-def _listing(paths: list[str]) -> str:
-    shown = ", ".join(paths[:_LIST_LIMIT])
-    return shown + (f" and {len(paths) - _LIST_LIMIT} more" if len(paths) > _LIST_LIMIT else "")
-
-
 class Engine:
     """One sync of one checkout; the caller holds the checkout's lock (``local``)."""
 
     def __init__(self, record: Record, cfg: SyncConfig, identity: str | None) -> None:
-        check_version()
+        self.local = Local(record.root)
+        check_version(self.local.folder / "git-version")
         self.record = record
         self.cfg = cfg
         self.identity = identity
-        self.local = Local(record.root)
-        self.git = Git(record.root)
+        self.git = Git(record.root, identity=identity)
         self.tally = Tally()
         self.head: str | None = None
         self.theirs: str | None = None
-        self._ident_env: dict[str, str] = {}
 
     # -- the checkout ---------------------------------------------------------------------
 
     def start(self, died_at: float | None) -> None:
         """Learn where the record lies in git; tidy up after a sync that was killed."""
         self.facts = repo.read_facts(self.git, self.record.root)
-        self.git = Git(self.facts.top, {"GIT_REFLOG_ACTION": "atlas sync"})
+        self.git = Git(self.facts.top, {"GIT_REFLOG_ACTION": "atlas sync"}, self.identity)
         self.branch = self.cfg.branch or self.facts.branch
         self.local_ref = f"refs/heads/{self.facts.branch}"
         self.tracking = f"refs/remotes/{self.cfg.remote}/{self.branch}"
@@ -96,7 +81,11 @@ class Engine:
                 self.facts.git_dir, self.facts.common_dir, [self.local_ref, self.tracking],
                 died_at)
         self._refresh()
-        self._recover()
+        finished = finish_move(self.git, self.facts, self.local, self.record, self.head)
+        if finished is not None:
+            self.head, kept = finished
+            self.tally.collisions += kept
+            self.tally.recovered.append(f"finished moving to {self.head[:12]}")
 
     @property
     def where(self) -> str:
@@ -145,14 +134,14 @@ class Engine:
         if edited:
             raise SyncRefused(
                 "history is append-only, but published files were changed or deleted in "
-                f"place here: {_listing(edited)}; nothing was committed or pushed",
+                f"place here: {listing(edited)}; nothing was committed or pushed",
                 hint="put each back (`git checkout -- PATH`) and write the change as a new "
                 "version (`atlas put NAME`) or a correction (`atlas correct REF`)",
             )
         if outside and self.facts.prefix:
             raise BadInput(
                 "the record lies inside a repository with uncommitted changes outside it "
-                f"({_listing(outside)}); atlas sync moves the whole checkout to the "
+                f"({listing(outside)}); atlas sync moves the whole checkout to the "
                 "remote's head, so it will not run over them",
                 hint="commit or stash them, or give the record a branch of its own checked "
                 "out as a worktree beside the code (see docs/sync.md)",
@@ -160,42 +149,26 @@ class Engine:
         self.tally.left_out = [r for r in (self._rel(p) for p in left) if r is not None]
         if not new:
             return []
-        listing = "\0".join(new).encode("utf-8", "surrogateescape")
-        self.git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=listing)
+        nul = "\0".join(new).encode("utf-8", "surrogateescape")
+        self.git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul)
         rels = [r for r in (self._rel(p) for p in new) if r is not None]
         message = f"atlas: {what}\n\n" + "\n".join(
             kind(r).describe() if kind(r).history else r for r in rels[:50])
         if len(rels) > 50:
             message += f"\n... and {len(rels) - 50} more"
-        self._with_identity("commit", "-q", "--no-verify", "-m", message,
-                            "--pathspec-from-file=-", "--pathspec-file-nul", input=listing)
+        self.git.committing("commit", "-q", "--no-verify", "-m", message,
+                            "--pathspec-from-file=-", "--pathspec-file-nul", input=nul)
         self._refresh()
         return rels
 
-    def _with_identity(self, *args: str, input: bytes | None = None,
-                       env: dict[str, str] | None = None) -> Done:
-        """Run a committing git command; where git knows no user, commit as the acting
-        identity rather than fail."""
-        done = self.git.run(*args, input=input, env={**(env or {}), **self._ident_env},
-                            ok=(0, 128))
-        if done.code != 0 and not self._ident_env and \
-                any(m in done.err.lower() for m in _NO_IDENTITY):
-            who = self.identity or "atlas"
-            self._ident_env = {"GIT_COMMITTER_NAME": who, "GIT_AUTHOR_NAME": who,
-                               "GIT_COMMITTER_EMAIL": f"{who}@atlas.invalid",
-                               "GIT_AUTHOR_EMAIL": f"{who}@atlas.invalid"}
-            done = self.git.run(*args, input=input, env={**(env or {}), **self._ident_env},
-                                ok=(0, 128))
-        if done.code != 0:
-            raise failed(args, done)
-        return done
-
     # -- steps 2-4: fetch, check, integrate ------------------------------------------------
 
-    def fetch(self) -> None:
-        done = self.git.run("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                            self.cfg.remote, f"+refs/heads/{self.branch}:{self.tracking}",
-                            ok=(0, 1, 128), timeout=NETWORK_TIMEOUT_S)
+    def _begin_fetch(self) -> Started:
+        return self.git.start("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                              self.cfg.remote, f"+refs/heads/{self.branch}:{self.tracking}")
+
+    def _end_fetch(self, pending: Started) -> None:
+        done = pending.finish(ok=(0, 1, 128))
         if done.code != 0:
             if "couldn't find remote ref" not in done.err:
                 err = failed(("fetch", self.cfg.remote), done)
@@ -211,7 +184,20 @@ class Engine:
 
     def pull(self) -> None:
         before = self.theirs
-        self.fetch()
+        self._end_fetch(self._begin_fetch())
+        self.integrate(before)
+
+    def commit_and_pull(self, what: str) -> None:
+        """Commit what atlas wrote here while the fetch runs beside it (they touch
+        different refs), then integrate what the fetch brought."""
+        before = self.theirs
+        pending = self._begin_fetch()
+        try:
+            self.commit_local(what)
+        except BaseException:
+            pending.stop()
+            raise
+        self._end_fetch(pending)
         self.integrate(before)
 
     def integrate(self, before: str | None) -> None:
@@ -248,7 +234,7 @@ class Engine:
             if outside:
                 raise BadInput(
                     "this checkout has commits outside the record that are not on the remote "
-                    f"({_listing(outside)}); atlas sync pushes only the record's own commits",
+                    f"({listing(outside)}); atlas sync pushes only the record's own commits",
                     hint="push them yourself (`git push`), or keep the record on a branch of "
                     "its own checked out as a worktree (docs/sync.md)")
         added = {c.path: c for c in remote if c.xy == "A"}
@@ -259,7 +245,7 @@ class Engine:
             self.tally.collisions.append(drafts.keep(
                 self.record, rel, repo.blob_bytes(self.git, head, path),
                 repo.blob_bytes(self.git, theirs, path)))
-        new = self._rebuild(base, head, theirs, lost)
+        new = rebuild(self.git, self.facts.git_dir, base, head, theirs, lost, self.where)
         self._move(head, new)
         self._came_in(remote)
 
@@ -285,57 +271,7 @@ class Engine:
                     f"files (`git checkout {old[:12]} -- PATH`, then `git commit`) and sync")
         raise SyncRefused(
             "history is append-only, but published files were changed or deleted "
-            f"{where}: {_listing(bad)}; nothing was integrated or pushed", hint=hint)
-
-    def _rebuild(self, base: str, head: str, theirs: str,
-                 lost: dict[str, repo.Change]) -> str:
-        """This checkout's commits since ``base``, made again on ``theirs``, one by one;
-        a path in ``lost`` takes the remote's bytes. Returns the new head."""
-        log = self.git.run("log", "--reverse", "--no-merges", "-z",
-                           "--format=%H%x1f%an%x1f%ae%x1f%aI%x1f%B", f"{base}..{head}").out
-        prev, prev_tree = theirs, repo.tree_of(self.git, theirs)
-        for record in log.split(b"\0"):
-            if not record.strip():
-                continue
-            sha, name, email, date, message = (
-                record.decode("utf-8", "surrogateescape").split("\x1f", 4))
-            done = self.git.run("merge-tree", "--write-tree", "--name-only", "--no-messages",
-                                "-z", prev, sha, ok=(0, 1))
-            parts = [p for p in done.out.split(b"\0") if p.strip()]
-            tree = parts[0].decode().strip()
-            conflicted = {p.decode("utf-8", "surrogateescape") for p in parts[1:]}
-            if conflicted - set(lost):
-                paths = sorted(conflicted - set(lost))
-                raise SyncRefused(
-                    f"{_listing(paths)} changed both here and on {self.where}, differently; "
-                    "nothing was integrated or pushed",
-                    hint="merge them by hand: `git pull --rebase`, resolve, `git rebase "
-                    "--continue`, then `atlas sync`")
-            if conflicted:
-                tree = self._patched(tree, [lost[p] for p in sorted(conflicted)])
-            if tree == prev_tree:
-                continue  # all it added lost the race
-            env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email,
-                   "GIT_AUTHOR_DATE": date}
-            prev = self._with_identity("commit-tree", tree, "-p", prev, "-F", "-",
-                                       input=message.encode("utf-8", "surrogateescape"),
-                                       env=env).text
-            prev_tree = tree
-        return prev
-
-    def _patched(self, tree: str, entries: list[repo.Change]) -> str:
-        """``tree`` with ``entries`` (mode, blob, path) put in, through a scratch index."""
-        index = self.facts.git_dir / f"atlas-sync-index-{os.getpid()}"
-        env = {"GIT_INDEX_FILE": str(index)}
-        try:
-            self.git.run("read-tree", tree, env=env)
-            info = b"".join(f"{c.mode} {c.blob}\t{c.path}\0".encode("utf-8", "surrogateescape")
-                            for c in entries)
-            self.git.run("update-index", "-z", "--index-info", input=info, env=env)
-            return self.git.out("write-tree", env=env)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                index.unlink()
+            f"{where}: {listing(bad)}; nothing was integrated or pushed", hint=hint)
 
     # -- moving the work tree, and finishing a move a killed sync left --------------------
 
@@ -351,54 +287,6 @@ class Engine:
                 hint="a file in the way is not atlas's: move it aside, then `atlas sync`")
         self.local.end_move()
         self.head = new
-
-    def _recover(self) -> None:
-        journal = self.local.journal()
-        if journal is None:
-            return
-        old, new = journal.get("old"), journal.get("new")
-        if not (isinstance(old, str) and isinstance(new, str)) or \
-                journal.get("branch") != self.local_ref or self.head not in (old, new):
-            self.local.end_move()  # the branch moved on since: nothing of it to finish
-            return
-        changes = repo.diff(self.git, old, new)
-        top = self.facts.top
-        present = [c for c in changes if (top / c.path).is_file()]
-        hashes = self.git.out("hash-object", "--stdin-paths", input="\n".join(
-            c.path for c in present).encode("utf-8", "surrogateescape")).split() \
-            if present else []
-        seen = dict(zip([c.path for c in present], hashes, strict=True))
-        for c in present:
-            if seen[c.path] in (c.old_blob, c.blob):
-                continue
-            rel = self._rel(c.path)
-            if rel is None or not kind(rel).history:
-                raise SyncRefused(
-                    f"a sync was killed while moving files, and {c.path} now holds bytes "
-                    "that are neither the old nor the new version",
-                    hint="move that file aside, then run `atlas sync` again")
-            # Someone published here after the kill, under a name the move brings in.
-            self.tally.collisions.append(drafts.keep(
-                self.record, rel, (top / c.path).read_bytes(),
-                repo.blob_bytes(self.git, new, c.path)))
-        self.git.run("update-ref", self.local_ref, new)
-        keep = [c.path for c in changes if c.xy != "D"]
-        if keep:
-            self.git.run("checkout", "-q", new, "--pathspec-from-file=-",
-                         "--pathspec-file-nul",
-                         input="\0".join(keep).encode("utf-8", "surrogateescape"))
-        gone = [c for c in changes if c.xy == "D"]
-        if gone:
-            self.git.run("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
-                         "--pathspec-file-nul",
-                         input="\0".join(c.path for c in gone).encode("utf-8",
-                                                                       "surrogateescape"))
-            for c in gone:
-                if seen.get(c.path) == c.old_blob:
-                    (top / c.path).unlink()
-        self.local.end_move()
-        self.head = new
-        self.tally.recovered.append(f"finished moving to {new[:12]}")
 
     # -- step 5: push, and try again after a lost race ------------------------------------
 
@@ -417,11 +305,9 @@ class Engine:
             return False
         raise failed(("push", self.cfg.remote), done)
 
-    def exchange(self, *, fetch_first: bool) -> None:
-        """Fetch and integrate (if asked), then push until the remote takes it."""
+    def exchange(self) -> None:
+        """Push until the remote takes it, fetching and integrating after each lost race."""
         deadline = time.monotonic() + MAX_SECONDS
-        if fetch_first:
-            self.pull()
         attempt = 0
         while self.head is not None and self.head != self.theirs:
             if self.push():
@@ -433,7 +319,8 @@ class Engine:
                     f"{self.where} kept moving: {attempt} pushes lost the race in a row",
                     hint="what was written here is committed here and not lost; run "
                     "`atlas sync` again")
-            time.sleep(random.uniform(0, min(1.0, 0.02 * 2 ** min(attempt, 6))))
+            time.sleep(random.uniform(0, min(BACKOFF_CAP_S,
+                                              BACKOFF_FIRST_S * 2 ** min(attempt, 10))))
             self.pull()
 
     # -- what happened ----------------------------------------------------------------------

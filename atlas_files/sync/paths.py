@@ -88,3 +88,9 @@ def draft_path(path: str, identity: str) -> str:
     if k.what == "entry":
         return f"{layout.DRAFTS}/{k.project}/{path.split('/')[2]}/{stem}.{identity}.{ext}"
     return f"{layout.DRAFTS}/other/{path.replace('/', '~')}.{identity}"
+
+
+def listing(paths: list[str], limit: int = 5) -> str:
+    """The first few paths, then how many more: a message stays a line or two."""
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

@@ -39,7 +39,13 @@ def read_facts(git: Git, root: Path) -> Facts:
         )
     lines = done.out.decode("utf-8", "surrogateescape").split("\n")
     top, git_dir, common_dir, prefix = (lines + ["", "", "", ""])[:4]
-    ref = git.run("symbolic-ref", "-q", "HEAD", ok=(0, 1)).text
+    # HEAD read as git writes it (`ref: refs/heads/NAME`, or a bare commit id when
+    # detached): one process fewer than asking git.
+    try:
+        ref = (Path(git_dir) / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        ref = ""
+    ref = ref[len("ref: "):] if ref.startswith("ref: ") else ""
     if not ref.startswith("refs/heads/"):
         raise BadInput(
             "the record's checkout is on no branch (a detached HEAD), so there is nothing "

@@ -13,8 +13,8 @@ from atlas_files.api import Worker
 from atlas_files.config import SyncConfig
 from atlas_files.errors import AtlasError, warn
 from atlas_files.sync import drafts
-from atlas_files.sync.engine import Engine, NotPushed, SyncRefused
-from atlas_files.sync.git import GitFailed
+from atlas_files.sync.engine import Engine
+from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused
 
 __all__ = ["LOCK_WAIT_S", "GitFailed", "NotPushed", "SyncRefused", "SyncReport", "sync",
            "synced_write"]
@@ -70,8 +70,8 @@ def sync(worker: Worker, cfg: SyncConfig | None = None, *,
     engine = Engine(record, cfg or record.config.sync or SyncConfig(), worker.identity)
     with engine.local.session(lock_wait_s) as died_at:
         engine.start(died_at)
-        engine.commit_local(f"sync ({worker.identity or 'no identity'})")
-        engine.exchange(fetch_first=True)
+        engine.commit_and_pull(f"sync ({worker.identity or 'no identity'})")
+        engine.exchange()
         report = _report(engine)
     if engine.tally.collisions:
         raise _lost(engine)
@@ -93,14 +93,14 @@ def synced_write(worker: Worker, what: str, fn: Callable[[], T],
     engine = Engine(record, cfg or record.config.sync or SyncConfig(), worker.identity)
     with engine.local.session(LOCK_WAIT_S) as died_at:
         engine.start(died_at)
-        engine.commit_local(f"sync before {what}")
-        engine.exchange(fetch_first=True)
+        engine.commit_and_pull(f"sync before {what}")
+        engine.exchange()
         if engine.tally.collisions:
             raise _lost(engine)  # an earlier write lost: say so before writing more
         result = fn()
         try:
             engine.commit_local(what)
-            engine.exchange(fetch_first=False)
+            engine.exchange()
         except GitFailed as exc:
             warn(f"{what}: written here, but not on {engine.where} yet: {exc.message}. "
                  "`atlas sync` pushes it (and says so if another machine published the "

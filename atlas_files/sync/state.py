@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import fsio, layout
-from atlas_files.errors import AtlasError
+from atlas_files.sync.errors import Busy
 
 # git's own lock files that a killed git command leaves behind, relative to the git dir
 # (per work tree) or the common dir (shared refs). Each one blocks every later command.
@@ -23,12 +23,6 @@ WORKTREE_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock")
 COMMON_LOCKS = ("packed-refs.lock", "config.lock", "shallow.lock")
 # A git child of a killed sync may still be finishing: give it this long to let go.
 ORPHAN_GRACE_S = 1.0
-
-
-class Busy(AtlasError):
-    """Another sync of this checkout held the lock for longer than the wait."""
-
-    exit_code = 2
 
 
 class Local:
