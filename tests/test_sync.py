@@ -270,6 +270,7 @@ def test_a_record_inside_a_code_repository_with_changes_outside_it(tmp_path: Pat
 
 
 def test_a_record_on_its_own_branch_in_a_worktree(tmp_path: Path) -> None:
+    """The setup docs/sync.md gives, command for command."""
     remote = bare_remote(tmp_path / "served")
     code_repo = tmp_path / "code"
     git(tmp_path, "clone", "-q", str(remote), str(code_repo))
@@ -277,19 +278,27 @@ def test_a_record_on_its_own_branch_in_a_worktree(tmp_path: Path) -> None:
     git(code_repo, "add", "app.py")
     git(code_repo, "commit", "-qm", "code")
     git(code_repo, "push", "-q", "origin", "main")
-    git(code_repo, "worktree", "add", "-q", "--orphan", "-b", "atlas", "../record",
-        check=False)
+    git(code_repo, "worktree", "add", "-q", "--detach", "../record")
     rec = tmp_path / "record"
-    if not rec.exists():  # git older than 2.42 has no --orphan for worktrees
-        git(code_repo, "worktree", "add", "-q", "--detach", "../record")
-        git(rec, "checkout", "-q", "--orphan", "atlas")
-        git(rec, "rm", "-rfq", ".")
+    git(rec, "switch", "-q", "--orphan", "atlas")
     Record.init(rec)
+    Record(rec).update_config(lambda d: {**d, "sync": {"branch": "atlas", "auto": True}})
     (code_repo / "app.py").write_text("print(2)\n")  # the code checkout is left alone
-    code, out, err = cli(rec, "sync")
+    code, _, err = cli(rec, "sync")
     assert code == 0, err
     assert git(tmp_path, "ls-remote", str(remote), "refs/heads/atlas")
     assert (code_repo / "app.py").read_text() == "print(2)\n"
+    assert put(rec, "ann", "plan", "on the record's branch\n")[0] == 0
+    # Another machine: a clone of the code, and the record's branch as a worktree.
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    git(other, "fetch", "-q", "origin", "atlas")
+    git(other, "worktree", "add", "-q", "../other-record", "atlas")
+    code, out, err = cli(tmp_path / "other-record", "get", "plan", "--json", identity="bo")
+    assert code == 0, err
+    assert json.loads(out)["author"] == "ann"
+    assert git(tmp_path, "ls-remote", str(remote), "refs/heads/main").split()[0] == \
+        git(code_repo, "rev-parse", "HEAD")  # the code's branch never moved
 
 
 def test_a_detached_head_is_refused(team: tuple[Team, Path]) -> None:
