@@ -51,10 +51,13 @@ def test_a_write_on_one_machine_reaches_another(team: tuple[Team, Path]) -> None
     assert code == 0, err
     assert json.loads(out)["body"] == "first plan\n"  # the read fetched first (fetch_every 0s)
     assert put(bob, "bob", "plan", "second plan\n")[0] == 0
+    code, out, _ = cli(alice, "sync", identity="alice")
+    assert code == 0 and "came in: 1 file: plan v2 (main)" in out
+    assert put(bob, "bob", "plan", "third plan\n")[0] == 0
     code, out, _ = cli(alice, "sync", "--json", identity="alice")
     report = json.loads(out)
     assert code == 0
-    assert report["came_in"] == ["projects/main/artifacts/plan/plan.v0002.md"]
+    assert report["came_in"] == ["projects/main/artifacts/plan/plan.v0003.md"]
     assert report["went_out"] == [] and report["drafts"] == []
     assert report["head"] == remote.remote_head()
     # No merge commits: one line of history.
@@ -113,6 +116,27 @@ def test_a_version_that_lost_the_race_becomes_a_draft(team: tuple[Team, Path]) -
     assert put(bob, "bob", "plan", "merged\n")[0] == 0
     code, out, _ = cli(bob, "sync", "--json")
     assert json.loads(out)["drafts"] == [draft]  # kept until its writer deletes it
+
+
+def test_a_status_that_lost_names_the_status_commands(tmp_path: Path) -> None:
+    remote, alice = start_team(tmp_path, str(bare_remote(tmp_path / "served")),
+                               projects=("web", "ml"))
+    bob = remote.clone("bob")
+    for root, who in ((alice, "alice"), (bob, "bob")):
+        f = tmp_path / f"{who}.txt"
+        f.write_text(f"{who} says where ml stands\n")
+        code, _, err = cli(root, "-p", "ml", "status", "write", "-f", str(f), "--no-sync",
+                           identity=who)
+        assert code == 0, err
+    assert cli(alice, "sync")[0] == 0
+    code, _, err = cli(bob, "sync")
+    assert code == 3, err
+    assert ".atlas-drafts/ml/status/status.v0001.bob.md" in err
+    assert "`atlas -p ml status show`" in err
+    assert "`atlas -p ml status write --expect 1 -f MERGED_FILE`" in err
+    code, out, _ = cli(bob, "sync")
+    assert code == 0 and "up to date with origin/main" in out
+    assert "drafts waiting" in out and "status.v0001.bob.md" in out
 
 
 def test_an_auto_synced_write_that_lost_exits_3_and_keeps_a_draft(

@@ -34,10 +34,6 @@ class Collision:
     winner_at: str  # when, as written in it
     expires_at: str | None = None  # a lease the winner holds: until when
 
-    def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "draft": self.draft, "author": self.author,
-                "winner": self.winner, "winner_at": self.winner_at}
-
 
 def _version_meta(data: bytes) -> tuple[str, int | None, str]:
     """(author, based_on, written_at) of a version's or entry's bytes; unknowns where the
