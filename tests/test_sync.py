@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -396,6 +399,27 @@ def test_git_locks_left_by_a_killed_sync_are_cleared(team: tuple[Team, Path]) ->
     code, out, err = cli(alice, "sync", "--json")
     assert code == 0, err
     assert json.loads(out)["recovered"] == ["index.lock"]
+    assert "projects/main/artifacts/plan/plan.v0001.md" in remote_paths(remote)
+
+
+def test_git_locks_are_cleared_after_several_syncs_died_in_a_row(
+        team: tuple[Team, Path]) -> None:
+    remote, alice = team
+    assert put(alice, "alice", "plan", "v1\n", "--no-sync")[0] == 0
+    marker = alice / layout.CACHE / "sync" / "running"
+    marker.write_text("12345\n")
+    os.utime(marker, (time.time() - 60, time.time() - 60))  # the first dead sync began
+    (alice / ".git" / "index.lock").write_text("")  # ... and died holding git's lock
+    os.utime(alice / ".git" / "index.lock", (time.time() - 50, time.time() - 50))
+    # A second sync takes the checkout's lock and dies before it cleans up.
+    died = subprocess.run([sys.executable, "-c", (
+        "import os, sys; from pathlib import Path; from atlas_files.sync.state import Local\n"
+        "with Local(Path(sys.argv[1])).session(10):\n    os._exit(9)\n"), str(alice)],
+        check=False)
+    assert died.returncode == 9
+    code, out, err = cli(alice, "sync", "--json")
+    assert code == 0, err
+    assert "index.lock" in json.loads(out)["recovered"]
     assert "projects/main/artifacts/plan/plan.v0001.md" in remote_paths(remote)
 
 
