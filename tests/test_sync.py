@@ -221,6 +221,21 @@ def test_an_edit_in_place_of_a_published_version_is_refused(team: tuple[Team, Pa
     assert cli(alice, "sync")[0] == 0
 
 
+def test_a_committed_edit_of_a_published_version_is_not_pushed(
+        team: tuple[Team, Path]) -> None:
+    remote, alice = team
+    assert put(alice, "alice", "plan", "v1\n")[0] == 0
+    before = remote.remote_head()
+    path = "projects/main/artifacts/plan/plan.v0001.md"
+    (alice / path).chmod(0o644)
+    (alice / path).write_text("edited and committed by hand\n")
+    git(alice, "commit", "-qam", "hand edit")
+    code, _, err = cli(alice, "sync")
+    assert code == 1, err
+    assert "plan.v0001.md" in err and "hand edit" in err
+    assert remote.remote_head() == before
+
+
 def test_a_remote_that_changed_history_is_not_integrated(team: tuple[Team, Path]) -> None:
     remote, alice = team
     assert put(alice, "alice", "plan", "v1\n")[0] == 0

@@ -213,7 +213,10 @@ class Engine:
                 f"this checkout and {self.where} share no history",
                 hint="clone the remote (`git clone URL DIR`) and write there; see docs/sync.md")
         if base == theirs:
-            return  # only this side moved: the push will say if it still may
+            # Only this side moved: what it would push must not change published history.
+            self._check_history(repo.diff(self.git, theirs, head), theirs, head,
+                                "in this checkout's commits")
+            return
         if before and before != theirs and not repo.is_ancestor(self.git, before, theirs):
             raise SyncRefused(
                 f"{self.where} was rewritten (force-pushed): it no longer contains "
