@@ -403,6 +403,19 @@ def test_a_read_that_cannot_fetch_warns_and_reads(team: tuple[Team, Path]) -> No
     assert "could not sync before reading" in err
 
 
+def test_drafts_and_sync_state_never_go_through_a_symlink(team: tuple[Team, Path]) -> None:
+    remote, alice = team
+    bob = remote.clone("bob")
+    assert put(alice, "alice", "plan", "alice's\n")[0] == 0
+    assert put(bob, "bob", "plan", "bob's\n", "--no-sync")[0] == 0
+    elsewhere = bob.parent / "elsewhere"
+    elsewhere.mkdir()
+    (bob / layout.DRAFTS).symlink_to(elsewhere)
+    code, _, err = cli(bob, "sync")
+    assert code == 2 and "symlink" in err
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_git_locks_left_by_a_killed_sync_are_cleared(team: tuple[Team, Path]) -> None:
     remote, alice = team
     assert put(alice, "alice", "plan", "v1\n", "--no-sync")[0] == 0
@@ -428,8 +441,9 @@ def test_git_locks_are_cleared_after_several_syncs_died_in_a_row(
     os.utime(alice / ".git" / "index.lock", (time.time() - 50, time.time() - 50))
     # A second sync takes the checkout's lock and dies before it cleans up.
     died = subprocess.run([sys.executable, "-c", (
-        "import os, sys; from pathlib import Path; from atlas_files.sync.state import Local\n"
-        "with Local(Path(sys.argv[1])).session(10):\n    os._exit(9)\n"), str(alice)],
+        "import os, sys\nfrom atlas_files.record import Record\n"
+        "from atlas_files.sync.state import Local\n"
+        "with Local(Record(sys.argv[1])).session(10):\n    os._exit(9)\n"), str(alice)],
         check=False)
     assert died.returncode == 9
     code, out, err = cli(alice, "sync", "--json")

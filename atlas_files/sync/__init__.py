@@ -80,7 +80,7 @@ def refresh(worker: Worker) -> None:
     cfg = worker.record.config.sync
     if cfg is None or not cfg.auto:
         return
-    age = Local(worker.record.root).fetch_age()
+    age = Local(worker.record).fetch_age()
     if age is not None and age < cfg.fetch_every_s:
         return
     from atlas_files.sync import run  # noqa: PLC0415 - optional and heavy, as in write()

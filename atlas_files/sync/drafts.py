@@ -66,7 +66,7 @@ def _lease_meta(data: bytes) -> tuple[str, str, str | None]:
 def _save(record: Record, rel: str, data: bytes) -> str:
     """Publish ``data`` at draft path ``rel`` (or beside it if another draft holds that
     name with other bytes); returns where it lies."""
-    folder = record.root / layout.DRAFTS
+    folder = record.path(layout.DRAFTS)  # never through a symlink
     if not folder.is_dir():
         folder.mkdir(parents=True, exist_ok=True)
         # Ignored even where the record's .gitignore predates drafts.
@@ -74,8 +74,10 @@ def _save(record: Record, rel: str, data: bytes) -> str:
     stem, dot, ext = rel.rpartition(".")
     for n in range(1, 1000):
         candidate = rel if n == 1 else f"{stem}.{n}{dot}{ext}"
-        target = record.root / candidate
-        target.parent.mkdir(parents=True, exist_ok=True)
+        *folders, name = candidate.split("/")
+        where = record.path(*folders)
+        where.mkdir(parents=True, exist_ok=True)
+        target = record.path(*folders, name)
         try:
             fsio.publish_exclusive(target, data, mode=0o644)
             return candidate
@@ -107,8 +109,10 @@ def keep(record: Record, path: str, ours: bytes, theirs: bytes) -> Collision:
 
 def waiting(record: Record) -> list[str]:
     """Every draft in the record, relative to it, oldest name first."""
-    folder = record.root / layout.DRAFTS
-    found = []
+    folder = record.path(layout.DRAFTS)
+    found: list[str] = []
+    if not folder.is_dir():
+        return found
     for here, dirs, files in os.walk(folder):
         dirs.sort()
         for name in sorted(files):

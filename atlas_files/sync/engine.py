@@ -57,7 +57,7 @@ class Engine:
     """One sync of one checkout; the caller holds the checkout's lock (``local``)."""
 
     def __init__(self, record: Record, cfg: SyncConfig, identity: str | None) -> None:
-        self.local = Local(record.root)
+        self.local = Local(record)
         check_version(self.local.folder / "git-version")
         self.record = record
         self.cfg = cfg

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import fsio, layout
+from atlas_files.record import Record
 from atlas_files.sync.errors import Busy
 
 # git's own lock files that a killed git command leaves behind, relative to the git dir
@@ -26,8 +27,8 @@ ORPHAN_GRACE_S = 1.0
 
 
 class Local:
-    def __init__(self, root: Path) -> None:
-        self.folder = root / layout.CACHE / "sync"
+    def __init__(self, record: Record) -> None:
+        self.folder = record.path(layout.CACHE, "sync")  # never through a symlink
         self.lock_path = self.folder / "lock"
         self.marker = self.folder / "running"
         self.journal_path = self.folder / "journal.json"
