@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -46,7 +47,7 @@ _KINDS: tuple[tuple[type[AtlasError], str, str], ...] = (
 # The warnings of the call running in this context; None outside a tool call.
 _CAUGHT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
     "atlas_mcp_warnings", default=None)
-_installed = False
+_lock = threading.Lock()
 
 
 def _json_safe(doc: Any) -> Any:
@@ -91,29 +92,41 @@ def bad_input(message: str, hint: str | None = None) -> CallToolResult:
 
 def install_warning_capture() -> None:
     """Route the library's warnings to the tool call that raised them (a context variable
-    follows each call into its worker thread); other warnings go where they went."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
-    warnings.simplefilter("always", AtlasWarning)  # each call hears its own, not once
-    shown = warnings.showwarning
+    follows each call into its worker thread); other warnings go where they went.
 
-    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
-             file: Any = None, line: str | None = None) -> None:
-        caught = _CAUGHT.get()
-        if caught is not None and issubclass(category, AtlasWarning):
-            caught.append(str(message))
-        else:
-            shown(message, category, filename, lineno, file, line)
+    Checked at every call, not set once: whoever else sets ``warnings.showwarning`` or the
+    filters later (a test runner, ``catch_warnings``) would otherwise take them away."""
+    with _lock:
+        if not getattr(warnings.showwarning, "atlas_mcp", False):
+            shown = warnings.showwarning
 
-    warnings.showwarning = show
+            def show(message: Warning | str, category: type[Warning], filename: str,
+                     lineno: int, file: Any = None, line: str | None = None) -> None:
+                caught = _CAUGHT.get()
+                if caught is not None and issubclass(category, AtlasWarning):
+                    caught.append(str(message))
+                else:
+                    shown(message, category, filename, lineno, file, line)
+
+            show.atlas_mcp = True  # type: ignore[attr-defined]
+            warnings.showwarning = show
+        if _first_action() != "always":  # each call hears its own warnings, not once
+            warnings.simplefilter("always", AtlasWarning)
+
+
+def _first_action() -> str | None:
+    for action, message, category, module, lineno in warnings.filters:
+        if issubclass(AtlasWarning, category) and message is None and module is None \
+                and not lineno:
+            return action
+    return None
 
 
 def capturing(call: Callable[[], T]) -> Callable[[], tuple[T, list[str]]]:
     """``call`` made to return what it warned, too (run it in the call's own context)."""
 
     def run() -> tuple[T, list[str]]:
+        install_warning_capture()
         caught: list[str] = []
         token = _CAUGHT.set(caught)
         try:

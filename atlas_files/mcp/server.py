@@ -35,13 +35,13 @@ INSTRUCTIONS = (
 _STOP = ("Stop sign: if it moved past `expect` (default: the version you last read), "
          "nothing is written and the result starts `stop:` naming who wrote which version: "
          "read it, merge, write again.")
-_YOU = "you (this connection's identity; sessions sharing an identity share what is read)"
+_YOU = "you, this connection's identity (sessions sharing one share what is read)"
 
 # name -> (description, output schema, writes). Names marked * are fixed by the design.
 SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "begin": (  # *
-        "Call first, once per session: the project's status in full (marked read for "
-        f"{_YOU}), what is new to you since you last read, and the leases held now.",
+        "Call first, once per session: the project's status in full, marked read for "
+        f"{_YOU}; what is new to you since you last read; the leases held now.",
         ritual.BEGIN_SCHEMA, False),
     "status_read": (  # *
         "The project's status (latest, or `version`) with author, age, corrections and "
