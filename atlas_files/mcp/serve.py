@@ -48,6 +48,9 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        # Listening before the server says where it is: a client that reads the address
+        # and connects at once is queued, not refused, while the server starts.
+        sock.listen(128)
     except OSError as exc:
         sock.close()
         raise BadInput(f"cannot listen on {host}:{port}: {exc.strerror or exc}",

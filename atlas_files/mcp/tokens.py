@@ -180,13 +180,15 @@ class TokenVerifier:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._seen: tuple[int, int, int] | None = None
+        self._seen: tuple[int, ...] | None = None
         self._grants: tuple[Grant, ...] = ()
         self.grants()  # refuse a missing, unreadable or too open file at start
 
     def grants(self) -> tuple[Grant, ...]:
         st = os.stat(self.path)
-        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        # ctime and mode too: a chmod that opens the file to others changes neither its
+        # contents nor its mtime, and must still close it.
+        key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_mode)
         if key != self._seen:
             self._grants = load(self.path)
             self._seen = key
