@@ -3,7 +3,10 @@ limits it reads there, and errors it can act on."""
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ from conftest import snapshot
 from mcp import Client
 from mcp_support import call, run, seed, server, text
 
+from atlas_files.api import core
 from atlas_files.api.leases import ADVISORY
 from atlas_files.cli import main
 from atlas_files.mcp.server import INSTRUCTIONS
@@ -168,3 +172,41 @@ def test_read_only_lists_no_writing_tool_and_refuses_one_by_name(rec: Record) ->
     assert snapshot(rec.root) == before
     shown = call(rec.root, "lease", {"action": "show", "resource": "gpu0"}, read_only=True)
     assert shown.structured_content["holder"] == "bob"
+
+
+SDK = ("mcp", "mcp_types", "starlette", "uvicorn", "pydantic", "anyio", "httpx2")
+
+
+def test_the_sdk_is_imported_by_the_mcp_front_end_alone() -> None:
+    package = Path(__file__).resolve().parent.parent / "atlas_files"
+    allowed = {package / "cli" / "mcp.py", *(package / "mcp").rglob("*.py")}
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
+                 for a in n.names}
+        names |= {(n.module or "").split(".")[0] for n in ast.walk(tree)
+                  if isinstance(n, ast.ImportFrom) and not n.level}
+        if path not in allowed:
+            assert not names & set(SDK), path
+
+
+def test_status_show_does_not_load_the_sdk(rec: Record) -> None:
+    probe = ("import sys\nfrom atlas_files.cli import main\n"
+             "try:\n    main(['--record', sys.argv[1], 'status', 'show'])\n"
+             "except SystemExit:\n    pass\n"
+             f"print(sorted(m for m in {SDK!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe, str(rec.root)], capture_output=True,
+                          text=True, timeout=60, check=True)
+    assert done.stdout.strip().endswith("[]"), done.stdout
+
+
+def test_a_bug_is_reported_as_one_not_as_a_bare_error(rec: Record,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ZeroDivisionError("secret detail")
+
+    monkeypatch.setattr(core, "get", broken)
+    result = call(rec.root, "get", {"name": "plan"})
+    assert result.is_error
+    assert text(result).startswith("error: atlas failed unexpectedly (ZeroDivisionError)")
+    assert "secret detail" not in text(result) and "Error executing tool" not in text(result)

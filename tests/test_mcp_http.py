@@ -77,9 +77,9 @@ def http(tmp_path: Path) -> Iterator[Http]:
             raise
 
 
-def raw_post(url: str, body: dict[str, Any], token: str | None) -> int:
+def raw_post(url: str, body: dict[str, Any], token: str | None, **more: str) -> int:
     headers = {"Content-Type": "application/json",
-               "Accept": "application/json, text/event-stream"}
+               "Accept": "application/json, text/event-stream", **more}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
@@ -115,6 +115,13 @@ def test_no_token_a_wrong_one_and_a_revoked_one_get_401_and_touch_nothing(http: 
     assert raw_post(http.url, PUT, http.secrets["bob"]) == 401
     assert raw_post(http.url, INIT, http.secrets["alice"]) == 200
     assert snapshot(http.record.root) == before
+
+
+def test_behind_a_reverse_proxy_the_public_name_is_accepted(http: Http) -> None:
+    # A proxy with TLS forwards to the loopback address under its own name.
+    assert raw_post(http.url, INIT, http.secrets["alice"], Host="atlas.example.org",
+                    Origin="https://atlas.example.org") == 200
+    assert raw_post(http.url, INIT, None, Host="atlas.example.org") == 401
 
 
 def test_each_token_writes_as_its_identity_and_only_as_it(http: Http) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
 
 from atlas_files.errors import BadInput
 from atlas_files.mcp.server import Served, build
@@ -71,7 +72,12 @@ def http(served: Served, address: str, tokens: Path, say: Callable[[str], None])
     port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     server = build(served, token_verifier=verifier, issuer_url=f"http://{shown}:{port}")
-    app = server.streamable_http_app(host=host, streamable_http_path=PATH)
+    # No Host/Origin allow-list (the SDK sets one for a loopback bind): every request needs
+    # a bearer token, which a page rebinding its name to this address does not have, and
+    # a reverse proxy in front passes its own public name as the Host.
+    app = server.streamable_http_app(
+        host=host, streamable_http_path=PATH,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=5)
     mode = "read-only, " if served.read_only else ""

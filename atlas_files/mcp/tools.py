@@ -9,6 +9,7 @@ blocking file work and the server answers other clients meanwhile.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -26,7 +27,14 @@ from atlas_files.api import leases as api_leases
 from atlas_files.api import telemetry as api_telemetry
 from atlas_files.errors import AtlasError
 from atlas_files.mcp import ritual
-from atlas_files.mcp.results import bad_input, capturing, from_error, from_os_error, ok
+from atlas_files.mcp.results import (
+    bad_input,
+    capturing,
+    failure,
+    from_error,
+    from_os_error,
+    ok,
+)
 
 Name = Annotated[str, Field(description="topic name")]
 Version = Annotated[int | None, Field(ge=1, description="an earlier version; default latest")]
@@ -40,6 +48,8 @@ Duration = Annotated[str | None, Field(description="e.g. 45s, 90m, 1h30m")]
 Generation = Annotated[int | None, Field(ge=0, description="act only at this generation")]
 LeaseAction = Literal["list", "show", "claim", "renew", "release", "break"]
 Relation = Literal["agreed", "disagreed", "timed-out"]
+
+log = logging.getLogger("atlas.mcp")
 
 
 def _empty(body: str, field: str) -> CallToolResult | None:
@@ -79,6 +89,11 @@ class Toolbox:
             return from_error(exc)
         except OSError as exc:
             return from_os_error(exc)
+        except Exception as exc:  # a bug: said as one, never a bare "Error executing tool"
+            log.exception("atlas mcp: a tool call failed")
+            return failure("error", "bug", f"atlas failed unexpectedly "
+                           f"({type(exc).__name__}): this is a bug in atlas, not in the call",
+                           "the server's log (stderr) has the traceback; please report it", 1)
         doc = result if isinstance(result, dict) else result.to_json()
         notes = [*(getattr(result, "warnings", None) or ()), *caught]
         return ok(doc, notes)
