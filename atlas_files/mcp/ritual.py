@@ -16,6 +16,8 @@ from atlas_files import timeutil
 from atlas_files.api import Worker
 from atlas_files.api import core as api
 from atlas_files.api import leases as api_leases
+from atlas_files.api import status as api_status
+from atlas_files.api.versions import Written
 from atlas_files.mcp.shapes import WRITTEN, shape
 
 BEGIN_SCHEMA = shape("identity:s project:s started_at:s status:o new:a leases:o")
@@ -27,13 +29,13 @@ def begin(worker: Worker) -> dict[str, Any]:
     repeated in ``new``), ``new`` the items of `atlas feed --json`, ``leases`` is
     `atlas lease ls --json`."""
     started = timeutil.format_time(timeutil.now())
-    status = api.status_show(worker)
+    status = api_status.status_show(worker)
     new = api.feed(worker)
     return {"identity": worker.author, "project": status.project, "started_at": started,
             "status": status.to_json(), "new": new.to_json()["new"],
             "leases": api_leases.ls(worker).to_json()}
 
 
-def end(worker: Worker, status: str, summary: str | None = None) -> api.Written:
+def end(worker: Worker, status: str, summary: str | None = None) -> Written:
     """Where things stand, written last: `atlas status write` (the stop sign applies)."""
-    return api.status_write(worker, status, summary=summary)
+    return api_status.status_write(worker, status, summary=summary)

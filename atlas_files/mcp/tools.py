@@ -24,6 +24,7 @@ from atlas_files.api import Worker, checks
 from atlas_files.api import core as api
 from atlas_files.api import decisions as api_decisions
 from atlas_files.api import leases as api_leases
+from atlas_files.api import status as api_status
 from atlas_files.api import telemetry as api_telemetry
 from atlas_files.errors import AtlasError
 from atlas_files.mcp import ritual
@@ -112,12 +113,12 @@ class Toolbox:
     # -- status and topics --------------------------------------------------------------
 
     async def status_read(self, version: Version = None) -> CallToolResult:
-        return await self.call(lambda w: api.status_show(w, version))
+        return await self.call(lambda w: api_status.status_show(w, version))
 
     async def status_write(self, body: Body, expect: Expect = None,
                            summary: Summary = None) -> CallToolResult:
         return _empty(body, "body") or await self.call(
-            lambda w: api.status_write(w, body, expect=expect, summary=summary))
+            lambda w: api_status.status_write(w, body, expect=expect, summary=summary))
 
     async def get(self, name: Name, version: Version = None) -> CallToolResult:
         return await self.call(lambda w: api.get(w, name, version))
@@ -144,8 +145,8 @@ class Toolbox:
                              "pass name: a topic, or status for the status stream")
         if action == "history":
             return await self.call(
-                lambda w: api.status_log(w) if name == "status" else api.history(w, name))
-        return await self.call(lambda w: api.status_diff(w, old, new) if name == "status"
+                lambda w: api_status.status_log(w) if name == "status" else api.history(w, name))
+        return await self.call(lambda w: api_status.status_diff(w, old, new) if name == "status"
                                else api.diff(w, name, old, new))
 
     # -- leases -------------------------------------------------------------------------
