@@ -20,6 +20,16 @@ from atlas_files.api import status as api_status
 from atlas_files.api.versions import Written
 from atlas_files.mcp.shapes import WRITTEN, shape
 
+# The switch, once atlas_files.api.ritual is on main (its Briefing and Ending documents as
+# they stood on the ritual branch when this was written; check them against main):
+#   BEGIN_SCHEMA = shape("identity:s project:s started_at:s status:o? new:a corrections:a "
+#                        "proposals:a decisions:a leases:o machines:a repository:o? "
+#                        "truncated:a")
+#   END_SCHEMA = shape("identity:s project:s started_at:s? ended_at:s? ok:b status:o? "
+#                      "wrote:a others:a leases_held:a leases_released:a proposals_open:a "
+#                      "todo:s?")
+#   begin -> ritual.begin(worker); end -> ritual.end(worker, status=..., summary=...,
+#   release_leases=...), and in tools.Toolbox.end: `status` optional, `release_leases`.
 BEGIN_SCHEMA = shape("identity:s project:s started_at:s status:o new:a leases:o")
 END_SCHEMA = WRITTEN
 
