@@ -38,6 +38,7 @@ COMMANDS: dict[str, str] = {
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
+    "mcp": "atlas_files.cli.mcp:mcp",
     "demo": "atlas_files.cli.demo.command:demo",
 }
 
