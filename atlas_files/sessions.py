@@ -22,20 +22,25 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import documents, entries, fsio, jsonfile, layout, timeutil
+from atlas_files import frontmatter, fsio, jsonfile, layout, timeutil
 from atlas_files.errors import DamagedFile
-from atlas_files.names import check_name, is_name
+from atlas_files.names import ENTRY_ID_PATTERN, check_name, is_name
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
 
+# The Stop hook imports this module at every turn end, so it stays light: no versioned
+# documents, entries or leases modules (and no atlas.yaml read: the row names its
+# project). It reads front matter and generations with the same parsers they use.
 OPEN, ENDED = "open", "ended"
 ROW_LIMIT = 8 << 20  # a row lists one number per topic and lease: far below this
+HEAD_BYTES = 64 * 1024  # a version's or an entry's front matter is a few hundred bytes
+_ENTRY_FILE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
 
 
 def generation_filename(generation: int) -> str:
@@ -44,30 +49,41 @@ def generation_filename(generation: int) -> str:
     return f"g{generation:08d}.json"
 
 
-@dataclass(frozen=True)
+# Plain classes, not dataclasses: the Stop hook imports this module at every turn end, and
+# building a dataclass costs a measurable slice of that (see api.Worker for the same).
+
+
 class Baseline:
     """The version of each stream a session saw: the status, topics, leases."""
 
-    status: int = 0
-    topics: Mapping[str, int] = field(default_factory=dict)
-    leases: Mapping[str, int] = field(default_factory=dict)
+    __slots__ = ("status", "topics", "leases")
+
+    def __init__(self, status: int = 0, topics: Mapping[str, int] | None = None,
+                 leases: Mapping[str, int] | None = None) -> None:
+        self.status = status
+        self.topics: Mapping[str, int] = dict(topics or {})
+        self.leases: Mapping[str, int] = dict(leases or {})
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "topics": dict(sorted(self.topics.items())),
                 "leases": dict(sorted(self.leases.items()))}
 
 
-@dataclass(frozen=True)
 class Row:
-    identity: str
-    project: str
-    state: str  # OPEN or ENDED
-    started_at: str
-    ended_at: str | None
-    saw: Baseline
-    # When the session before this one began or ended: what begin's "since your last
-    # session" was measured from (None: this identity's first session).
-    previous: str | None = None
+    """A session row. ``previous``: when the session before this one began or ended,
+    what begin's "since your last session" was measured from (None: the first)."""
+
+    __slots__ = ("identity", "project", "state", "started_at", "ended_at", "saw", "previous")
+
+    def __init__(self, identity: str, project: str, state: str, started_at: str,
+                 ended_at: str | None, saw: Baseline, previous: str | None = None) -> None:
+        self.identity = identity
+        self.project = project
+        self.state = state  # OPEN or ENDED
+        self.started_at = started_at
+        self.ended_at = ended_at
+        self.saw = saw
+        self.previous = previous
 
     @property
     def open(self) -> bool:
@@ -83,17 +99,27 @@ class Row:
                 "started_at": self.started_at, "ended_at": self.ended_at,
                 "previous": self.previous, "saw": self.saw.to_json()}
 
+    def __repr__(self) -> str:
+        return f"Row({self.to_json()!r})"
 
-@dataclass(frozen=True)
+
 class Write:
-    """One thing written since a session's baseline: a version, an entry, a generation."""
+    """One thing written since a session's baseline: a version, an entry, a generation.
+    ``kind``: status, put, decision, correction, retraction or lease; ``name``: the topic,
+    the resource or the entry's id; ``version``: a version's number or a lease's
+    generation; ``summary``: a version's summary, a decision's topic, a correction's
+    reference or a lease's action."""
 
-    kind: str  # status | put | decision | correction | retraction | lease
-    name: str  # the topic, resource, or the entry's id
-    author: str
-    at: str
-    version: int | None = None  # a version's number, a lease's generation
-    summary: str = ""  # a version's summary, a decision's topic, a lease's action
+    __slots__ = ("kind", "name", "author", "at", "version", "summary")
+
+    def __init__(self, kind: str, name: str, author: str, at: str,
+                 version: int | None = None, summary: str = "") -> None:
+        self.kind = kind
+        self.name = name
+        self.author = author
+        self.at = at
+        self.version = version
+        self.summary = summary
 
     @property
     def label(self) -> str:
@@ -106,6 +132,15 @@ class Write:
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "name": self.name, "version": self.version,
                 "author": self.author, "at": self.at, "summary": self.summary}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Write) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.name, self.version, self.author, self.at))
+
+    def __repr__(self) -> str:
+        return f"Write({self.to_json()!r})"
 
 
 # -- the row ---------------------------------------------------------------------------------
@@ -121,6 +156,8 @@ def row_path(record: Record, identity: str) -> Path:
 
 def _counts(value: Any, what: str) -> dict[str, int]:
     table = jsonfile.need_object(value if value is not None else {}, what)
+    if all(type(v) is int for v in table.values()):  # one pass in C: the usual case
+        return table
     return {str(k): jsonfile.need_int(v, f"{what}: {str(k)[:100]}") for k, v in table.items()}
 
 
@@ -182,10 +219,10 @@ def write(record: Record, row: Row) -> Path:
     return fsio.replace_atomic(path, data, durable=False)
 
 
-# -- the baseline ----------------------------------------------------------------------------
+# -- listing the record without following a symlink -----------------------------------------
 
 
-def _topic_dirs(artifacts: str) -> Iterator[str]:
+def topic_names(artifacts: str) -> Iterator[str]:
     """Topic names in the artifacts folder (never a symlink, never a hidden entry)."""
     try:
         with os.scandir(artifacts) as it:
@@ -198,9 +235,10 @@ def _topic_dirs(artifacts: str) -> Iterator[str]:
         return
 
 
-def _lease_dirs(leases: str) -> list[str]:
+def lease_names(leases: str) -> list[str]:
     try:
-        return [n for n in os.listdir(leases) if n[0] != "." and is_name(n)]
+        return [n for n in os.listdir(leases) if n[0] != "." and is_name(n)
+                and not os.path.islink(os.path.join(leases, n))]
     except (FileNotFoundError, NotADirectoryError):
         return []
 
@@ -214,35 +252,42 @@ def newest_generation(where: str) -> int:
     return max(numbers, default=0)
 
 
-def baseline(record: Record, project: str, topics: Mapping[str, int] | None = None) -> Baseline:
-    """What stands now: the latest status, each topic's latest version (``topics`` when
-    the caller has them already), each lease's newest generation."""
-    status = record.status_stream(project).latest()
-    if topics is None:
-        hints = documents.LatestHints(record.path(layout.PROJECTS, project, layout.ARTIFACTS))
-        artifacts = str(hints.path.parent)
-        found = {}
-        for name in _topic_dirs(artifacts):
-            stream = documents.Stream(Path(artifacts, name), name, name)
-            found[name] = hints.latest(stream)
-        hints.save()
-        topics = found
-    leases = str(record.path(layout.LEASES))
-    gens = {name: newest_generation(os.path.join(leases, name)) for name in _lease_dirs(leases)}
-    return Baseline(status, dict(topics), gens)
+def _head(path: str) -> dict[str, Any] | None:
+    """The front matter of the file at ``path``; None if it cannot be read as some (a
+    damaged file names no author: `atlas check` reports it)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, HEAD_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return frontmatter.parse(data).meta
+    except (frontmatter.FrontMatterError, ValueError, RecursionError):
+        return None
 
 
 # -- what was written since ------------------------------------------------------------------
 
 
-def _new_versions(stream: documents.Stream, seen: int) -> Iterator[documents.Version]:
-    """Each version of ``stream`` after ``seen``, read head only, until one is missing."""
+def _versions(folder: str, name: str, seen: int, kind: str) -> Iterator[Write]:
+    """Each version of the stream ``name`` in ``folder`` after ``seen``, until one is
+    missing; the first costs one stat when there is none."""
     version = seen + 1
-    while os.path.exists(stream.path(version)):
-        try:
-            yield stream.read(version, head_only=True)
-        except (DamagedFile, OSError):
-            pass  # a damaged version names no author; `atlas check` reports it
+    while True:
+        path = f"{folder}{os.sep}{layout.version_filename(name, version)}"
+        if not os.path.exists(path):
+            return
+        meta = _head(path)
+        if meta is not None:
+            yield Write(kind, name, str(meta.get("author") or ""),
+                        str(meta.get("written_at") or ""), version,
+                        str(meta.get("summary") or ""))
         version += 1
 
 
@@ -254,31 +299,27 @@ def _entry_threshold(prefix: str, since: str) -> str:
 
 def writes_since(record: Record, row: Row) -> list[Write]:
     """Everything written in ``row.project`` (and every lease) after the row's baseline,
-    by anyone, oldest first within each kind."""
+    by anyone, oldest first within each kind. Never follows a symlinked folder (the
+    record's paths are checked) and never reads atlas.yaml."""
     project, saw = row.project, row.saw
-    out: list[Write] = []
-    status = record.status_stream(project)
-    out += [Write("status", "status", d.author, d.written_at, d.version, d.summary)
-            for d in _new_versions(status, saw.status)]
+    out = list(_versions(str(record.path(layout.PROJECTS, project, layout.STATUS)),
+                         "status", saw.status, "status"))
     artifacts = str(record.path(layout.PROJECTS, project, layout.ARTIFACTS))
-    limit = record.config.body_limit
-    for name in sorted(_topic_dirs(artifacts)):
-        seen = saw.topics.get(name, 0)
-        # One stat per topic that did not move (a string path: pathlib would cost more
-        # than the stat itself, a thousand times over).
-        if not os.path.exists(f"{artifacts}{os.sep}{name}{os.sep}"
-                              f"{layout.version_filename(name, seen + 1)}"):
-            continue
-        stream = documents.Stream(Path(artifacts, name), name, name, limit)
-        out += [Write("put", name, d.author, d.written_at, d.version, d.summary)
-                for d in _new_versions(stream, seen)]
+    seen = saw.topics
+    for name in sorted(topic_names(artifacts)):
+        # The common case, a topic that did not move, costs one stat: string paths and no
+        # generator, since this runs for every topic at every turn end.
+        folder = f"{artifacts}{os.sep}{name}"
+        version = seen.get(name, 0) + 1
+        if os.path.exists(f"{folder}{os.sep}{layout.version_filename(name, version)}"):
+            out += _versions(folder, name, version - 1, "put")
     for kind in (layout.DECISIONS, layout.CORRECTIONS):
-        out += _entries_since(record.path(layout.PROJECTS, project, kind), row.since)
-    out += _leases_since(record, saw)
+        out += _entries_since(str(record.path(layout.PROJECTS, project, kind)), row.since)
+    out += _leases_since(str(record.path(layout.LEASES)), saw)
     return out
 
 
-def _entries_since(where: Path, since: str) -> list[Write]:
+def _entries_since(where: str, since: str) -> list[Write]:
     out: list[Write] = []
     try:
         names = sorted(os.listdir(where))
@@ -287,24 +328,21 @@ def _entries_since(where: Path, since: str) -> list[Write]:
     thresholds = {p: _entry_threshold(p, since) for p in ("dec", "cor")}
     for name in names:
         prefix = name[:3]
-        if prefix not in thresholds or name < thresholds[prefix] \
-                or not entries.is_entry_file(name):
+        if prefix not in thresholds or name < thresholds[prefix] or not _ENTRY_FILE.match(name):
             continue
-        try:
-            entry = entries.read_entry(where / name)
-        except (DamagedFile, OSError, ValueError, RecursionError):
+        meta = _head(os.path.join(where, name))
+        if meta is None or meta.get("kind") not in ("decision", "correction", "retraction"):
             continue
-        meta = entry.meta
-        what = meta.get("topic") if entry.kind == "decision" else meta.get("ref")
-        out.append(Write(entry.kind, entry.id, str(meta.get("author", "")),
-                         str(meta.get("at", "")), None, str(what or "")))
+        kind = str(meta["kind"])
+        what = meta.get("topic") if kind == "decision" else meta.get("ref")
+        out.append(Write(kind, name[:-3], str(meta.get("author") or ""),
+                         str(meta.get("at") or ""), None, str(what or "")))
     return out
 
 
-def _leases_since(record: Record, saw: Baseline) -> list[Write]:
+def _leases_since(leases: str, saw: Baseline) -> list[Write]:
     out: list[Write] = []
-    leases = str(record.path(layout.LEASES))
-    for resource in sorted(_lease_dirs(leases)):
+    for resource in sorted(lease_names(leases)):
         where = os.path.join(leases, resource)
         generation = saw.leases.get(resource, 0) + 1
         while True:

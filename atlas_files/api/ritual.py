@@ -4,8 +4,8 @@
 in size, marks the status read (it is shown in full) and records the session's row.
 ``end`` writes the status if given one (under the stop sign), then checks that the
 session wrote the project's status since it began, and reports what others wrote
-meanwhile, the leases still held and the proposals still open. ``stop_check`` is what a
-harness's Stop hook asks at every turn end: may this session stop now?
+meanwhile, the leases still held and the proposals still open. (What a harness's Stop
+hook asks at every turn end is ``api.stop``, kept apart so that it stays light.)
 
 The MCP server calls ``begin`` and ``end`` unchanged: their results' ``to_json()`` are the
 documents ``atlas begin --json`` and ``atlas end --json`` print.
@@ -21,8 +21,9 @@ from atlas_files import corrections, leases, receipts, sessions, timeutil
 from atlas_files import status as statusmod
 from atlas_files.api import Worker, budget
 from atlas_files.api import briefing as br
-from atlas_files.artifacts import TopicSummary
+from atlas_files.artifacts import TopicSummary, artifacts_folder, topic_streams
 from atlas_files.artifacts import ls as list_topics
+from atlas_files.documents import LatestHints
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, warn
 from atlas_files.leases import Lease
 from atlas_files.leases import view as leaseview
@@ -99,16 +100,6 @@ class Ending:
                 "leases_released": [lease.to_json() for lease in self.leases_released],
                 "proposals_open": [t.to_json() for t in self.proposals_open],
                 "todo": self.todo}
-
-
-@dataclass(frozen=True)
-class StopCheck:
-    """The Stop hook's answer: ``allow``, and ``reason`` (the block's reason, or why a
-    stop was let through without a check; empty when there is nothing to say)."""
-
-    allow: bool
-    reason: str
-    wrote: tuple[Write, ...] = ()
 
 
 def _row(record: Record, identity: str) -> Row | None:
@@ -193,6 +184,18 @@ def _begin(worker: Worker, max_chars: int, go_on: bool) -> Briefing:
 # -- end ----------------------------------------------------------------------------------------
 
 
+def _baseline(record: Record, project: str) -> sessions.Baseline:
+    """What stands now: the status, each topic's latest version, each lease's newest
+    generation (the numbers from folder listings and the latest-version hints)."""
+    hints = LatestHints(artifacts_folder(record, project))
+    topics = {s.name: hints.latest(s) for s in topic_streams(record, project)}
+    hints.save()
+    leases_dir = str(record.leases_dir)
+    generations = {name: sessions.newest_generation(f"{leases_dir}/{name}")
+                   for name in sessions.lease_names(leases_dir)}
+    return sessions.Baseline(record.status_stream(project).latest(), topics, generations)
+
+
 def end(worker: Worker, *, status: str | None = None, summary: str | None = None,
         release_leases: bool = False) -> Ending:
     """End the session: write ``status`` first if given (exit 3 if it moved since you read
@@ -232,7 +235,7 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
         ended = timeutil.format_time(timeutil.now())
         sessions.write(record, Row(identity, project, sessions.ENDED,
                                    row.started_at if row else ended, ended,
-                                   sessions.baseline(record, project),
+                                   _baseline(record, project),
                                    row.previous if row else None))
     todo = None if ok else (
         f"write where things stand: {WRITE_STATUS}; you have not written the status of "
@@ -242,33 +245,3 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
                   warnings, mine, tuple(sessions.others(writes, identity)),
                   tuple(lease for lease in held if lease.resource not in released_names),
                   tuple(released), proposals, todo)
-
-
-# -- the Stop hook's question ---------------------------------------------------------------
-
-
-def stop_check(worker: Worker) -> StopCheck:
-    """May the session stop? Yes if it wrote nothing since it began, or wrote the status;
-    no (with the reason) if it wrote something but not the status. Without an identity
-    or a session row there is nothing to check against: yes, and the reason says so."""
-    if not worker.identity:
-        return StopCheck(True, "no identity (--as or ATLAS_AS): the stop was not checked")
-    record, identity = worker.record, worker.identity
-    try:
-        row = sessions.read(record, identity)
-    except (DamagedFile, OSError) as exc:
-        return StopCheck(True, f"{getattr(exc, 'message', exc)}: the stop was not checked")
-    if row is None:
-        return StopCheck(True, f"no session row for {identity} (`atlas begin` did not run "
-                         "for it): the stop was not checked")
-    mine = tuple(sessions.mine(sessions.writes_since(record, row), identity))
-    if not mine or any(w.kind == "status" for w in mine):
-        return StopCheck(True, "", mine)
-    shown = ", ".join(w.label for w in mine[:8])
-    more = f" and {len(mine) - 8} more" if len(mine) > 8 else ""
-    since = "this session began" if row.open else "its last `atlas end`"
-    reason = (f"You ({identity}) wrote {shown}{more} in project {row.project} since {since}, "
-              f"but not its status. Before you stop, write where things stand with "
-              f"`atlas --as {identity} end --status TEXT` (or `-f FILE`): what you did, what "
-              "holds now, what comes next. The next session reads the status first.")
-    return StopCheck(False, reason, mine)

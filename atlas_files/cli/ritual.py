@@ -12,9 +12,8 @@ from typing import Any
 
 import click
 
-from atlas_files import timeutil
+from atlas_files import hookio, launch, timeutil
 from atlas_files.api import Worker, ritual
-from atlas_files.cli import hookio
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, read_body, warn
 from atlas_files.errors import AtlasError, BadInput, NotFound
@@ -162,22 +161,5 @@ def _end_lines(result: ritual.Ending) -> list[str]:
 
 
 def _end_hook(ctx: Invocation, harness: str) -> None:
-    event = hookio.read_event()
-    if hookio.stop_hook_active(event):
-        _out(hookio.allow(harness))  # already going on because of a block: never trap
-        return
-    worker = _hook_worker(ctx, event, harness)
-    if worker is None:
-        return
-    try:
-        verdict = ritual.stop_check(worker)
-    except (AtlasError, OSError) as exc:
-        _say(f"the stop was not checked: {exc}")
-        _out(hookio.allow(harness))
-        return
-    if verdict.allow:
-        if verdict.reason:
-            _say(verdict.reason)
-        _out(hookio.allow(harness))
-    else:
-        _out(hookio.block(harness, verdict.reason))
+    # The same answer as the entry point's fast path gives (see atlas_files.launch).
+    launch.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)
