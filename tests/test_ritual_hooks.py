@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from conftest import Result, run_atlas
 
-from atlas_files import sessions
+from atlas_files import launch, sessions
+from atlas_files.cli.app import cli
 from atlas_files.record import Record
 
 
@@ -176,3 +178,36 @@ def test_a_hook_without_an_identity_tells_the_agent_so(started: Record) -> None:
     assert out.returncode == 0 and "ATLAS_AS" in text
     stop = hook(started, "end", "claude", claude_stop(started.root), identity=None)
     assert (stop.returncode, stop.stdout) == (0, "") and "no identity" in stop.stderr
+
+
+@pytest.mark.parametrize(("args", "taken"), [
+    (["end", "--hook", "claude"], True),
+    (["--as", "bob", "-p", "web", "--record", "r", "end", "--hook", "codex"], True),
+    (["--as=bob", "end", "--hook=gemini"], True),
+    (["end", "--hook", "claude", "--json"], False),
+    (["end", "--hook", "vim"], False),
+    (["--as", "bob", "begin", "--hook", "claude"], False),
+    (["--help", "end", "--hook", "claude"], False),
+    (["end", "--status", "x"], False),
+])
+def test_only_the_stop_hook_command_line_takes_the_fast_path(args: list[str],
+                                                             taken: bool) -> None:
+    assert (launch.parse_stop_hook(args) is not None) is taken
+
+
+def test_the_full_cli_answers_the_stop_hook_like_the_fast_path(started: Record) -> None:
+    put(started, "bob", "notes")
+    event = json.dumps(claude_stop(started.root))
+    fast = hook(started, "end", "claude", claude_stop(started.root))
+    slow = CliRunner().invoke(cli, ["--as", "bob", "end", "--hook", "claude"], input=event,
+                              catch_exceptions=False)
+    assert slow.exit_code == 0 and json.loads(slow.stdout) == json.loads(fast.stdout)
+
+
+def test_a_harness_that_sends_no_json_is_let_through(started: Record) -> None:
+    put(started, "bob", "notes")
+    out = run_atlas("--as", "bob", "end", "--hook", "claude", input="not json",
+                    cwd=started.root)
+    assert out.returncode == 0 and json.loads(out.stdout)["decision"] == "block"
+    out = run_atlas("--as", "Bob!", "end", "--hook", "claude", input="{}", cwd=started.root)
+    assert (out.returncode, out.stdout) == (0, "") and "not an identity" in out.stderr
