@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from atlas_files import sessions, timeutil
-from atlas_files.api import Worker, core, decisions, leases, ritual
+from atlas_files.api import Worker, core, decisions, leases, ritual, status
 from atlas_files.cli import main
 from atlas_files.cli.app import cli
 from atlas_files.errors import BadInput, VersionConflict
@@ -32,7 +32,7 @@ def invoke(record: Record, *args: str, identity: str = "bob") -> Any:
 @pytest.fixture
 def ann(record: Record) -> Worker:
     w = Worker(record, "ann")
-    core.status_write(w, "Where things stand: the loader is next.\n")
+    status.status_write(w, "Where things stand: the loader is next.\n")
     core.put(w, "plan", "v1\n", summary="first plan")
     return w
 
@@ -59,7 +59,7 @@ def test_begin_reads_the_status_in_full_and_marks_it_read(record: Record, ann: W
     assert "Status of web: v1, written just now by ann" in text
     assert "the loader is next." in text
     assert [i.name for i in core.feed(bob).items] == ["plan"]  # the status was read
-    core.status_write(bob, "Mine now.\n")  # no stop sign: begin counted as reading it
+    status.status_write(bob, "Mine now.\n")  # no stop sign: begin counted as reading it
 
 
 def test_a_retraction_of_a_version_you_read_comes_first(record: Record, ann: Worker) -> None:
@@ -143,7 +143,7 @@ def test_end_exit_codes_through_the_cli(record: Record, ann: Worker) -> None:
     assert out.exit_code == 1 and "not ended" in out.stdout
     doc = json.loads(invoke(record, "end", "--json").stdout)
     assert doc["ok"] is False and doc["wrote"][0]["name"] == "notes"
-    core.status_write(ann, "moved\n")
+    status.status_write(ann, "moved\n")
     with pytest.raises(VersionConflict):
         ritual.end(Worker(record, "bob"), status="mine\n")
     with pytest.raises(SystemExit) as exited:
@@ -154,3 +154,22 @@ def test_end_exit_codes_through_the_cli(record: Record, ann: Worker) -> None:
 def test_too_small_a_briefing_is_refused(record: Record) -> None:
     with pytest.raises(BadInput, match="at least"):
         ritual.begin(Worker(record, "bob"), max_chars=100)
+
+
+def test_end_writes_the_status_of_the_project_the_session_began_on(record: Record) -> None:
+    ritual.begin(Worker(record, "bob", "ml"))
+    done = ritual.end(Worker(record, "bob"), status="ml: the data is loaded\n")
+    assert done.ok and done.project == "ml"
+    assert status.status_show(Worker(record, "bob", "ml")).doc is not None
+    assert status.status_show(Worker(record, "bob", "web")).doc is None
+
+
+def test_a_second_end_with_nothing_written_between_is_ok(record: Record, ann: Worker) -> None:
+    bob = Worker(record, "bob")
+    ritual.begin(bob)
+    first = ritual.end(bob, status="done\n")
+    again = ritual.end(bob)
+    assert first.ok and again.ok and again.wrote == ()
+    core.put(bob, "late", "written after the end\n")
+    late = ritual.end(bob)
+    assert not late.ok and "since your last `atlas end`" in (late.todo or "")

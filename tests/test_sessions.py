@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from atlas_files import schemas, sessions
-from atlas_files.api import Worker, core, decisions, leases, ritual
+from atlas_files.api import Worker, core, decisions, leases, ritual, status
 from atlas_files.api import checks as checkapi
 from atlas_files.errors import DamagedFile
 from atlas_files.leases import store
@@ -25,7 +25,7 @@ def _open_row(record: Record, who: str = "bob") -> sessions.Row:
 
 def test_begin_writes_a_row_that_atlas_check_accepts(record: Record) -> None:
     ann = Worker(record, "ann")
-    core.status_write(ann, "Where things stand.\n")
+    status.status_write(ann, "Where things stand.\n")
     core.put(ann, "plan", "A plan.\n")
     leases.claim(ann, "box.gpu0", "1h", "training")
     row = _open_row(record)
@@ -67,12 +67,12 @@ def test_a_damaged_row_is_named_and_begin_replaces_it(record: Record) -> None:
 
 def test_each_kind_of_write_since_begin_is_found_with_its_author(record: Record) -> None:
     ann, bob = Worker(record, "ann"), Worker(record, "bob")
-    core.status_write(ann, "s1\n")
+    status.status_write(ann, "s1\n")
     core.put(ann, "plan", "p1\n")
     row = _open_row(record)
     assert sessions.writes_since(record, row) == []
-    core.status_show(bob)
-    core.status_write(bob, "s2\n")
+    status.status_show(bob)
+    status.status_write(bob, "s2\n")
     core.get(bob, "plan")
     core.put(bob, "plan", "p2\n")
     core.put(bob, "fresh", "a new topic\n")

@@ -216,7 +216,9 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
         warnings = tuple(notes)
     writes = sessions.writes_since(record, row) if row and row.project == project else []
     mine = tuple(sessions.mine(writes, identity))
-    ok = written is not None or any(w.kind == "status" for w in mine)
+    # A session that already ended and wrote nothing since has nothing left to write.
+    ok = written is not None or any(w.kind == "status" for w in mine) or (
+        row is not None and not row.open and row.project == project and not mine)
     held = tuple(lease for lease in leaseview.read_all(record)[1]
                  if lease.held and lease.holder == identity)
     released = []
@@ -239,7 +241,8 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
                                    row.previous if row else None))
     todo = None if ok else (
         f"write where things stand: {WRITE_STATUS}; you have not written the status of "
-        f"{project} since " + ("this session began" if row else "any `atlas begin`"))
+        f"{project} since " + ("this session began" if row and row.open else
+                               "your last `atlas end`" if row else "any `atlas begin`"))
     released_names = {lease.resource for lease in released}
     return Ending(identity, project, row.started_at if row else None, ended, ok, written,
                   warnings, mine, tuple(sessions.others(writes, identity)),
