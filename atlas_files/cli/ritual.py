@@ -1,6 +1,6 @@
 """`atlas begin` and `atlas end`: the session ritual, by hand or from a harness's hooks.
 
-With ``--hook H`` the command speaks harness H's hook protocol (``cli.hookio``): JSON on
+With ``--hook H`` the command speaks harness H's hook protocol (``atlas_files.hookio``): JSON on
 stdin, JSON only on stdout, exit 0. A hook never breaks the harness: outside a record it
 does nothing, and a failure is said on stderr and lets the session go on.
 """
