@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "decisions", "leases",
                     "telemetry", "check", "sitegen", "search", "sessions", "activity")),
     ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "sync", "__main__")),
+    ("front ends", ("cli", "mcp", "sync", "__main__", "launch", "hookio")),
 ]
 
 

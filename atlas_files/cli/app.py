@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 # command name -> "module:attribute", in the order `atlas --help` lists them.
 COMMANDS: dict[str, str] = {
     "init": "atlas_files.cli.core:init",
+    "begin": "atlas_files.cli.ritual:begin",
+    "end": "atlas_files.cli.ritual:end",
     "status": "atlas_files.cli.status:status",
     "put": "atlas_files.cli.core:put",
     "get": "atlas_files.cli.core:get",
@@ -38,6 +40,7 @@ COMMANDS: dict[str, str] = {
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
+    "setup": "atlas_files.cli.setup:setup",
     "mcp": "atlas_files.cli.mcp:mcp",
     "demo": "atlas_files.cli.demo.command:demo",
 }
