@@ -104,7 +104,8 @@ def test_begin_then_end_writes_the_status_without_an_expect(rec: Record) -> None
     early, begun, ended = run(go)
     assert early.is_error and text(early).startswith("stop: you have never read the status of web")
     assert begun.structured_content["status"]["version"] == 1
-    assert not ended.is_error and ended.structured_content["version"] == 2
+    assert not ended.is_error and ended.structured_content["ok"]
+    assert ended.structured_content["status"]["version"] == 2
 
 
 @pytest.mark.parametrize(("name", "args", "word", "cli_args"), [
@@ -157,10 +158,10 @@ def test_read_only_lists_no_writing_tool_and_refuses_one_by_name(rec: Record) ->
     listed, _ = listing(rec.root, read_only=True)
     names = {t.name for t in listed.tools}
     assert names == {"begin", "status_read", "get", "feed", "lease", "topics", "decisions",
-                     "telemetry", "check"}
+                     "search", "check"}
     assert all(t.annotations.read_only_hint for t in listed.tools)
     lease = next(t for t in listed.tools if t.name == "lease")
-    assert lease.input_schema["properties"]["action"]["enum"] == ["list", "show"]
+    assert lease.input_schema["properties"]["action"]["enum"] == ["list", "show", "machines"]
     assert ADVISORY in (lease.description or "")
     before = snapshot(rec.root)
     for name, args in [("put", {"name": "plan", "body": "x"}), ("status_write", {"body": "x"}),

@@ -40,8 +40,10 @@ _YOU = "you, this connection's identity (sessions sharing one share what is read
 # name -> (description, output schema, writes). Names marked * are fixed by the design.
 SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "begin": (  # *
-        "Call first, once per session: the project's status in full, marked read for "
-        f"{_YOU}; what is new to you since you last read; the leases held now.",
+        "Call first, once per session: the briefing, most urgent first and bounded: the "
+        f"status in full (marked read for {_YOU}), what is new since your last session, "
+        "corrections of what you read, open proposals, decisions, leases held, stale "
+        "machines. Records when your session began, for end.",
         ritual.BEGIN_SCHEMA, False),
     "status_read": (  # *
         "The project's status (latest, or `version`) with author, age, corrections and "
@@ -66,7 +68,8 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         shapes.FEED, False),
     "lease": (  # *
         "Leases on shared machines, GPUs, datasets. action list: all, with GPU telemetry; "
-        "show: a resource's history; claim (duration, why), renew, release; break: take over "
+        "show: a resource's history; machines: each machine's last telemetry row (load, "
+        "never intent; stale rows marked); claim (duration, why), renew, release; break: take over "
         "from a holder that is gone (why). Held by another: the result starts `held:`. "
         f"`generation` makes a change conditional. {ADVISORY}",
         shapes.LEASE, True),
@@ -75,8 +78,9 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         "never inferred) and why. Nothing is ever edited: to fix one, use correct.",
         shapes.DECISION, True),
     "end": (  # *
-        "Call last: write the project's status, where things stand, for the next session. "
-        "Stop sign as in status_write.",
+        "Call last: write where things stand as the project's status (stop sign as in "
+        "status_write); `ok` false with `todo` if this session wrote nothing to the status. "
+        "Lists what others wrote meanwhile and the leases you still hold.",
         ritual.END_SCHEMA, True),
     "topics": (
         "list: every topic, latest version, author, summary, proposal state (`accepted`: "
@@ -90,9 +94,11 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         "Write down a bad write: `ref` was wrong, `text` says what is right; it is marked "
         "wherever it is shown. retract (NAME@vN only): its conclusion no longer holds.",
         shapes.CORRECTION, True),
-    "telemetry": (
-        "Each machine's last telemetry row: GPUs, reachable, age, stale.",
-        shapes.TELEMETRY, False),
+    "search": (
+        "Full text over status, topics, decisions, corrections and retractions, best match "
+        "first, each with kind, name, version or id, author, age, snippet and marks "
+        "(relation, corrected, retracted, superseded, proposal). Reads nothing as read.",
+        shapes.SEARCH, False),
     "check": (
         "Check the record for what hand edits got wrong: findings with code and hint.",
         shapes.CHECK, False),

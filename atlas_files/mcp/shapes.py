@@ -43,7 +43,7 @@ STATUS = shape(_VERSION, f"project:s {_VERSION_MORE}")
 TOPIC = shape(f"{_VERSION} {_VERSION_MORE}")
 FEED = shape("as:s? new:a marked_read:b")
 LEASE = shape("", f"{_LEASE} action:s? advisory:s history:a leases:a unleased_busy:a "
-              "problems:a")
+              "problems:a limits:s machines:a")
 DECISION = shape("id:s at:s topic:s recommended:s chosen:s relation:s why:s author:s "
                  "recommended_by:s? links:a accepts:s? corrected_by:a project:s path:s "
                  "digest_ok:b?")
@@ -51,5 +51,5 @@ TOPICS = shape("", "project:s topics:a unreadable:a name:s versions:a from:i to:
 DECISIONS = shape("project:s decisions:a unreadable:a")
 CORRECTION = shape("id:s kind:s at:s author:s project:s ref:s path:s digest_ok:b?",
                    "what:s why:s retractions:a")
-TELEMETRY = shape("limits:s machines:a", "problems:a")
 CHECK = shape("ok:b findings:a fixed:a files:i")
+SEARCH = shape("query:s results:a")

@@ -24,6 +24,7 @@ from atlas_files.api import Worker, checks
 from atlas_files.api import core as api
 from atlas_files.api import decisions as api_decisions
 from atlas_files.api import leases as api_leases
+from atlas_files.api import search as api_search
 from atlas_files.api import status as api_status
 from atlas_files.api import telemetry as api_telemetry
 from atlas_files.errors import AtlasError
@@ -47,7 +48,8 @@ Links = Annotated[list[str], Field(description="refs it builds on: NAME@vN, stat
 Resource = Annotated[str | None, Field(description="e.g. gpubox.gpu0")]
 Duration = Annotated[str | None, Field(description="e.g. 45s, 90m, 1h30m")]
 Generation = Annotated[int | None, Field(ge=0, description="act only at this generation")]
-LeaseAction = Literal["list", "show", "claim", "renew", "release", "break"]
+LeaseAction = Literal["list", "show", "machines", "claim", "renew", "release", "break"]
+SearchKind = Literal["status", "artifact", "decision", "correction", "retraction"]
 Relation = Literal["agreed", "disagreed", "timed-out"]
 
 log = logging.getLogger("atlas.mcp")
@@ -104,11 +106,18 @@ class Toolbox:
     async def begin(self) -> CallToolResult:
         return await self.call(ritual.begin)
 
-    async def end(self, status: Annotated[str, Field(
-            description="where things stand now, what is next, what is open")],
-            summary: Summary = None) -> CallToolResult:
-        return _empty(status, "status") or await self.call(
-            lambda w: ritual.end(w, status, summary))
+    async def end(self, status: Annotated[str | None, Field(
+            description="where things stand now, what is next, what is open; written as "
+            "the next status version first (omit it if you already wrote the status)")] = None,
+            summary: Summary = None,
+            release_leases: Annotated[bool, Field(
+                description="give back every lease you still hold")] = False,
+            ) -> CallToolResult:
+        if status is not None:
+            refused = _empty(status, "status")
+            if refused:
+                return refused
+        return await self.call(lambda w: ritual.end(w, status, summary, release_leases))
 
     # -- status and topics --------------------------------------------------------------
 
@@ -156,6 +165,8 @@ class Toolbox:
                     generation: Generation = None) -> CallToolResult:
         if action == "list":
             return await self.call(api_leases.ls)
+        if action == "machines":
+            return await self.call(lambda w: api_telemetry.ls(w))
         if not resource:
             return bad_input(f"lease {action} needs a resource", "e.g. resource: gpubox.gpu0")
         if action == "show":
@@ -176,7 +187,7 @@ class Toolbox:
         return await self.call(
             lambda w: api_leases.break_(w, resource, why, duration, generation))
 
-    async def lease_read(self, action: Literal["list", "show"],
+    async def lease_read(self, action: Literal["list", "show", "machines"],
                          resource: Resource = None) -> CallToolResult:
         """`lease` of a read-only server: only looks."""
         return await self.lease(action, resource)
@@ -210,8 +221,14 @@ class Toolbox:
 
     # -- machines and the record's health -----------------------------------------------
 
-    async def telemetry(self, machines: list[str] = []) -> CallToolResult:  # noqa: B006
-        return await self.call(lambda w: api_telemetry.ls(w, machines))
+    async def search(self, query: Annotated[str, Field(
+            description='words (all must match), "quoted phrases", prefix*')],
+            kinds: list[SearchKind] = [],  # noqa: B006
+            all_versions: Annotated[bool, Field(
+                description="every version, not only the newest of each topic")] = False,
+            limit: Annotated[int, Field(ge=1, le=1000)] = 20) -> CallToolResult:
+        return await self.call(lambda w: api_search.search(
+            w, query, kinds=kinds, all_versions=all_versions, limit=limit))
 
     async def check(self) -> CallToolResult:
         root = self.root.resolve()
