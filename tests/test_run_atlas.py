@@ -1,0 +1,92 @@
+"""The test harness itself: `run_atlas` in-process must behave as the child process it
+replaces, and leave nothing of one call behind for the next."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+from conftest import run_atlas
+
+from atlas_files.record import Record
+
+
+def _both(*args: str, **kwargs: object) -> tuple[object, object]:
+    inproc = run_atlas(*args, **kwargs)  # type: ignore[arg-type]
+    child = run_atlas(*args, process=True, **kwargs)  # type: ignore[arg-type]
+    return inproc, child
+
+
+def test_in_process_and_child_process_give_the_same_result(tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    record = Record(root)
+    record.put("plan", "one\n", author="ann")
+    cases: list[tuple[tuple[str, ...], dict[str, object]]] = [
+        (("--help",), {}),
+        (("get", "plan", "--json"), {"record": root}),
+        (("ls",), {"cwd": root / "projects"}),
+        (("ls",), {"cwd": tmp_path, "env": {"ATLAS_RECORD": str(root)}}),
+        (("ls",), {"cwd": tmp_path}),  # no record here: exit 2
+        (("put", "../x"), {"record": root, "identity": "ann", "input": "x\n"}),
+        (("put", "plan", "--expect", "0"), {"record": root, "identity": "bob", "input": "x\n"}),
+        (("put", "plan"), {"record": root, "input": "x\n"}),  # no identity: exit 2
+        # No input: stdin is empty and not a terminal, so the body is empty.
+        (("status", "write"), {"record": root, "identity": "ann"}),
+        (("put", "plan"), {"record": root, "identity": "ann", "input": b"caf\xe9\n"}),
+        (("lease", "claim", "gpu0", "--for", "2h"), {"record": root, "identity": "ann"}),
+        (("nonsense",), {}),
+    ]
+    for args, kwargs in cases:
+        inproc, child = _both(*args, **kwargs)
+        assert inproc == child, (args, kwargs)
+
+
+def test_the_tests_own_atlas_variables_never_reach_the_command(
+    record: Record, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ATLAS_AS", "leaked")
+    monkeypatch.setenv("ATLAS_RECORD", str(record.root / "nope"))
+    r = run_atlas("put", "plan", record=record.root, input="x\n")
+    assert r.returncode == 2 and "ATLAS_AS" in r.stderr
+    r = run_atlas("put", "plan", record=record.root, input="x\n", env={"ATLAS_AS": "given"})
+    assert r.returncode == 0, r.stderr
+    assert record.get("plan").author == "given"
+    # ...and the test's environment is as it was.
+    assert os.environ["ATLAS_AS"] == "leaked"
+    assert os.environ["ATLAS_RECORD"] == str(record.root / "nope")
+
+
+def test_a_call_leaves_no_global_state_behind(record: Record, tmp_path: Path) -> None:
+    receipts = record.root / "receipts"
+    receipts.rmdir()
+    receipts.write_text("not a folder")  # every write now warns about its receipt
+    before = (os.getcwd(), dict(os.environ), warnings.showwarning, list(warnings.filters),
+              sys.stdin, sys.stdout, sys.stderr, signal.getsignal(signal.SIGTERM))
+    r = run_atlas("put", "plan", record=record.root, identity="ann", input="x\n", cwd=tmp_path)
+    assert r.returncode == 0 and "atlas: warning:" in r.stderr and "receipt" in r.stderr
+    after = (os.getcwd(), dict(os.environ), warnings.showwarning, list(warnings.filters),
+             sys.stdin, sys.stdout, sys.stderr, signal.getsignal(signal.SIGTERM))
+    assert after == before
+    # The second call warns again: nothing of the first call's warning state is kept.
+    again = run_atlas("put", "plan", record=record.root, identity="ann", input="y\n")
+    assert again.returncode == 0 and "atlas: warning:" in again.stderr
+
+
+def test_a_bug_is_a_traceback_and_exit_1_as_in_a_process(
+    record: Record, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from atlas_files import artifacts
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(artifacts, "ls", broken)
+    monkeypatch.setattr(Record, "ls", broken, raising=False)
+    r = run_atlas("ls", record=record.root)
+    assert r.returncode == 1
+    assert "Traceback" in r.stderr and "RuntimeError: a bug of ours" in r.stderr
