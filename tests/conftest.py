@@ -47,7 +47,8 @@ def run_atlas(
     In-process by default: each child interpreter costs far more than the command it runs.
     ``process=True`` starts ``python -m atlas_files`` instead, for tests whose subject is the
     process boundary (exit codes seen by a shell, signals, races, a closed pipe).
-    ``timeout`` applies to the child process only.
+    A command running past ``timeout`` seconds raises ``subprocess.TimeoutExpired`` either
+    way.
     """
     argv: list[str] = []
     if record is not None:
@@ -57,7 +58,7 @@ def run_atlas(
     argv += list(args)
     if process:
         return _run_process(argv, input, cwd, env, timeout)
-    return _run_in_process(argv, input, cwd, env)
+    return _run_in_process(argv, input, cwd, env, timeout)
 
 
 def _child_env(env: dict[str, str] | None) -> dict[str, str]:
@@ -83,8 +84,13 @@ def _run_process(argv: list[str], input: str | bytes | None, cwd: Path | None,
     )
 
 
+class _TimedOut(BaseException):
+    """Raised by the alarm into a command that ran past its timeout; a BaseException so
+    that no ``except Exception`` of the command takes it for an error of its own."""
+
+
 def _run_in_process(argv: list[str], input: str | bytes | None, cwd: Path | None,
-                    env: dict[str, str] | None) -> Result:
+                    env: dict[str, str] | None, timeout: float) -> Result:
     """``main(argv)`` with its own stdin/stdout/stderr, environment and working folder, as
     in a fresh process, and everything it changes globally put back afterwards."""
     from atlas_files.cli import main
@@ -93,6 +99,11 @@ def _run_in_process(argv: list[str], input: str | bytes | None, cwd: Path | None
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
     saved_sigterm = signal.getsignal(signal.SIGTERM)
+    timed_out = False
+
+    def on_alarm(_signum: int, _frame: object) -> None:
+        raise _TimedOut
+
     # stdin is empty and not a terminal when no input is given, like /dev/null.
     runner = CliRunner()
     with warnings.catch_warnings(), runner.isolation(input=input or b"") as (out, err, _):
@@ -100,27 +111,38 @@ def _run_in_process(argv: list[str], input: str | bytes | None, cwd: Path | None
         os.environ.update(wanted)
         # Help is wrapped to the width a child writing to a pipe gets, not CliRunner's 80.
         click.formatting.FORCED_WIDTH = _help_width(wanted)
+        # A command that never ends (a loop that should have been refused) fails the test
+        # as a child past its timeout would, instead of hanging the suite.
+        saved_sigalrm = signal.signal(signal.SIGALRM, on_alarm)
         try:
             if cwd is not None:
                 os.chdir(cwd)
+            signal.setitimer(signal.ITIMER_REAL, timeout)
             try:
                 main(argv)
                 code = 0  # main always exits; reaching here would be a bug of main's
             except SystemExit as exc:
                 code = _exit_status(exc.code)
+            except _TimedOut:
+                timed_out, code = True, -signal.SIGKILL
             except Exception:  # what the interpreter does with an uncaught exception
                 traceback.print_exc(file=sys.stderr)
                 code = 1
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, saved_sigalrm)
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)
             signal.signal(signal.SIGTERM, saved_sigterm)
-        stdout = out.getvalue().decode("utf-8", "replace")
-        stderr = err.getvalue().decode("utf-8", "replace")
-    return Result(code, stdout, stderr)
+        stdout, stderr = out.getvalue(), err.getvalue()
+    if timed_out:
+        raise subprocess.TimeoutExpired(["atlas", *argv], timeout, stdout, stderr)
+    return Result(code, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
 
 
 def _help_width(env: dict[str, str]) -> int:

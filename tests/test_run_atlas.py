@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -90,3 +91,14 @@ def test_a_bug_is_a_traceback_and_exit_1_as_in_a_process(
     r = run_atlas("ls", record=record.root)
     assert r.returncode == 1
     assert "Traceback" in r.stderr and "RuntimeError: a bug of ours" in r.stderr
+
+
+def test_a_command_that_never_ends_times_out_instead_of_hanging(record: Record) -> None:
+    from atlas_files import telemetry as tm
+
+    tm.add_machine(record, "box", "true", timeout="1s")
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_atlas("telemetry", "probe", "--every", "1h", record=record.root, identity="p",
+                  timeout=1)
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
