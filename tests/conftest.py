@@ -95,6 +95,7 @@ def _run_in_process(argv: list[str], input: str | bytes | None, cwd: Path | None
     in a fresh process, and everything it changes globally put back afterwards."""
     from atlas_files.cli import main
 
+    _forget_per_process_caches()
     wanted = _child_env(env)
     saved_env = dict(os.environ)
     saved_cwd = os.getcwd()
@@ -143,6 +144,17 @@ def _run_in_process(argv: list[str], input: str | bytes | None, cwd: Path | None
     if timed_out:
         raise subprocess.TimeoutExpired(["atlas", *argv], timeout, stdout, stderr)
     return Result(code, stdout.decode("utf-8", "replace"), stderr.decode("utf-8", "replace"))
+
+
+def _forget_per_process_caches() -> None:
+    """Empty what the library keeps per process about a record, so each call starts as a
+    new process would. (Caches of the package's own data, such as compiled schemas, hold
+    the same in every process and are kept.) Reuse within one process is tested on the
+    library itself, e.g. test_corrections.py's test_marks_follow_new_entries_within_one_process.
+    """
+    from atlas_files import corrections
+
+    corrections._CACHE.clear()
 
 
 def _help_width(env: dict[str, str]) -> int:

@@ -102,3 +102,21 @@ def test_a_command_that_never_ends_times_out_instead_of_hanging(record: Record) 
                   timeout=1)
     assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_each_call_reads_the_record_afresh_as_a_new_process_would(record: Record) -> None:
+    """An entry rewritten in place with its size and mtime kept is invisible to the
+    library's per-process index; a new process (and so each in-process call) sees it."""
+    from atlas_files import corrections
+
+    record.put("plan", "p\n", author="ann")
+    fix = corrections.correct(record, "plan@v1", what="typo in line 1", author="ann")
+    first = run_atlas("get", "plan", "--json", record=record.root).json()
+    assert [c["what"] for c in first["corrected_by"]] == ["typo in line 1"]
+    path = next((record.root / "projects/web/corrections").glob(f"{fix.id}*"))
+    st = path.stat()
+    os.chmod(path, 0o644)
+    path.write_bytes(path.read_bytes().replace(b"typo in line 1", b"typo in line 2"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    again = run_atlas("get", "plan", "--json", record=record.root).json()
+    assert [c["what"] for c in again["corrected_by"]] == ["typo in line 2"]
