@@ -198,7 +198,7 @@ def test_the_installed_script_exits_with_the_contract_codes_and_no_traceback(
 
     ok = _installed_atlas("put", "plan", identity="ann", input="one\n", record=record.root)
     assert ok.returncode == 0, ok.stderr
-    assert record.get("plan").body == "one\n"
+    assert artifacts.get(record, "plan").body == "one\n"
     user_error(_installed_atlas("put", "../escape", identity="ann", input="x\n",
                                 record=record.root), 2)
     user_error(_installed_atlas("put", "plan", "--expect", "0", identity="bob",
@@ -210,7 +210,7 @@ def test_the_installed_script_exits_with_the_contract_codes_and_no_traceback(
     user_error(held, 4)
     assert "ann" in held.stderr
     # A damaged file: exit 2, two plain lines and no traceback.
-    damaged = record.put("notes", "x\n", author="ann")
+    damaged = artifacts.put(record, "notes", "x\n", author="ann")
     os.chmod(damaged.path, stat.S_IWUSR | stat.S_IRUSR)
     damaged.path.write_text("---\nname: [unclosed\n---\nbody\n")
     user_error(_installed_atlas("get", "notes", record=record.root), 2)

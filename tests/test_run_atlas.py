@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import run_atlas
 
+from atlas_files import artifacts
 from atlas_files.record import Record
 
 
@@ -26,7 +27,7 @@ def test_in_process_and_child_process_give_the_same_result(tmp_path: Path) -> No
     root = tmp_path / "rec"
     Record.init(root, ["web"])
     record = Record(root)
-    record.put("plan", "one\n", author="ann")
+    artifacts.put(record, "plan", "one\n", author="ann")
     cases: list[tuple[tuple[str, ...], dict[str, object]]] = [
         (("--help",), {}),
         (("get", "plan", "--json"), {"record": root}),
@@ -56,7 +57,7 @@ def test_the_tests_own_atlas_variables_never_reach_the_command(
     assert r.returncode == 2 and "ATLAS_AS" in r.stderr
     r = run_atlas("put", "plan", record=record.root, input="x\n", env={"ATLAS_AS": "given"})
     assert r.returncode == 0, r.stderr
-    assert record.get("plan").author == "given"
+    assert artifacts.get(record, "plan").author == "given"
     # ...and the test's environment is as it was.
     assert os.environ["ATLAS_AS"] == "leaked"
     assert os.environ["ATLAS_RECORD"] == str(record.root / "nope")
@@ -94,9 +95,9 @@ def test_a_bug_is_a_traceback_and_exit_1_as_in_a_process(
 
 
 def test_a_command_that_never_ends_times_out_instead_of_hanging(record: Record) -> None:
-    from atlas_files import telemetry as tm
+    from atlas_files.telemetry import probe
 
-    tm.add_machine(record, "box", "true", timeout="1s")
+    probe.add_machine(record, "box", "true", timeout="1s")
     with pytest.raises(subprocess.TimeoutExpired):
         run_atlas("telemetry", "probe", "--every", "1h", record=record.root, identity="p",
                   timeout=1)
@@ -109,7 +110,7 @@ def test_each_call_reads_the_record_afresh_as_a_new_process_would(record: Record
     library's per-process index; a new process (and so each in-process call) sees it."""
     from atlas_files import corrections
 
-    record.put("plan", "p\n", author="ann")
+    artifacts.put(record, "plan", "p\n", author="ann")
     fix = corrections.correct(record, "plan@v1", what="typo in line 1", author="ann")
     first = run_atlas("get", "plan", "--json", record=record.root).json()
     assert [c["what"] for c in first["corrected_by"]] == ["typo in line 1"]
