@@ -10,11 +10,18 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import Result, run_atlas
+from conftest import Result
+from conftest import run_atlas as run_in_process_or_child
 
 from atlas_files import launch, sessions
 from atlas_files.cli.app import cli
 from atlas_files.record import Record
+
+
+def run_atlas(*args: str, **kwargs: Any) -> Result:
+    """A harness runs its hooks as processes of the installed entry point, whose fast path
+    answers `end --hook` before the CLI loads: that process is the subject here."""
+    return run_in_process_or_child(*args, process=True, **kwargs)
 
 
 def claude_session_start(cwd: Path, source: str = "startup") -> dict[str, Any]:
