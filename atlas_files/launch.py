@@ -15,12 +15,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 from atlas_files import hookio
-from atlas_files.api import Worker
-from atlas_files.api.stop import stop_check
-from atlas_files.errors import AtlasError, NotFound
-from atlas_files.names import is_name
-from atlas_files.record import Record, locate
-from atlas_files.text import escape_controls
 
 # The global options as click reads them, with the environment variable behind each.
 GLOBALS = {"--record": "record_path", "--as": "identity", "--project": "project",
@@ -58,59 +52,17 @@ def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:
     return found
 
 
-def _say(message: str) -> None:
-    sys.stderr.write(f"atlas: {escape_controls(message)}\n")
-
-
-def _out(text: str | None) -> None:
-    if text is not None:
-        sys.stdout.write(text + "\n")
-
-
-def stop_hook(harness: str, record_path: str | None, identity: str | None,
-              project: str | None) -> None:
-    """Answer harness ``harness``'s turn-end hook: block a session that wrote something
-    since its `atlas begin` but not the status; otherwise let it stop. Never anything
-    else: outside a record, or when the check cannot be made, the stop is let through
-    (and stderr says why), so a hook can never trap an agent."""
-    event = hookio.read_event()
-    if hookio.stop_hook_active(event):
-        _out(hookio.allow(harness))  # already going on because of a block
-        return
-    where = hookio.cwd(event)
-    try:
-        root = locate(record_path, starts=[where] if where else [])
-    except NotFound as exc:
-        if record_path:  # a record was named and is not there: worth a word
-            _say(f"{exc.message} (the hook did nothing)")
-        _out(hookio.allow(harness))
-        return
-    if identity is not None and not is_name(identity):
-        _say(f"--as {identity!r} is not an identity name: the stop was not checked")
-        _out(hookio.allow(harness))
-        return
-    try:
-        verdict = stop_check(Worker(Record(root), identity, project))
-    except (AtlasError, OSError) as exc:
-        _say(f"the stop was not checked: {exc}")
-        _out(hookio.allow(harness))
-        return
-    if verdict.allow:
-        if verdict.reason:
-            _say(verdict.reason)
-        _out(hookio.allow(harness))
-    else:
-        _out(hookio.block(harness, verdict.reason))
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     request = parse_stop_hook(args)
     if request is not None:
         harness = request.pop("harness") or ""
+        # Loaded by name, like the command table loads its commands: this module must
+        # import neither the hook's machinery nor the CLI, or each would pay for the other
+        # (and `atlas --version` for both).
+        stop_hook: Callable[..., None] = importlib.import_module(
+            "atlas_files.cli.stophook").stop_hook
         stop_hook(harness, **request)
         sys.exit(0)
-    # The CLI proper, loaded by name like the command table loads its commands: this
-    # module must not import it, or the fast path would pay for all of it.
     cli_main: Callable[[list[str]], None] = importlib.import_module("atlas_files.cli").main
     cli_main(args)

@@ -12,8 +12,9 @@ from typing import Any
 
 import click
 
-from atlas_files import hookio, launch, timeutil
+from atlas_files import hookio, timeutil
 from atlas_files.api import Worker, ritual
+from atlas_files.cli import stophook
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, read_body, warn
 from atlas_files.errors import AtlasError, BadInput, NotFound
@@ -162,4 +163,4 @@ def _end_lines(result: ritual.Ending) -> list[str]:
 
 def _end_hook(ctx: Invocation, harness: str) -> None:
     # The same answer as the entry point's fast path gives (see atlas_files.launch).
-    launch.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)
+    stophook.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)
