@@ -20,9 +20,10 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 from urllib.parse import parse_qs, urlencode, urlsplit
 
+import anyio
 import httpx2
 import uvicorn
 from click.testing import CliRunner
@@ -41,15 +42,31 @@ from atlas_files.mcp import serve
 from atlas_files.mcp.server import Served
 
 CALLBACK = "http://127.0.0.1:9/callback"  # loopback: allowed; nothing listens, nothing needs to
+T = TypeVar("T")
+
+
+def bounded(fn: Callable[[], Awaitable[T]], seconds: float = 90) -> T:
+    """Run ``fn`` to its end, or fail after ``seconds``: a flow waiting on a person who
+    never comes must fail the test, not hang it."""
+
+    async def go() -> T:
+        with anyio.fail_after(seconds):
+            return await fn()
+
+    return anyio.run(go)
 
 
 @dataclass
 class Server:
-    url: str  # .../mcp
+    url: str  # where it serves /mcp
     base: str
     tokens: Path
     log: Path
     stop: Callable[[], None]
+    resource: str = ""  # what tokens are for: url, or --public-url's /mcp
+
+    def __post_init__(self) -> None:
+        self.resource = self.resource or self.url
 
     def log_text(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -73,7 +90,8 @@ def process(root: Path, tokens: Path, log: Path, *extra: str) -> Iterator[Server
     deadline = time.monotonic() + 60
     found = None
     while time.monotonic() < deadline and found is None:
-        found = re.search(r"serving (http://127\.0\.0\.1:\d+)/mcp", log.read_text())
+        found = re.search(r"serving (http://127\.0\.0\.1:\d+)/mcp.*\n.*clients connect to "
+                          r"(\S+);", log.read_text())
         if found is None:
             if proc.poll() is not None:
                 break
@@ -92,7 +110,7 @@ def process(root: Path, tokens: Path, log: Path, *extra: str) -> Iterator[Server
                 raise
 
     try:
-        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop)
+        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop, found.group(2))
     finally:
         stop()
 
@@ -255,6 +273,7 @@ def register(base: str, redirect: str = CALLBACK, name: str = "by hand",
 
 def authorize(base: str, client_id: str, challenge: str, redirect: str = CALLBACK,
               resource: str | None = None) -> httpx2.Response:
+    """GET /authorize as a client sends it; ``resource`` defaults to BASE/mcp."""
     query = {"response_type": "code", "client_id": client_id, "redirect_uri": redirect,
              "code_challenge": challenge, "code_challenge_method": "S256", "state": "st4te",
              "resource": resource or f"{base}/mcp", "scope": "atlas"}
@@ -278,9 +297,12 @@ def start_by_hand(server: Server, name: str = "by hand") -> Manual:
     assert registered.status_code == 201, registered.text
     client_id = registered.json()["client_id"]
     verifier, challenge = pkce()
-    sent = authorize(server.base, client_id, challenge)
+    sent = authorize(server.base, client_id, challenge, resource=server.resource)
     assert sent.status_code == 302, sent.text
-    return Manual(client_id, verifier, sent.headers["location"])
+    # Behind --public-url the consent page is named by the public address; reach it here.
+    consent = sent.headers["location"].replace(server.resource.removesuffix("/mcp"),
+                                               server.base, 1)
+    return Manual(client_id, verifier, consent)
 
 
 def code_by_hand(server: Server, identity: str, name: str = "by hand") -> Manual:
@@ -299,7 +321,7 @@ def exchange(server: Server, flow: Manual, **more: str) -> httpx2.Response:
     assert flow.code is not None
     form = {"grant_type": "authorization_code", "code": flow.code, "redirect_uri": CALLBACK,
             "client_id": flow.client_id, "code_verifier": flow.verifier,
-            "resource": server.url, **more}
+            "resource": server.resource, **more}
     return token(server.base, **form)
 
 

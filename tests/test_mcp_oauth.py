@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from mcp_support import run, text
+from mcp_support import text
 from oauth_support import (
     CALLBACK,
     Server,
@@ -22,6 +22,7 @@ from oauth_support import (
     approve_on_terminal,
     atlas,
     authorize,
+    bounded,
     code_by_hand,
     exchange,
     mcp_status,
@@ -62,7 +63,7 @@ def put_and_list(server: Server, person: Any, topic: str) -> tuple[Any, Any, Any
             wrote = await c.call_tool("put", {"name": topic, "body": "hello\n", "expect": 0})
         return listed, wrote, storage
 
-    return run(go)
+    return bounded(go)
 
 
 def test_the_full_flow_approved_on_the_terminal(server: Server) -> None:
@@ -92,7 +93,7 @@ def test_a_refresh_rotates_the_tokens_and_the_old_refresh_token_is_refused(
             after = await c.call_tool("status_read", {})
         return storage, after
 
-    storage, after = run(go)
+    storage, after = bounded(go)
     assert not after.is_error
     first, second = storage.history[0], storage.history[-1]
     assert len(storage.history) == 2
@@ -115,7 +116,7 @@ def test_a_revoked_token_gets_401(server: Server) -> None:
             await c.call_tool("status_read", {})
         return storage
 
-    storage = run(go)
+    storage = bounded(go)
     issued, client = storage.tokens, storage.client
     assert issued is not None and client is not None and issued.refresh_token
     assert mcp_status(server, issued.access_token) == 200
