@@ -258,3 +258,12 @@ def test_the_pending_list_is_the_documented_shape(server: Server, tmp_path: Path
     assert listed[0]["client_name"] == "listed client" and listed[0]["redirect_uri"] == CALLBACK
     code, out, _ = atlas("mcp", "pending", "--tokens", str(server.tokens))
     assert code == 0 and request_id(flow.consent) in out
+
+
+def test_a_hostile_client_name_stays_one_plain_line_on_the_terminal(server: Server) -> None:
+    flow = start_by_hand(server, name="Claude\x1b]0;owned\x07\natlas mcp: approved\u202eevil")
+    line = next(x for x in server.log_text().splitlines() if request_id(flow.consent) in x)
+    assert "\x1b" not in line and "\u202e" not in line and "\\x1b" in line
+    assert not any(x.startswith("atlas mcp: approved") for x in server.log_text().splitlines())
+    code, out, _ = atlas("mcp", "pending", "--tokens", str(server.tokens))
+    assert code == 0 and "\x1b" not in out and "\u202e" not in out

@@ -67,8 +67,8 @@ def test_the_authorization_server_metadata_says_what_clients_need(server: Server
 
 def test_public_url_is_the_issuer_and_resource_exactly(
         setup: tuple[Path, Path], tmp_path: Path) -> None:
-    with process(*setup, tmp_path / "log", "--public-url",
-                 "https://Atlas.Example.org:443/") as s:
+    with process(*setup, tmp_path / "log", "--public-url", "https://Atlas.Example.org:443/",
+                 "--redirect-uri", "https://tools.example.org/oauth/done") as s:
         public = "https://atlas.example.org"
         meta = httpx2.get(f"{s.base}/.well-known/oauth-authorization-server", timeout=30).json()
         assert meta["issuer"] == public and meta["authorization_endpoint"] == \
@@ -78,11 +78,14 @@ def test_public_url_is_the_issuer_and_resource_exactly(
         assert prm.json()["authorization_servers"] == [public]
         assert f'resource_metadata="{public}/.well-known/oauth-protected-resource/mcp"' in \
             challenge(s.base).headers["www-authenticate"]
+        assert register(s.base, redirect="https://tools.example.org/oauth/done"
+                        ).status_code == 201  # the owner added it
+        assert register(s.base, redirect="https://tools.example.org/other").status_code == 400
         client = register(s.base).json()
         sent = authorize(s.base, client["client_id"], pkce()[1], resource=f"{public}/mcp")
         assert sent.status_code == 302
         assert sent.headers["location"].startswith(f"{public}/consent/")
-        assert "public URL" in s.log_text() or f"{public}/mcp" in s.log_text()
+        assert f"clients connect to {public}/mcp;" in s.log_text()
         # Its host is allowed: a tunnel forwards under the public name.
         secret = tokens.add(setup[1], "proxy-user")
         answer = httpx2.post(f"{s.base}/mcp", timeout=30, json={
@@ -124,6 +127,12 @@ def test_where_codes_may_be_sent() -> None:
                     "https://tools.example.org/oauth/done2", "javascript:alert(1)",
                     "https://evil.example/callback"):
         assert not policy.allows(refused), refused
+    written = RedirectPolicy.adding(("https://Tools.example.org/oauth/done", "cursor://x/cb"))
+    assert written.allows("https://tools.example.org/oauth/done")
+    assert written.allows("cursor://x/cb")
+    for bad in ("not a uri", "https://x.example/cb#frag"):
+        with pytest.raises(BadInput):
+            RedirectPolicy.adding((bad,))
 
 
 @pytest.mark.parametrize("problem", [

@@ -40,7 +40,7 @@ from mcp.server.auth.provider import (
 from mcp.server.auth.settings import ClientRegistrationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
-from pydantic import AnyUrl
+from pydantic import AnyUrl, ValidationError
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -112,6 +112,24 @@ class RedirectPolicy:
     as native apps listen), and the URIs the owner adds with --redirect-uri."""
 
     added: tuple[str, ...] = ()
+
+    @classmethod
+    def adding(cls, uris: tuple[str, ...]) -> RedirectPolicy:
+        """The policy with the owner's URIs written as clients' URIs are compared (the
+        SDK parses them: host lower-cased, an empty path made ``/``)."""
+        added = []
+        for uri in uris:
+            try:
+                parsed = AnyUrl(uri.strip())
+            except ValidationError:
+                parsed = None
+            if parsed is None or parsed.fragment or not parsed.scheme:
+                raise BadInput(f"--redirect-uri {uri[:120]!r} is not an absolute URI "
+                               "without a fragment",
+                               hint="give it as the client registers it, e.g. "
+                               "https://tools.example.org/oauth/callback")
+            added.append(str(parsed))
+        return cls(tuple(added))
 
     def allows(self, uri: str) -> bool:
         try:

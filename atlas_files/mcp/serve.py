@@ -96,12 +96,13 @@ def app(served: Served, tokens: Path, host: str, port: int, say: Callable[[str],
         url = local + PATH
     else:
         check_setup(oauth.public_url, host)
+        policy = RedirectPolicy.adding(oauth.redirect_uris)
         issuer = public_origin(oauth.public_url) if oauth.public_url else local
         resource = issuer + PATH
         ensure(tokens, Path(served.root))
         store = Store(state_path(tokens), oauth.clock)
         store.read()  # refuse a damaged state file, or one others can read, at start
-        provider = Provider(store, issuer, resource, RedirectPolicy(oauth.redirect_uris),
+        provider = Provider(store, issuer, resource, policy,
                             oauth.documents or ClientDocuments(), say, str(tokens))
         verifier = TokenVerifier(tokens, resource=resource, issued=provider)
         server = build(served, token_verifier=verifier, issuer_url=issuer,
