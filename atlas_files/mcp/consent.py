@@ -124,7 +124,7 @@ class Consent:
 <h1>Connect {_e(name)} to this atlas record?</h1>
 {error}
 <div class="box"><dl>
-<dt>Client</dt><dd>{_e(name)}</dd>
+<dt>Client</dt><dd>{_e(name)} <small>(as it names itself)</small></dd>
 <dt>Client id</dt><dd><code>{_e(waiting.client_id[:300])}</code></dd>
 <dt>Sends you back to</dt><dd><strong>{_e(host)}</strong><br>
 <code>{_e(waiting.redirect_uri[:500])}</code></dd>
