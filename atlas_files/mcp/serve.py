@@ -1,20 +1,29 @@
 """Running the server: over stdio (one client, one identity) or Streamable HTTP at /mcp
-(many clients, each identified by its bearer token)."""
+(many clients, each identified by its bearer token, static or issued through OAuth)."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
 
 from atlas_files.errors import BadInput
+from atlas_files.mcp.cimd import ClientDocuments
+from atlas_files.mcp.consent import Consent
+from atlas_files.mcp.oauth import Provider, RedirectPolicy, check_setup, public_origin
+from atlas_files.mcp.oauth import routes as oauth_routes
+from atlas_files.mcp.oauthstore import Store, state_path
 from atlas_files.mcp.server import Served, build
-from atlas_files.mcp.tokens import TokenVerifier, check_place
+from atlas_files.mcp.tokens import TokenVerifier, check_place, ensure
 
 PATH = "/mcp"
 
@@ -59,29 +68,81 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def http(served: Served, address: str, tokens: Path, say: Callable[[str], None]) -> None:
-    """Serve Streamable HTTP until interrupted. Every request needs a bearer token from
-    ``tokens``; without one, or with a wrong or revoked one, the answer is 401."""
-    host, port = parse_address(address)
+@dataclass(frozen=True)
+class OAuth:
+    """`--oauth`: the server is its own authorization server. ``public_url`` is the address
+    clients see (issuer and, with /mcp, resource); ``redirect_uris`` are the owner's
+    additions to where codes may be sent. ``documents`` and ``clock`` are for tests."""
+
+    public_url: str | None = None
+    redirect_uris: tuple[str, ...] = ()
+    documents: ClientDocuments | None = None
+    clock: Callable[[], float] = time.time
+
+
+def app(served: Served, tokens: Path, host: str, port: int, say: Callable[[str], None],
+        oauth: OAuth | None = None) -> tuple[Starlette, str]:
+    """The ASGI app of ``atlas mcp --http``, and the URL it serves /mcp at."""
     check_place(tokens, Path(served.root))
-    verifier = TokenVerifier(tokens)
-    if not verifier.grants():
-        raise BadInput(f"{tokens} holds no token: nobody could connect",
-                       hint=f"add one with `atlas mcp token add NAME --tokens {tokens}`")
-    sock = _bind(host, port)
-    port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    server = build(served, token_verifier=verifier, issuer_url=f"http://{shown}:{port}")
-    # No Host/Origin allow-list (the SDK sets one for a loopback bind): every request needs
-    # a bearer token, which a page rebinding its name to this address does not have, and
-    # a reverse proxy in front passes its own public name as the Host.
-    app = server.streamable_http_app(
+    local = f"http://{shown}:{port}"
+    if oauth is None:
+        verifier = TokenVerifier(tokens)
+        if not verifier.grants():
+            raise BadInput(f"{tokens} holds no token: nobody could connect",
+                           hint=f"add one with `atlas mcp token add NAME --tokens {tokens}`")
+        server = build(served, token_verifier=verifier, issuer_url=local)
+        routes: list[Route] = []
+        url = local + PATH
+    else:
+        check_setup(oauth.public_url, host)
+        policy = RedirectPolicy.adding(oauth.redirect_uris)
+        issuer = public_origin(oauth.public_url) if oauth.public_url else local
+        resource = issuer + PATH
+        ensure(tokens, Path(served.root))
+        store = Store(state_path(tokens), oauth.clock)
+        store.read()  # refuse a damaged state file, or one others can read, at start
+        provider = Provider(store, issuer, resource, policy,
+                            oauth.documents or ClientDocuments(), say, str(tokens))
+        verifier = TokenVerifier(tokens, resource=resource, issued=provider)
+        server = build(served, token_verifier=verifier, issuer_url=issuer,
+                       resource_url=resource)
+        routes = oauth_routes(provider, Consent(provider, served.read_only).routes())
+        url = resource
+    # No Host/Origin allow-list (the SDK sets one for a loopback bind): every request to
+    # /mcp needs a bearer token, which a page rebinding its name to this address does not
+    # have, and a reverse proxy or tunnel in front passes its own public name as the Host.
+    starlette = server.streamable_http_app(
         host=host, streamable_http_path=PATH,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+    # Ahead of the SDK's routes: the first match wins, and these replace its metadata.
+    starlette.router.routes[0:0] = routes
+    return starlette, url
+
+
+def http(served: Served, address: str, tokens: Path, say: Callable[[str], None],
+         oauth: OAuth | None = None) -> None:
+    """Serve Streamable HTTP until interrupted. Every request needs a bearer token from
+    ``tokens`` (or, with ``oauth``, one the server issued after a person approved the
+    connection); without one, or with a wrong or revoked one, the answer is 401."""
+    host, port = parse_address(address)
+    if oauth is not None:
+        check_setup(oauth.public_url, host)
+    sock = _bind(host, port)
+    try:
+        starlette, url = app(served, tokens, host, sock.getsockname()[1], say, oauth)
+    except BaseException:
+        sock.close()
+        raise
+    config = uvicorn.Config(starlette, log_level="warning", access_log=False, lifespan="on",
                             timeout_graceful_shutdown=5)
     mode = "read-only, " if served.read_only else ""
-    say(f"atlas mcp: serving http://{shown}:{port}{PATH} ({mode}identities from {tokens})")
+    shown = f"[{host}]" if ":" in host else host
+    say(f"atlas mcp: serving http://{shown}:{sock.getsockname()[1]}{PATH} ({mode}"
+        f"identities from {tokens}{', and OAuth' if oauth else ''})")
+    if oauth is not None:
+        say(f"atlas mcp: OAuth: clients connect to {url}; each connection waits for a "
+            f"person (`atlas mcp pending --tokens {tokens}`)")
     if not is_loopback(host):
         say("atlas mcp: not on loopback: tokens cross the network; put TLS in front "
             "(a reverse proxy) before anyone connects from another machine")

@@ -17,7 +17,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
-from pydantic import AnyHttpUrl, ValidationError
+from pydantic import ValidationError
 
 from atlas_files import __version__
 from atlas_files.api.leases import ADVISORY
@@ -192,16 +192,22 @@ def tool_names(read_only: bool) -> list[str]:
 
 
 def build(served: Served, *, token_verifier: TokenVerifier | None = None,
-          issuer_url: str | None = None) -> MCPServer[Any]:
+          issuer_url: str | None = None, resource_url: str | None = None) -> MCPServer[Any]:
     """The server. With ``token_verifier`` (HTTP), every request must carry a bearer
-    token it accepts, and the token's identity acts."""
+    token it accepts, and the token's identity acts. With ``resource_url`` (OAuth), the
+    token must also be for that address, and a 401 points to its protected resource
+    metadata."""
     install_warning_capture()
     box = Toolbox(served.root, served.project, served.identity)
     tools = [make_tool(box, n, served.read_only) for n in tool_names(served.read_only)]
     auth = None
     if token_verifier is not None:
-        auth = AuthSettings(issuer_url=AnyHttpUrl(issuer_url or "http://127.0.0.1"),
-                            resource_server_url=None)
+        # Validated as strings: AuthSettings keeps a path-less issuer without the trailing
+        # slash a bare AnyHttpUrl(...) would add (issuers are compared as strings).
+        auth = AuthSettings.model_validate({
+            "issuer_url": issuer_url or "http://127.0.0.1",
+            "resource_server_url": resource_url,
+            "validate_token_resource": True if resource_url else None})
     return MCPServer("atlas", title="atlas record", instructions=INSTRUCTIONS,
                      version=__version__, tools=tools, auth=auth, token_verifier=token_verifier,
                      log_level="WARNING")
