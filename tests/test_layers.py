@@ -20,7 +20,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("storage", ("fsio", "jsonfile", "frontmatter", "config", "documents", "entries", "record",
                  "schemas", "receipts")),
     ("mechanisms", ("artifacts", "status", "stopsign", "feed", "corrections", "decisions", "leases",
-                    "telemetry", "check", "sitegen", "search", "sessions", "activity")),
+                    "telemetry", "check", "sitegen", "search", "sessions", "activity",
+                    "gitcmd")),
     ("api", ("api",)),
     ("front ends", ("cli", "mcp", "sync", "__main__")),
 ]

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import fsio, jsonfile, timeutil
-from atlas_files.errors import DamagedFile
+from atlas_files.errors import BadInput, DamagedFile
+from atlas_files.leases import paths as globs
 from atlas_files.names import check_name, quote
 
 if TYPE_CHECKING:
@@ -54,6 +55,9 @@ class Generation:
     duration_s: float | None
     written_at: str
     written_by: str
+    # Repository path globs the lease covers (see leases.paths); () for a lease on a
+    # machine or a dataset. Kept by a renew and a break, cleared by a release.
+    paths: tuple[str, ...] = ()
     previous: Mapping[str, Any] | None = field(default=None, compare=False)
     path: Path | None = field(default=None, compare=False)
     ended: str | None = field(default=None, compare=False)
@@ -79,12 +83,16 @@ class Generation:
             "duration_s": self.duration_s,
             "written_at": self.written_at,
             "written_by": self.written_by,
+            # Only on a lease that has paths: every generation written before path leases
+            # existed reads the same, and so does every lease on a machine.
+            **({"paths": list(self.paths)} if self.paths else {}),
             "previous": dict(self.previous) if self.previous is not None else None,
         }
 
     def to_json(self) -> dict[str, Any]:
         data = self.to_file()
         del data["kind"]
+        data["paths"] = list(self.paths)
         data["ended"] = self.ended
         data["path"] = str(self.path) if self.path else None
         return data
@@ -210,6 +218,7 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
         raise _damaged(path, "duration_s should be a number")
     previous = raw.get("previous")
     holder = _opt_str(raw, "holder", path)
+    covered = _paths(raw.get("paths"), path)
     if raw["action"] != "release" and (holder is None or times["expires_at"] is None):
         raise _damaged(path, f"a {raw['action']} names a holder and an expiry")
     return Generation(
@@ -223,9 +232,23 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
         duration_s=float(duration) if duration is not None else None,
         written_at=times["written_at"] or "",
         written_by=_opt_str(raw, "written_by", path) or "",
+        paths=covered,
         previous=previous if isinstance(previous, dict) else None,
         path=path,
     )
+
+
+def _paths(value: Any, path: Path) -> tuple[str, ...]:
+    """The path globs of a generation; a glob atlas would refuse to write is damage (an
+    absolute path or a ``..`` must not widen what a hand-edited lease covers)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _damaged(path, "paths should be a list of path globs")
+    try:
+        return globs.check_globs(value)
+    except BadInput as exc:
+        raise _damaged(path, f"paths: {exc.message}") from None
 
 
 def read(where: Path, resource: str, name: str) -> Generation:

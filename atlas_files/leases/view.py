@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from atlas_files import timeutil
 from atlas_files.errors import BadInput
 from atlas_files.leases import store
+from atlas_files.leases.paths import any_overlap
 from atlas_files.leases.store import Generation
 from atlas_files.names import is_name
 from atlas_files.telemetry import busy_gpus, folder_problem, resource_usage
@@ -55,6 +56,12 @@ class Lease:
     clock_warning: str | None
     read_at: str
     damaged: str | None = None  # why the newest generation cannot be read (state "damaged")
+    paths: tuple[str, ...] = ()  # repository path globs it covers; () when free
+
+    @property
+    def covers_paths(self) -> bool:
+        """Held, and on repository paths: what the commit guard and `activity` look at."""
+        return self.held and bool(self.paths)
 
     @property
     def held(self) -> bool:
@@ -76,6 +83,7 @@ class Lease:
             "clock_warning": self.clock_warning,
             "read_at": self.read_at,
             "damaged": self.damaged,
+            "paths": list(self.paths),
         }
 
 
@@ -90,7 +98,8 @@ def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: f
     if gen.holds and expires is not None and at < expires:
         left = round((expires - at).total_seconds(), 3)
         return Lease(resource, gen.generation, "held", gen.holder, gen.why, gen.claimed_at,
-                     gen.expires_at, left, gen.action, gen.holder, None, warning, read_at)
+                     gen.expires_at, left, gen.action, gen.holder, None, warning, read_at,
+                     paths=gen.paths)
     last = gen.holder if gen.holds else (gen.previous or {}).get("holder")
     ended = "expired" if gen.holds else "released"
     return Lease(resource, gen.generation, "free", None, None, None, None, None, gen.action,
@@ -215,6 +224,8 @@ class Sheet:
     # Resources whose newest generation cannot be read, as rows with state "damaged";
     # apart from ``leases``, which hold only what can be read (held or free).
     damaged: tuple[Lease, ...] = ()
+    # Set when the sheet is narrowed to the leases covering one repository path.
+    path: str | None = None
 
     def rows(self) -> list[Lease]:
         """Every row to show, readable or damaged, by resource name."""
@@ -229,6 +240,7 @@ class Sheet:
             ],
             "unleased_busy": list(self.unleased_busy),
             "problems": list(self.problems),
+            **({"path": self.path} if self.path is not None else {}),
         }
 
 
@@ -243,3 +255,13 @@ def sheet(record: Record) -> Sheet:
     held = {lease.resource for lease in leases if lease.held} | {d.resource for d in damaged}
     busy = tuple(g for g in busy_gpus(record) if g.get("resource") not in held)
     return Sheet(tuple(leases), usage, busy, tuple(problems), tuple(damaged))
+
+
+def covering(record: Record, query: str, *, folder: bool) -> Sheet:
+    """The sheet narrowed to the unexpired leases whose path globs meet ``query`` (a
+    checked glob or path): a file it names, or with ``folder`` anything under it. Rows
+    that cannot be read stay, as they may well cover it."""
+    problems, leases, damaged = read_all(record)
+    hits = tuple(lease for lease in leases if lease.covers_paths
+                 and any_overlap(lease.paths, [query], folders=folder))
+    return Sheet(hits, {}, (), tuple(problems), tuple(damaged), path=query)
