@@ -39,7 +39,7 @@ def conflicts(record: Record, identity: str | None,
               paths: Sequence[str]) -> tuple[list[str], list[Conflict]]:
     """(what could not be read, every (path, lease) where ``paths`` meet a lease held by
     anyone but ``identity``), in the order of ``paths``; for each path, one conflict per
-    lease (its first covering glob)."""
+    lease (its first covering glob), by resource name."""
     problems, leases, _ = read_all(record)
     others = [lease for lease in leases if lease.covers_paths and lease.holder != identity]
     if not others:
@@ -48,7 +48,7 @@ def conflicts(record: Record, identity: str | None,
     found = []
     for path in paths:
         seen: set[str] = set()
-        for glob, lease in index.covering(path):
+        for glob, lease in sorted(index.covering(path), key=lambda gl: gl[1].resource):
             if lease.resource not in seen:
                 seen.add(lease.resource)
                 found.append(Conflict(path, glob, lease))
