@@ -11,6 +11,7 @@ name may hold any character git allows and still cannot be mistaken for a separa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ _MARK = b"\0\0\x1eatlas-commit\x1e\0"
 # newline before the first file name when there are files.
 _FORMAT = "%x00%x00%x1eatlas-commit%x1e%x00%H%x00%ct%x00%S%x00%aN%x00%aE%x00%s"
 _FIELDS = 6
+_SHA = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
 
 
 @dataclass(frozen=True)
@@ -51,37 +53,49 @@ def _ref(name: str) -> str:
     return name
 
 
+def _headers(out: bytes) -> list[list[bytes]]:
+    """Each whole commit of the output, split into its six header fields and the rest."""
+    found = []
+    for chunk in out.split(_MARK)[1:]:
+        parts = chunk.split(b"\0", _FIELDS)
+        if len(parts) > _FIELDS and _SHA.fullmatch(parts[0]) and parts[1].isdigit():
+            found.append(parts)  # anything else is not a whole header: nothing to trust
+    return found
+
+
+def _commit(parts: list[bytes]) -> Commit:
+    enc = gitcmd.ENCODING
+    rest = parts[_FIELDS]
+    if rest.startswith(b"\n"):
+        rest = rest[1:]  # the line break git puts between the header and the files
+    # One decode per commit, then split: a NUL cannot be part of a file name.
+    files = tuple(f for f in rest.decode(enc, "replace").split("\0") if f)
+    return Commit(parts[0].decode("ascii"), int(parts[1]),
+                  _ref(parts[2].decode(enc, "replace")), parts[3].decode(enc, "replace"),
+                  parts[4].decode(enc, "replace"), parts[5].decode(enc, "replace"), files)
+
+
 def parse(out: bytes) -> list[Commit]:
     """The commits of ``git log --format=_FORMAT --name-only -z``, in its order."""
-    commits = []
-    for chunk in out.split(_MARK)[1:]:
-        parts = chunk.split(b"\0")
-        if len(parts) < _FIELDS + 1:
-            continue  # not a whole header: nothing from it can be trusted
-        sha, stamp, ref, author, email, subject = (
-            p.decode(gitcmd.ENCODING, "replace") for p in parts[:_FIELDS])
-        if not sha or not all(c in "0123456789abcdef" for c in sha) or not stamp.isdigit():
-            continue
-        names = parts[_FIELDS:]
-        if names and names[0].startswith(b"\n"):
-            names[0] = names[0][1:]  # the line break git puts between header and files
-        files = tuple(n.decode(gitcmd.ENCODING, "replace") for n in names if n)
-        commits.append(Commit(sha, int(stamp), _ref(ref), author, email, subject, files))
-    return commits
+    return [_commit(parts) for parts in _headers(out)]
 
 
-def recent(repo: Path, since: datetime, *,
-           touching: Callable[[str], bool] | None = None) -> list[Commit]:
-    """Commits on every ref of ``repo`` made at or after ``since``, newest first; with
-    ``touching``, only those touching a file it accepts."""
+def recent(repo: Path, since: datetime, *, touching: Callable[[str], bool] | None = None,
+           limit: int | None = None) -> tuple[list[Commit], int]:
+    """(the newest ``limit`` commits on every ref of ``repo`` made at or after ``since``,
+    newest first; how many there are in all). With ``touching``, only commits touching a
+    file it accepts count. Only the commits returned are decoded, unless ``touching`` has
+    to look at the files of all of them."""
     cutoff = int(since.timestamp())
     out = gitcmd.run([
         "log", "--exclude=refs/stash", "--exclude=refs/notes/*", "--all",
         f"--max-age={cutoff}", "--source", "--name-only", "--no-renames", "-z",
         "--no-color", "--no-show-signature", f"--format={_FORMAT}",
     ], repo)
-    commits = [c for c in parse(out) if c.timestamp >= cutoff]
-    if touching is not None:
-        commits = [c for c in commits if any(touching(f) for f in c.files)]
-    commits.sort(key=lambda c: c.timestamp, reverse=True)  # stable: git's order on ties
-    return commits
+    headers = [(int(p[1]), p) for p in _headers(out)]
+    headers = [h for h in headers if h[0] >= cutoff]
+    headers.sort(key=lambda h: h[0], reverse=True)  # stable: git's order on ties
+    if touching is None:
+        return [_commit(p) for _, p in headers[:limit]], len(headers)
+    matched = [c for c in (_commit(p) for _, p in headers) if any(map(touching, c.files))]
+    return matched[:limit], len(matched)

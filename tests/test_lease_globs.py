@@ -14,6 +14,7 @@ from atlas_files.leases.paths import (
     check_globs,
     covers,
     is_literal,
+    normalize,
     overlaps,
 )
 
@@ -203,3 +204,22 @@ def test_the_index_finds_what_covers_finds() -> None:
 def test_literal_means_no_wildcard() -> None:
     assert is_literal("src/metrics.py") and not is_literal("src/*.py")
     assert not is_literal("src/[ab].py") and not is_literal("src/?.py")
+
+
+def test_the_shortcut_for_normal_globs_agrees_with_the_long_way() -> None:
+    rng = random.Random(3)
+    alphabet = ["a", "b", ".", "..", "/", "//", "*", "**", "[", "]", "~", "\\", "C:", " ",
+                "\n", "\x7f", "é", "-", "!"]
+    for _ in range(20000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
+        try:
+            slow: str | None = normalize(text)
+        except BadInput:
+            slow = None
+        try:
+            fast: str | None = check_glob(text)
+        except BadInput:
+            fast = None
+        assert fast == slow, text
+        if slow is not None:
+            assert check_glob(slow) == slow  # normal form is a fixed point

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from conftest import snapshot
 from gitrepo import GitRepo, cli, git_env
 
-from atlas_files import api, leases, schemas, timeutil
+from atlas_files import api, leases, schemas, sitegen, timeutil
 from atlas_files.api import leases as lease_api
 from atlas_files.record import Record
 
@@ -146,7 +146,7 @@ def _expired(record: Record, resource: str, holder: str, paths: list[str]) -> No
     """A lease claimed two hours ago for one hour: expired an hour ago."""
     real = timeutil.now
 
-    def earlier() -> object:
+    def earlier() -> datetime:
         return real() - timedelta(hours=2)
 
     with pytest.MonkeyPatch.context() as mp:
@@ -179,3 +179,17 @@ def test_a_hand_written_path_that_leads_out_is_damage_not_a_wider_lease(
     code, out, err = cli("lease", "ls", "--json", record=record.root)
     problems = json.loads(out)["problems"]
     assert problems and "paths" in problems[0] and "leads out" in problems[0]
+
+
+def test_the_sites_lease_board_says_what_a_lease_covers(record: Record, tmp_path: Path
+                                                       ) -> None:
+    leases.claim(record, METRICS, holder="bob", duration_s=600, why="export",
+                 paths=["src/metrics.py", "src/<b>/**"])
+    leases.claim(record, "gpubox.gpu0", holder="ann", duration_s=600, why="training")
+    sitegen.write_docs(record, tmp_path / "site")
+    board = (tmp_path / "site" / "docs" / "leases.md").read_text()
+    row = board.split('id="lease--repo.metrics"')[1].split("</tr>")[0]
+    assert "covers <code>src/metrics.py</code>" in row
+    assert "covers <code>src/&lt;b&gt;/**</code>" in row  # escaped like every stored text
+    gpu = board.split('id="lease--gpubox.gpu0"')[1].split("</tr>")[0]
+    assert "covers" not in gpu

@@ -138,11 +138,11 @@ def activity(worker_or_repo: Worker | str | os.PathLike[str] | None = None, *,
     def touching(path: str) -> bool:
         return any(covers(g, path) for g in globs)
 
-    commits = recent(root, cutoff, touching=touching if globs else None)
+    shown, total = recent(root, cutoff, touching=touching if globs else None,
+                          limit=None if limit is None or limit <= 0 else limit)
     leases, problems = _leases(worker, folders) if worker else (None, ())
-    shown = commits if limit is None or limit <= 0 else commits[:limit]
     return Activity(str(root), since, timeutil.format_time(cutoff), timeutil.format_time(at),
-                    globs, tuple(shown), len(commits), leases,
+                    globs, tuple(shown), total, leases,
                     str(worker.record.root) if worker else None, problems)
 
 
