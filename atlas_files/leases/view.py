@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import timeutil
@@ -163,7 +164,7 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
             # path string (the commit guard reads a thousand of these per commit).
             # Anything else takes the slow road, which names what is wrong.
             if entry.is_dir(follow_symlinks=False) and is_name(name):
-                where: str | os.PathLike[str] = entry.path
+                where: str | Path = entry.path
             else:
                 if not os.path.isdir(folder / name):
                     raise store.not_a_folder(folder / name)
