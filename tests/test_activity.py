@@ -69,6 +69,12 @@ def test_another_authors_commit_on_another_branch_a_minute_ago_shows(
     assert [c["subject"] for c in section["commits"]] == ["Rewrite the metrics export"]
     assert section["commits"][0]["author"] == "bob"
     assert [x["resource"] for x in section["leases"]] == ["repo.metrics"]
+    same, lines = act.repository_briefing(api.Worker(record, "alice"), ["src/metrics.py"])
+    assert same is not None and same["commits"] == section["commits"]
+    text = "\n".join(lines)
+    assert "bob on bob/export: Rewrite the metrics export [src/metrics.py]" in text
+    assert "lease repo.metrics: bob holds src/metrics.py" in text
+    assert "has not committed yet is invisible" in text
 
 
 def test_all_refs_newest_first_within_since(repo: GitRepo, monkeypatch: pytest.MonkeyPatch
@@ -105,6 +111,7 @@ def test_outside_a_git_repository_the_section_is_null_with_the_reason(
     section, reason = act.repository_status(worker)
     assert section is None and reason is not None
     assert "not inside a git repository" in reason
+    assert act.repository_briefing(worker) == (None, [f"Repository: none ({reason})."])
     code, _, err = cli("activity")
     assert code == 2 and "not inside a git repository" in err and "--repo" in err
 

@@ -22,7 +22,8 @@ from atlas_files.errors import BadInput
 from atlas_files.leases import Lease, problems_and_leases
 from atlas_files.leases.paths import check_glob, check_globs, covers, is_literal, overlaps
 
-__all__ = ["LIMITS", "Activity", "activity", "repository_section", "repository_status"]
+__all__ = ["LIMITS", "Activity", "activity", "repository_briefing", "repository_section",
+           "repository_status"]
 
 # Printed by every `atlas activity` (text, and the JSON `limits` key) and carried in the
 # briefing: a reader who sees no commit must not conclude that nobody is working there.
@@ -162,3 +163,33 @@ def repository_section(worker: Worker, paths: Sequence[str] = ()) -> dict[str, A
     files, plus the unexpired leases covering ``paths`` (every path lease if none);
     None outside a git repository (``repository_status`` also says why)."""
     return repository_status(worker, paths)[0]
+
+
+def repository_briefing(worker: Worker, paths: Sequence[str] = ()
+                        ) -> tuple[dict[str, Any] | None, list[str]]:
+    """(the ``repository`` key, the briefing's text lines for it): one line per commit
+    (age, author, branch, subject, files), the path leases, and the limits; outside a git
+    repository (None, one line saying why)."""
+    section, reason = repository_status(worker, paths)
+    if section is None:
+        return None, [f"Repository: none ({reason})."]
+    return section, briefing_lines(section)
+
+
+def briefing_lines(section: dict[str, Any]) -> list[str]:
+    where = f" touching {', '.join(section['paths'])}" if section["paths"] else ""
+    lines = [f"Repository {section['repo']}: {section['total']} commit(s) on all branches "
+             f"in the last {section['since']}{where}, newest first:"]
+    for c in section["commits"]:
+        files = ", ".join(c["files"]) + (f", +{c['files_more']} more" if c["files_more"]
+                                         else "")
+        lines.append(f"- {timeutil.format_duration(max(0, c['age_s']))} ago, {c['author']} "
+                     f"on {c['ref']}: {c['subject']} [{files}]")
+    if section["total"] > section["shown"]:
+        lines.append(f"- and {section['total'] - section['shown']} older: `atlas activity`")
+    for lease in section["leases"] or ():
+        left = timeutil.format_duration(lease["expires_in_s"] or 0)
+        lines.append(f"- lease {lease['resource']}: {lease['holder']} holds "
+                     f"{', '.join(lease['paths'])} for {left} more: {lease['why']}")
+    lines.append(LIMITS)
+    return lines
