@@ -150,3 +150,22 @@ def test_long_commits_are_capped_and_counted(tmp_path: Path) -> None:
     (many,) = everything["commits"]
     assert many["files"][0] == "f24.txt"  # what was asked about comes first
     assert len(many["files"]) == 20 and many["files_more"] == 5
+
+
+def _steady(doc: dict[str, object]) -> dict[str, object]:
+    """The document without what moves between two reads a moment apart."""
+    out = {k: v for k, v in doc.items() if k not in ("read_at", "since_at")}
+    out["commits"] = [{k: v for k, v in c.items() if k != "age_s"}
+                      for c in doc["commits"]]  # type: ignore[attr-defined]
+    out["leases"] = [{k: v for k, v in x.items() if k not in ("expires_in_s", "read_at")}
+                     for x in doc["leases"] or ()]  # type: ignore[attr-defined]
+    return out
+
+
+def test_the_cli_json_is_the_api_result(repo: GitRepo, record: Record) -> None:
+    leases.claim(record, "repo.metrics", holder="bob", duration_s=3600, why="w",
+                 paths=["src/"])
+    code, out, _ = cli("activity", "--repo", str(repo.path), "--paths", "src", "--json",
+                       record=record.root)
+    from_api = act.activity(api.Worker(record), repo=repo.path, paths=["src"]).to_json()
+    assert code == 0 and _steady(json.loads(out)) == _steady(from_api)

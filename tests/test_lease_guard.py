@@ -11,6 +11,7 @@ import pytest
 from gitrepo import GitRepo, cli, git_env
 
 from atlas_files import leases
+from atlas_files.api import guard
 from atlas_files.record import Record
 
 
@@ -148,3 +149,17 @@ def test_outside_a_git_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(tmp_path)
     code, _, err = cli("lease", "guard", "--staged", identity="alice")
     assert code == 2 and "not inside a git repository" in err
+
+
+def test_the_cli_json_is_the_api_result(repo: GitRepo, tmp_path: Path) -> None:
+    record = Record.init(tmp_path)
+    _bob_leases_metrics(record)
+    repo.write("src/metrics.py", "changed\n")
+    repo.git("add", "-A")
+    code, out, _ = cli("lease", "guard", "--staged", "--json", identity="alice")
+    from_cli = json.loads(out)
+    from_api = guard.guard(identity="alice").to_json()
+    for doc in (from_cli, from_api):
+        for c in doc["conflicts"]:
+            c.pop("expires_in_s")
+    assert code == 4 and from_cli == from_api

@@ -193,3 +193,15 @@ def test_the_sites_lease_board_says_what_a_lease_covers(record: Record, tmp_path
     assert "covers <code>src/&lt;b&gt;/**</code>" in row  # escaped like every stored text
     gpu = board.split('id="lease--gpubox.gpu0"')[1].split("</tr>")[0]
     assert "covers" not in gpu
+
+
+def test_ls_path_json_is_the_api_result(record: Record) -> None:
+    leases.claim(record, METRICS, holder="bob", duration_s=600, why="w", paths=["src/"])
+    code, out, _ = cli("lease", "ls", "--path", "src/metrics.py", "--json",
+                       record=record.root)
+    from_api = lease_api.ls(api.Worker(record), "src/metrics.py").to_json()
+    from_cli = json.loads(out)
+    for doc in (from_cli, from_api):
+        for row in doc["leases"]:
+            row.pop("expires_in_s"), row.pop("read_at")
+    assert code == 0 and from_cli == from_api
