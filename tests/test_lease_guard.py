@@ -163,3 +163,66 @@ def test_the_cli_json_is_the_api_result(repo: GitRepo, tmp_path: Path) -> None:
         for c in doc["conflicts"]:
             c.pop("expires_in_s")
     assert code == 4 and from_cli == from_api
+
+
+def test_the_quick_look_agrees_with_a_full_read_of_every_lease(tmp_path: Path) -> None:
+    """Expired, released, own, machine and path leases mixed: the guard's answer is what
+    reading the whole sheet and matching every glob gives."""
+    import random
+
+    from atlas_files.leases.guard import conflicts
+    from atlas_files.leases.paths import covers
+
+    rng = random.Random(5)
+    record = Record.init(tmp_path / "rec")
+    globs = ["src/", "src/*.py", "src/**/*.py", "docs", "**/*.md", "src/a.py", "lib/x/**"]
+    for i in range(60):
+        holder = rng.choice(["alice", "bob", "carol"])
+        paths = rng.sample(globs, rng.randint(0, 2))
+        resource = f"r{i}"
+        if rng.random() < 0.2:
+            _old(record, resource, holder, paths)
+        else:
+            leases.claim(record, resource, holder=holder, duration_s=600, why=f"w{i}",
+                         paths=paths)
+            if rng.random() < 0.2:
+                leases.release(record, resource, holder=holder)
+    files = ["src/a.py", "src/b/c.py", "docs/x.md", "README.md", "lib/x/y/z", "src/z.txt"]
+    for who in ("alice", "bob", None):
+        _, found = conflicts(record, who, files)
+        expected = []
+        sheet = sorted(leases.ls(record), key=lambda x: x.resource)
+        for path in files:
+            for lease in sheet:
+                if lease.covers_paths and lease.holder != who:
+                    hit = next((g for g in lease.paths if covers(g, path)), None)
+                    if hit:
+                        expected.append((path, hit, lease.resource, lease.holder))
+        got = [(c.path, c.glob, c.lease.resource, c.lease.holder) for c in found]
+        assert got == expected and expected, who
+
+
+def _old(record: Record, resource: str, holder: str, paths: list[str]) -> None:
+    from datetime import timedelta
+
+    from atlas_files import timeutil
+
+    real = timeutil.now
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(timeutil, "now", lambda: real() - timedelta(hours=2))
+        leases.claim(record, resource, holder=holder, duration_s=600, why="old", paths=paths)
+
+
+def test_a_hand_widened_or_symlinked_lease_is_reported_not_obeyed(
+        repo: GitRepo, tmp_path: Path) -> None:
+    record = Record.init(tmp_path)
+    leases.claim(record, "repo.wide", holder="bob", duration_s=600, why="w", paths=["src/"])
+    path = record.leases_dir / "repo.wide" / "g00000001.json"
+    data = json.loads(path.read_bytes())
+    data["paths"] = ["../../**"]
+    path.chmod(0o644)
+    path.write_text(json.dumps(data))
+    (record.leases_dir / "repo.link").symlink_to(record.leases_dir / "repo.wide")
+    code, out, err = cli("lease", "guard", "src/metrics.py", identity="alice")
+    assert code == 0, out
+    assert "leads out" in err and "repo.link" in err and "symlink" in err

@@ -3,7 +3,6 @@ leases around them."""
 
 from __future__ import annotations
 
-import textwrap
 from typing import Any
 
 import click
@@ -67,7 +66,7 @@ def activity(ctx: Invocation, paths: tuple[str, ...], since: str, repo: str | No
         click.echo(f"  and {data['total'] - data['shown']} older (--limit 0 lists all)")
     _leases(result)
     click.echo("")
-    click.echo(textwrap.fill(api.LIMITS, 92))
+    click.echo(click.wrap_text(api.LIMITS, 92))
 
 
 def _commit(c: dict[str, Any]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import textwrap
 from typing import Any
 
 import click
@@ -200,7 +199,7 @@ def ls(ctx: Invocation, path: str | None, as_json: bool) -> None:
         for g in sheet.unleased_busy:
             click.echo(f"  {g['resource']:<22} {_telemetry_text(g)}")
     click.echo("")
-    click.echo(textwrap.fill(ADVISORY, 92))
+    click.echo(click.wrap_text(ADVISORY, 92))
 
 
 @lease.command("show")
@@ -300,11 +299,11 @@ def _guard_text(result: guard_api.GuardResult) -> None:
            "You have no atlas identity (set ATLAS_AS, or `git config atlas.as NAME`); if one "
            "of these leases is yours, set it and commit again.")
     click.echo(who)
-    click.echo(textwrap.fill(
+    click.echo(click.wrap_text(
         "The lease is advisory: only this hook stops the commit. To go ahead anyway, run",
         92))
     click.echo("    SKIP=atlas-leases git commit ...")
-    click.echo(textwrap.fill(
+    click.echo(click.wrap_text(
         f"and tell {holders} through the record (a status or an artifact that {holders} "
         "will see in `atlas feed`): they are working in these paths and will meet your "
-        "change.", 92, break_on_hyphens=False))
+        "change.", 92))
