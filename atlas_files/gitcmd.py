@@ -43,8 +43,17 @@ def run(args: Sequence[str], cwd: str | os.PathLike[str]) -> bytes:
 
 
 def toplevel(start: str | os.PathLike[str]) -> Path:
-    """The root of the working tree holding ``start``; NotARepository if there is none."""
+    """The root of the working tree holding ``start``; NotARepository if there is none.
+
+    A folder holding ``.git`` (a folder, or the file of a worktree or submodule) is that
+    root, as git itself decides, unless the environment points git elsewhere: then, and
+    for every other folder, git is asked. A hook runs at the root, and one process fewer
+    is a tenth of the commit guard's own time.
+    """
     where = Path(start)
+    if os.path.lexists(where / ".git") and not (
+            os.environ.keys() & {"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR"}):
+        return where.resolve()
     if not where.is_dir():
         raise NotARepository(f"{where} is not a folder",
                              hint="pass the folder of a git repository (--repo DIR)")
