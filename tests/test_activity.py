@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from gitrepo import GitRepo, cli, git_env
 
-from atlas_files import api, leases
+from atlas_files import api, gitcmd, leases
 from atlas_files.activity import parse
 from atlas_files.api import activity as act
 from atlas_files.record import Record
@@ -169,3 +169,13 @@ def test_the_cli_json_is_the_api_result(repo: GitRepo, record: Record) -> None:
                        record=record.root)
     from_api = act.activity(api.Worker(record), repo=repo.path, paths=["src"]).to_json()
     assert code == 0 and _steady(json.loads(out)) == _steady(from_api)
+
+
+def test_the_root_is_found_from_anywhere_in_the_working_tree(repo: GitRepo,
+                                                             tmp_path: Path) -> None:
+    assert gitcmd.toplevel(repo.path) == gitcmd.toplevel(repo.path / "src") == repo.path
+    worktree = tmp_path / "wt"
+    repo.git("worktree", "add", "-q", str(worktree), "bob/export")
+    assert gitcmd.toplevel(worktree / "src") == gitcmd.toplevel(worktree) == worktree
+    with pytest.raises(gitcmd.NotARepository):
+        gitcmd.toplevel(tmp_path)
