@@ -4,6 +4,7 @@ under the real pre-commit framework in test_hooks.py)."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -223,6 +224,12 @@ def test_a_hand_widened_or_symlinked_lease_is_reported_not_obeyed(
     path.chmod(0o644)
     path.write_text(json.dumps(data))
     (record.leases_dir / "repo.link").symlink_to(record.leases_dir / "repo.wide")
+    leases.claim(record, "repo.linked", holder="bob", duration_s=600, why="w", paths=["src/"])
+    gen = record.leases_dir / "repo.linked" / "g00000002.json"
+    gen.symlink_to(record.leases_dir / "repo.linked" / "g00000001.json")
+    (record.leases_dir / "repo.pipe").mkdir()
+    os.mkfifo(record.leases_dir / "repo.pipe" / "g00000001.json")  # must not wait on it
     code, out, err = cli("lease", "guard", "src/metrics.py", identity="alice")
     assert code == 0, out
     assert "leads out" in err and "repo.link" in err and "symlink" in err
+    assert "repo.linked/g00000002.json" in err and "repo.pipe" in err

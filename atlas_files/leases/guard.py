@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import fsio, timeutil
+from atlas_files import timeutil
 from atlas_files.errors import BadInput
 from atlas_files.leases import store
 from atlas_files.leases.paths import Index, check_globs
@@ -63,13 +64,41 @@ def _expired(expires: str, now: str) -> bool:
     return store.parse_time(expires) <= timeutil.parse_time(now)
 
 
+# Never follow a symlink, never wait on a named pipe (as fsio's reads).
+_PEEK_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+               | getattr(os, "O_CLOEXEC", 0))
+
+
+def _peek(path: str) -> bytes | None:
+    """The bytes of a plain generation file in one read; None for anything else (a
+    symlink, a folder, a pipe, a file too large or growing), which the full read then
+    judges and names. A generation is never written in place, so its size holds."""
+    try:
+        fd = os.open(path, _PEEK_FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > store.GENERATION_LIMIT:
+            return None
+        data = os.read(fd, st.st_size + 1)
+        return data if len(data) == st.st_size else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _quick(folder: str, name: str, identity: str | None,
            now: str) -> tuple[tuple[str, ...], bool]:
     """(the globs of another's unexpired lease, or (); whether the full read is needed
     now because the quick look cannot tell)."""
+    data = _peek(os.path.join(folder, name))
+    if data is None:
+        return (), True
     try:
-        raw = json.loads(fsio.read_nofollow(os.path.join(folder, name), store.GENERATION_LIMIT))
-    except (OSError, ValueError, RecursionError):
+        raw = json.loads(data)
+    except (ValueError, RecursionError):
         return (), True
     if not isinstance(raw, dict):
         return (), True
