@@ -19,6 +19,7 @@ from site_fixtures import page_text, parse
 
 from atlas_files import artifacts, frontmatter, sitegen, status
 from atlas_files.record import Record
+from atlas_files.telemetry import probe as probemod
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 KEY = b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine mine@laptop\n"
@@ -448,7 +449,7 @@ def test_the_build_reports_problems_in_its_json(tmp_path: Path) -> None:
 
 def test_a_fifo_among_decisions_leases_or_telemetry_does_not_hang_the_build(
         tmp_path: Path) -> None:
-    from atlas_files import decisions, leases, telemetry
+    from atlas_files import decisions, leases
 
     record = _record(tmp_path / "rec")
     decisions.decide(record, topic="kept", recommended="a", chosen="a", relation="agreed",
@@ -457,7 +458,7 @@ def test_a_fifo_among_decisions_leases_or_telemetry_does_not_hang_the_build(
                             relation="agreed", why="x", author="alice")
     leases.claim(record, "box", holder="alice", duration_s=600, why="healthy lease")
     leases.claim(record, "pipe", holder="bob", duration_s=600, why="x")
-    record = telemetry.add_machine(record, "gpubox", "local", interval="5m")
+    record = probemod.add_machine(record, "gpubox", "local", interval="5m")
     pipes = [
         next(p for p in (record.root / "projects/web/decisions").iterdir()
              if lost.id in p.name),
