@@ -72,9 +72,20 @@ def test_another_authors_commit_on_another_branch_a_minute_ago_shows(
     same, lines = act.repository_briefing(api.Worker(record, "alice"), ["src/metrics.py"])
     assert same is not None and same["commits"] == section["commits"]
     text = "\n".join(lines)
-    assert "bob on bob/export: Rewrite the metrics export [src/metrics.py]" in text
+    assert "bob on bob/export: Rewrite the metrics export [1 file(s): src/metrics.py]" in text
     assert "lease repo.metrics: bob holds src/metrics.py" in text
     assert "has not committed yet is invisible" in text
+
+    # And in the session briefing: `begin --json`'s repository key, and its text.
+    code, out, err = cli("begin", "--json", record=record.root, identity="alice")
+    assert code == 0, err
+    briefing = json.loads(out)["repository"]
+    assert briefing["commits"][0]["subject"] == "Rewrite the metrics export"
+    assert briefing["commits"][0]["author"] == "bob"
+    assert briefing["commits"][0]["ref"] == "bob/export"
+    assert [x["resource"] for x in briefing["leases"]] == ["repo.metrics"]
+    code, out, _ = cli("begin", record=record.root, identity="carol")
+    assert "bob on bob/export: Rewrite the metrics export" in out
 
 
 def test_all_refs_newest_first_within_since(repo: GitRepo, monkeypatch: pytest.MonkeyPatch
@@ -112,6 +123,10 @@ def test_outside_a_git_repository_the_section_is_null_with_the_reason(
     assert section is None and reason is not None
     assert "not inside a git repository" in reason
     assert act.repository_briefing(worker) == (None, [f"Repository: none ({reason})."])
+    code, out, _ = cli("begin", "--json", record=record.root, identity="alice")
+    assert code == 0 and json.loads(out)["repository"] is None
+    code, out, _ = cli("begin", record=record.root, identity="bob")
+    assert "Repository: none (" in out and "not inside a git repository" in out
     code, _, err = cli("activity")
     assert code == 2 and "not inside a git repository" in err and "--repo" in err
 

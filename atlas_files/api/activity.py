@@ -176,20 +176,38 @@ def repository_briefing(worker: Worker, paths: Sequence[str] = ()
     return section, briefing_lines(section)
 
 
+BRIEF_COMMITS = 5  # commit lines in the briefing's text (the JSON has SECTION_LIMIT)
+BRIEF_LEASES = 5  # lease lines in it
+BRIEF_LINE = 160  # characters of one line: the briefing has a length budget
+BRIEF_LIMITS = ("Commits and path leases only: a session that took no lease and has not "
+                "committed yet is invisible here.")
+
+
+def _clip(line: str) -> str:
+    return line if len(line) <= BRIEF_LINE else line[:BRIEF_LINE - 1] + "…"
+
+
 def briefing_lines(section: dict[str, Any]) -> list[str]:
+    """The section as the briefing's text: a few short lines, since the briefing never cuts
+    them (its budget cuts the other sections around them)."""
     where = f" touching {', '.join(section['paths'])}" if section["paths"] else ""
-    lines = [f"Repository {section['repo']}: {section['total']} commit(s) on all branches "
-             f"in the last {section['since']}{where}, newest first:"]
-    for c in section["commits"]:
-        files = ", ".join(c["files"]) + (f", +{c['files_more']} more" if c["files_more"]
-                                         else "")
-        lines.append(f"- {timeutil.format_duration(max(0, c['age_s']))} ago, {c['author']} "
-                     f"on {c['ref']}: {c['subject']} [{files}]")
-    if section["total"] > section["shown"]:
-        lines.append(f"- and {section['total'] - section['shown']} older: `atlas activity`")
-    for lease in section["leases"] or ():
+    lines = [_clip(f"Repository {section['repo']}: {section['total']} commit(s) on all "
+                   f"branches in the last {section['since']}{where}, newest first:")]
+    for c in section["commits"][:BRIEF_COMMITS]:
+        files = ", ".join(c["files"])
+        more = len(c["files"]) + c["files_more"]
+        lines.append(_clip(f"- {timeutil.format_duration(max(0, c['age_s']))} ago, "
+                           f"{c['author']} on {c['ref']}: {c['subject']} [{more} file(s): "
+                           f"{files}]"))
+    if section["total"] > min(section["shown"], BRIEF_COMMITS):
+        lines.append(f"- and {section['total'] - min(section['shown'], BRIEF_COMMITS)} more: "
+                     "`atlas activity` lists them")
+    held = section["leases"] or []
+    for lease in held[:BRIEF_LEASES]:
         left = timeutil.format_duration(lease["expires_in_s"] or 0)
-        lines.append(f"- lease {lease['resource']}: {lease['holder']} holds "
-                     f"{', '.join(lease['paths'])} for {left} more: {lease['why']}")
-    lines.append(LIMITS)
+        lines.append(_clip(f"- lease {lease['resource']}: {lease['holder']} holds "
+                           f"{', '.join(lease['paths'])} for {left} more: {lease['why']}"))
+    if len(held) > BRIEF_LEASES:
+        lines.append(f"- and {len(held) - BRIEF_LEASES} more path leases: `atlas lease ls`")
+    lines.append(BRIEF_LIMITS)
     return lines
