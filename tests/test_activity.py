@@ -84,8 +84,11 @@ def test_another_authors_commit_on_another_branch_a_minute_ago_shows(
     assert briefing["commits"][0]["author"] == "bob"
     assert briefing["commits"][0]["ref"] == "bob/export"
     assert [x["resource"] for x in briefing["leases"]] == ["repo.metrics"]
+    held = json.loads(out)["leases"]["held"]
+    assert held[0]["paths"] == ["src/metrics.py"]
     code, out, _ = cli("begin", record=record.root, identity="carol")
     assert "bob on bob/export: Rewrite the metrics export" in out
+    assert "repo.metrics: held by bob for" in out and "(covers src/metrics.py)" in out
 
 
 def test_all_refs_newest_first_within_since(repo: GitRepo, monkeypatch: pytest.MonkeyPatch
