@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -73,7 +74,7 @@ def guard_setup(root: Path) -> Path:
 def bench_guard(root: Path, rounds: int) -> None:
     repo = guard_setup(root / "guard")
     env = {**_git_env(), "ATLAS_AS": "alice"}
-    commands = {
+    commands: dict[str, Sequence[str]] = {
         "guard": [*atlas_argv(), "lease", "guard", "--staged", "--repo", str(repo)],
         "git diff": ["git", "-C", str(repo), "diff", "--cached", "--name-only"],
         "import floor": [sys.executable, "-c", "import click, yaml"],
@@ -117,7 +118,7 @@ def activity_setup(root: Path) -> Path:
 def bench_activity(root: Path, rounds: int) -> None:
     repo = activity_setup(root)
     env = _git_env()
-    commands = {
+    commands: dict[str, Sequence[str]] = {
         "atlas activity": [*atlas_argv(), "activity", "--repo", str(repo), "--json"],
         "atlas activity --paths": [*atlas_argv(), "activity", "--repo", str(repo),
                                    "--paths", "src/m7.py"],
