@@ -71,7 +71,10 @@ machine is idle: a worker that took no lease is invisible there.
 
 Reading a lease by hand is safe: `leases/<resource>/` holds one file per change,
 `g00000001.json`, `g00000002.json`, ...; the highest number is the lease's state. It is
-held if its `holder` is not null and its `expires_at` (UTC) is still in the future.
+held if its `holder` is not null and its `expires_at` (UTC) is still in the future. A
+lease with `paths` covers those files of a code repository (globs relative to its root,
+`src/` for a folder, `**` for any depth): before editing one, look for such a lease held
+by someone else.
 
 Do not take, renew or release a lease by writing files. A change is the creation of the
 next generation file, and it is safe only because `atlas` creates that file exclusively:

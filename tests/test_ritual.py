@@ -41,6 +41,7 @@ def test_begin_json_is_the_contract_and_the_api_result(
         record: Record, ann: Worker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     at = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
     monkeypatch.setattr(timeutil, "now", lambda: at)
+    monkeypatch.chdir(tmp_path)  # outside any git repository: the repository key is null
     twin = Record(shutil.copytree(record.root, tmp_path / "twin"))
     out = invoke(record, "begin", "--json")
     assert out.exit_code == 0

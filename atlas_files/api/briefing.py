@@ -220,9 +220,10 @@ def lease_section(record: Record, identity: str) -> tuple[Section, dict[str, int
         who = "you" if lease.holder == identity else lease.holder
         data = {"resource": lease.resource, "holder": lease.holder, "why": lease.why,
                 "generation": lease.generation, "expires_at": lease.expires_at,
-                "expires_in_s": lease.expires_in_s}
+                "expires_in_s": lease.expires_in_s, "paths": list(lease.paths)}
+        covers = f" (covers {', '.join(lease.paths)})" if lease.paths else ""
         line = one_line(f"{lease.resource}: held by {who} for {leaseview.left_text(lease)} "
-                        f"more: {lease.why}")
+                        f"more{covers}: {lease.why}")
         items.append(Item(data, line, lease.resource))
     generations = {lease.resource: lease.generation for lease in (*leases, *damaged)}
     held = {lease.resource for lease in leases if lease.held} | {d.resource for d in damaged}

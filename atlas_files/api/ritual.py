@@ -21,6 +21,7 @@ from atlas_files import corrections, leases, receipts, sessions, timeutil
 from atlas_files import status as statusmod
 from atlas_files.api import Worker, budget
 from atlas_files.api import briefing as br
+from atlas_files.api.activity import repository_briefing
 from atlas_files.artifacts import TopicSummary, artifacts_folder, topic_streams
 from atlas_files.artifacts import ls as list_topics
 from atlas_files.documents import LatestHints
@@ -34,18 +35,11 @@ MIN_CHARS = 800  # below this, not even the briefing's headings fit
 WRITE_STATUS = "`atlas end --status TEXT` (or `atlas end -f FILE`)"
 
 
-# -- PLUG: repository awareness ---------------------------------------------------------------
-# The one place the repository section comes from. The repository-awareness work provides
-# `repository_section(worker)`; plug it in here, returning (its JSON, its text lines).
-# Until then the section is null, and the briefing says why.
-REPOSITORY_PENDING = ("Repository: not read by this atlas yet (the repository section "
-                      "arrives with repository awareness); `git status` and `git log` tell "
-                      "you what changed in the code.")
-
-
 def _repository(worker: Worker) -> tuple[dict[str, Any] | None, list[str]]:
-    return None, [REPOSITORY_PENDING]
-# -- end of PLUG -------------------------------------------------------------------------------
+    """The repository section: recent commits on every branch of the git repository
+    holding the current folder, and the path leases (api.activity); null outside one,
+    with a line saying why."""
+    return repository_briefing(worker)
 
 
 @dataclass(frozen=True)

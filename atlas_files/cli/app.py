@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "diff": "atlas_files.cli.core:diff",
     "feed": "atlas_files.cli.core:feed",
     "lease": "atlas_files.cli.leases:lease",
+    "activity": "atlas_files.cli.activity:activity",
     "decide": "atlas_files.cli.decisions:decide",
     "decisions": "atlas_files.cli.decisions:decisions",
     "correct": "atlas_files.cli.decisions:correct",

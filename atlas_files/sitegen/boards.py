@@ -165,9 +165,13 @@ def leases(ctx: PageContext, advisory: str) -> str:
         if expiry is not None:
             until = (f'<br><span class="atlas-meta" title="{text(lease.expires_at)}">until '
                      f'{expiry.strftime("%Y-%m-%d %H:%M:%S UTC")}</span>')
+        # A lease on repository paths says which, under its name.
+        covers = "".join(f'<br><span class="atlas-meta">covers <code>{text(p)}</code></span>'
+                         for p in lease.paths)
         rows.append(
             f'<tr id="lease--{text(lease.resource)}"{expires}><td><code>{text(lease.resource)}'
-            f'</code></td><td>{state} <span class="atlas-countdown">{left}</span>{until}{clock}'
+            f"</code>{covers}</td>"
+            f'<td>{state} <span class="atlas-countdown">{left}</span>{until}{clock}'
             f"</td><td>{text(lease.holder or '')}{last}</td>"
             f'<td class="atlas-text">{text(lease.why or "")}</td><td>{lease.generation}</td>'
             f"<td>{f.when_short(lease.claimed_at, now) if lease.claimed_at else ''}</td>"
