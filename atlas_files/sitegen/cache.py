@@ -1,17 +1,27 @@
-"""Rendered bodies and diffs kept between builds, so a rebuild renders only what is new.
+"""What the generator keeps between builds, so that a rebuild costs what changed.
 
-Versions never change, so Python-Markdown's output for a body and the diff of two bodies
-are keyed by a digest of what they were made from, and kept in one file,
-``<out>/.atlas-cache/bodies.json`` (read and written through ``files.Writer``, so never
-through a symlink). What is kept is made *before* escaping and
-sanitising: whatever the cache holds (even a hand-edited cache) still goes through nh3,
-the link rewriting and the escaping on every build.
+``SiteCache``, rendered bodies and diffs: versions never change, so Python-Markdown's
+output for a body and the diff of two bodies are keyed by a digest of what they were made
+from, and kept in ``<out>/.atlas-cache/bodies.json``. What is kept is made *before*
+escaping and sanitising: whatever the cache holds (even a hand-edited cache) still goes
+through nh3, the link rewriting and the escaping on every build.
+
+``TopicCache``, one memo per topic page in ``<out>/.atlas-cache/topics.json``: a topic
+whose version files, marks and body links are as they were at the last build keeps its
+page as it is, unread and unwritten, so that a rebuild after one new version reads one
+topic. (Pages carry no build time and no age for the same reason: an engine rebuilds only
+the pages that changed, see ``fragments.when``.)
+
+Both files are read and written through ``files.Writer``, so never through a symlink.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import markdown
 
 if TYPE_CHECKING:
     from atlas_files.sitegen.files import Writer
@@ -22,8 +32,6 @@ FORMAT = 1
 
 
 def _stamp() -> str:
-    import markdown
-
     # A new Python-Markdown may render the same text differently.
     return f"{FORMAT}/markdown-{markdown.__version__}"
 
@@ -63,4 +71,73 @@ class SiteCache(dict[str, str]):
         if len(keep) == self.loaded == len(self):
             return  # nothing new and nothing dropped
         self.folder.replace(CACHE_FILE, json.dumps({"stamp": _stamp(), "bodies": keep})
+                            .encode("utf-8"))
+
+
+TOPICS_FILE = "topics.json"
+TOPICS_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class TopicMemo:
+    """What a topic's page was made from and what it gave the other pages, so that a
+    rebuild skips a topic whose files did not change: no version is read, no body
+    rendered, no page compared."""
+
+    key: str  # a digest of the version files' stat and of the marks on its versions
+    page: tuple[int, int]  # (size, mtime_ns) of the page as written
+    links: tuple[tuple[str, str | None], ...]  # each body link target -> where it led
+    latest: dict[str, Any]  # the latest version's front matter (its body is not kept)
+    older: tuple[str, ...]  # "v2 corrected", ...
+    versions: tuple[tuple[int, str, str], ...]  # (version, written_at, author), oldest first
+
+    def to_json(self) -> list[Any]:
+        return [self.key, list(self.page), [list(x) for x in self.links], self.latest,
+                list(self.older), [list(v) for v in self.versions]]
+
+    @classmethod
+    def from_json(cls, raw: Any) -> TopicMemo:
+        key, page, links, latest, older, versions = raw
+        return cls(str(key), (int(page[0]), int(page[1])),
+                   tuple((str(t), None if u is None else str(u)) for t, u in links),
+                   dict(latest), tuple(str(o) for o in older),
+                   tuple((int(n), str(at), str(who)) for n, at, who in versions))
+
+
+class TopicCache:
+    """Topic memos of the last build, by ``project/topic``; ``save`` keeps those put or
+    used by this one. A memo is only a shortcut: the page it stands for is kept only if
+    the page file is still the one written, and whatever the cache holds that cannot be
+    read as a memo is dropped, never trusted."""
+
+    def __init__(self, folder: Writer | None, stamp: str) -> None:
+        self.folder = folder
+        self.stamp = stamp  # what every page also depends on (see ``topics.stamp``)
+        self.memos: dict[str, TopicMemo] = {}
+        self.kept: dict[str, TopicMemo] = {}
+        self.changed = False
+        raw = folder.read(TOPICS_FILE) if folder is not None else None
+        try:
+            data = json.loads(raw) if raw is not None else None
+            if isinstance(data, dict) and data.get("stamp") == stamp:
+                self.memos = {str(k): TopicMemo.from_json(v)
+                              for k, v in data["topics"].items()}
+        except (ValueError, TypeError, KeyError, IndexError, RecursionError, AttributeError):
+            self.memos = {}
+
+    def get(self, name: str, key: str) -> TopicMemo | None:
+        memo = self.memos.get(name)
+        return memo if memo is not None and memo.key == key else None
+
+    def keep(self, name: str, memo: TopicMemo) -> None:
+        self.kept[name] = memo
+        if self.memos.get(name) is not memo:
+            self.changed = True
+
+    def save(self) -> None:
+        if self.folder is None or (not self.changed and len(self.kept) == len(self.memos)):
+            return
+        data = {"stamp": self.stamp,
+                "topics": {k: m.to_json() for k, m in sorted(self.kept.items())}}
+        self.folder.replace(TOPICS_FILE, json.dumps(data, separators=(",", ":"))
                             .encode("utf-8"))
