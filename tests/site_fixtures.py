@@ -53,9 +53,10 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
     status.write(record, "ML status: run 7 queued.\n", author="dana", project="ml")
     facts.status = {"web": 3, "ml": 1}
     for v in range(1, 4):
-        artifacts.put(record, "plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
-                   author="alice" if v != 2 else "bob", project="web", expect=v - 1,
-                   summary=f"plan revision {v}")
+        artifacts.put(record, "plan",
+                      f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
+                      author="alice" if v != 2 else "bob", project="web", expect=v - 1,
+                      summary=f"plan revision {v}")
     artifacts.put(record, "design", "# Design\n\nUse plain files.\n", author="carol", project="web",
                proposal=True)
     artifacts.put(record, "idea", "An idea nobody accepted.\n", author="bob", project="web",
@@ -64,7 +65,9 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
                "[status](status@v1), [missing](plan@v9) and "
                "[the web](https://example.com).\n", author="bob", project="web")
     artifacts.put(record, "run7", "Run 7 config.\n", author="dana", project="ml")
-    artifacts.put(record, "run7", "Run 7 config, seed 2.\n", author="dana", project="ml", expect=1)
+    # "kestrel" is written nowhere else: the browser tests search for it.
+    artifacts.put(record, "run7", "Run 7 config, seed 2, on the kestrel cluster.\n", author="dana",
+                  project="ml", expect=1)
     facts.topics = {"web": {"plan": 3, "design": 1, "idea": 1, "notes": 1},
                     "ml": {"run7": 2}}
     d1 = decisions.decide(record, topic="storage", recommended="sqlite", chosen="plain files",
