@@ -43,6 +43,9 @@ class SiteCache(dict[str, str]):
         super().__init__()
         self.folder = folder  # the cache's folder, written without following symlinks
         self.used: set[str] = set()
+        # Set while one topic's page is made: the keys it used, kept in its memo so that a
+        # build which keeps the page without making it still keeps what it was made from.
+        self.touched: list[str] | None = None
         self.loaded = 0
         if folder is None:
             return
@@ -58,11 +61,17 @@ class SiteCache(dict[str, str]):
 
     def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
         self.used.add(key)
+        if self.touched is not None:
+            self.touched.append(key)
         return super().get(key, default)
 
     def __setitem__(self, key: str, value: str) -> None:
         self.used.add(key)
         super().__setitem__(key, value)
+
+    def keep(self, keys: tuple[str, ...]) -> None:
+        """Keep ``keys`` though this build did not use them (their page was kept)."""
+        self.used.update(keys)
 
     def save(self) -> None:
         if self.folder is None:
@@ -90,18 +99,20 @@ class TopicMemo:
     latest: dict[str, Any]  # the latest version's front matter (its body is not kept)
     older: tuple[str, ...]  # "v2 corrected", ...
     versions: tuple[tuple[int, str, str], ...]  # (version, written_at, author), oldest first
+    bodies: tuple[str, ...] = ()  # the SiteCache keys its page was made from
 
     def to_json(self) -> list[Any]:
         return [self.key, list(self.page), [list(x) for x in self.links], self.latest,
-                list(self.older), [list(v) for v in self.versions]]
+                list(self.older), [list(v) for v in self.versions], list(self.bodies)]
 
     @classmethod
     def from_json(cls, raw: Any) -> TopicMemo:
-        key, page, links, latest, older, versions = raw
+        key, page, links, latest, older, versions, bodies = raw
         return cls(str(key), (int(page[0]), int(page[1])),
                    tuple((str(t), None if u is None else str(u)) for t, u in links),
                    dict(latest), tuple(str(o) for o in older),
-                   tuple((int(n), str(at), str(who)) for n, at, who in versions))
+                   tuple((int(n), str(at), str(who)) for n, at, who in versions),
+                   tuple(str(b) for b in bodies))
 
 
 class TopicCache:

@@ -100,6 +100,7 @@ def _memo(ctx: pages.PageContext, key: str, page: tuple[int, int],
         latest={name: getattr(row.latest, name) for name in _MEMO_FIELDS},
         older=row.older_marks,
         versions=tuple((v.version, v.written_at, v.author) for v in versions),
+        bodies=tuple(dict.fromkeys(ctx.cache.touched or ())),
     )
 
 
@@ -122,6 +123,7 @@ def write_topics(ctx: pages.PageContext, record: Record, writer: Writer,
                     and _links_hold(ctx, project.name, topic, memo)
                     and writer.keep(rel, memo.page)):
                 _replay(ctx, project, topic, memo, folder)
+                ctx.cache.keep(memo.bodies)
                 memos.keep(name, memo)
                 done.versions += len(memo.versions)
                 done.written.append(writer.root / rel)
@@ -132,7 +134,7 @@ def write_topics(ctx: pages.PageContext, record: Record, writer: Writer,
             done.versions += len(versions)
             if not versions:
                 continue
-            ctx.links = []
+            ctx.links, ctx.cache.touched = [], []
             try:
                 page = guarded_page(ctx, f"projects/{project.name}/artifacts/{topic}",
                                     partial(pages.topic_page, ctx, project, topic, versions))
@@ -146,7 +148,7 @@ def write_topics(ctx: pages.PageContext, record: Record, writer: Writer,
                 if memos is not None and key and written and len(snap.problems) == problems:
                     memos.keep(name, _memo(ctx, key, written, versions))
             finally:
-                ctx.links = None
+                ctx.links = ctx.cache.touched = None
         yield done
 
 
