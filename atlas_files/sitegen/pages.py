@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from atlas_files import timeutil
+from atlas_files.artifacts import unified_diff
 from atlas_files.sitegen import fragments as f
 from atlas_files.sitegen import urls
 from atlas_files.sitegen.cache import SiteCache
@@ -154,8 +155,6 @@ def withheld_note(doc: Withheld) -> str:
 
 def _changes(old: Version, new: Version, cache: SiteCache) -> str:
     """The unified diff of two versions' bodies (plain text: escaped when shown)."""
-    from atlas_files.artifacts import unified_diff
-
     key = "diff:" + hashlib.sha256(
         f"{old.name}@v{old.version}\0{new.version}\0{old.body}\0{new.body}".encode(
             "utf-8", "surrogatepass")).hexdigest()
