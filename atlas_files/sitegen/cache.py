@@ -2,7 +2,7 @@
 
 ``SiteCache``, rendered bodies and diffs: versions never change, so Python-Markdown's
 output for a body and the diff of two bodies are keyed by a digest of what they were made
-from, and kept in ``<out>/.atlas-cache/bodies.json``. What is kept is made *before*
+from, and kept in ``<out>/.atlas-cache/bodies-XX.json`` (256 shards). What is kept is made *before*
 escaping and sanitising: whatever the cache holds (even a hand-edited cache) still goes
 through nh3, the link rewriting and the escaping on every build.
 
@@ -18,6 +18,7 @@ Both files are read and written through ``files.Writer``, so never through a sym
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +28,12 @@ if TYPE_CHECKING:
     from atlas_files.sitegen.files import Writer
 
 CACHE_DIR = ".atlas-cache"
-CACHE_FILE = "bodies.json"
-FORMAT = 1
+CACHE_FILE = "bodies-{shard}.json"
+FORMAT = 2
+# Keys are hex digests; their last two digits pick the shard. A rebuild after one new
+# version reads and writes the few shards its new bodies and diffs fall in, not a file
+# that holds every body of the record (tens of megabytes at 10,000 topics).
+_SHARD_DIGITS = 2
 
 
 def _stamp() -> str:
@@ -36,38 +41,63 @@ def _stamp() -> str:
     return f"{FORMAT}/markdown-{markdown.__version__}"
 
 
-class SiteCache(dict[str, str]):
-    """Loaded once per build; ``save`` keeps only the entries this build used."""
+class SiteCache(MutableMapping[str, str]):
+    """Rendered bodies and diffs by key, in shards read when first asked for; ``save``
+    rewrites the shards that changed, keeping of each only the entries this build used
+    (or kept, see ``keep``)."""
 
     def __init__(self, folder: Writer | None) -> None:
-        super().__init__()
         self.folder = folder  # the cache's folder, written without following symlinks
         self.used: set[str] = set()
         # Set while one topic's page is made: the keys it used, kept in its memo so that a
         # build which keeps the page without making it still keeps what it was made from.
         self.touched: list[str] | None = None
-        self.loaded = 0
-        if folder is None:
-            return
-        raw = folder.read(CACHE_FILE)
+        self._shards: dict[str, dict[str, str]] = {}
+        self._loaded: dict[str, int] = {}  # shard -> entries read from its file
+        self._dirty: set[str] = set()
+
+    def _shard(self, key: str) -> dict[str, str]:
+        name = key[-_SHARD_DIGITS:]
+        shard = self._shards.get(name)
+        if shard is None:
+            shard = self._shards[name] = self._read(name)
+            self._loaded[name] = len(shard)
+        return shard
+
+    def _read(self, name: str) -> dict[str, str]:
+        raw = self.folder.read(CACHE_FILE.format(shard=name)) if self.folder else None
         try:
             data = json.loads(raw) if raw is not None else None
         except (ValueError, RecursionError):
-            return
+            return {}
         if isinstance(data, dict) and data.get("stamp") == _stamp() and isinstance(
                 data.get("bodies"), dict):
-            self.update({str(k): str(v) for k, v in data["bodies"].items()})
-            self.loaded = len(self)
+            return {str(k): str(v) for k, v in data["bodies"].items()}
+        return {}
 
     def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
         self.used.add(key)
         if self.touched is not None:
             self.touched.append(key)
-        return super().get(key, default)
+        return self._shard(key).get(key, default)
+
+    def __getitem__(self, key: str) -> str:
+        return self._shard(key)[key]
 
     def __setitem__(self, key: str, value: str) -> None:
         self.used.add(key)
-        super().__setitem__(key, value)
+        self._shard(key)[key] = value
+        self._dirty.add(key[-_SHARD_DIGITS:])
+
+    def __delitem__(self, key: str) -> None:
+        del self._shard(key)[key]
+        self._dirty.add(key[-_SHARD_DIGITS:])
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for shard in self._shards.values() for k in shard)
+
+    def __len__(self) -> int:
+        return sum(len(shard) for shard in self._shards.values())
 
     def keep(self, keys: tuple[str, ...]) -> None:
         """Keep ``keys`` though this build did not use them (their page was kept)."""
@@ -76,11 +106,12 @@ class SiteCache(dict[str, str]):
     def save(self) -> None:
         if self.folder is None:
             return
-        keep = {k: self[k] for k in sorted(self.used) if k in self}
-        if len(keep) == self.loaded == len(self):
-            return  # nothing new and nothing dropped
-        self.folder.replace(CACHE_FILE, json.dumps({"stamp": _stamp(), "bodies": keep})
-                            .encode("utf-8"))
+        for name, shard in sorted(self._shards.items()):
+            keep = {k: shard[k] for k in sorted(shard) if k in self.used}
+            if name not in self._dirty and len(keep) == self._loaded[name]:
+                continue  # nothing new and nothing dropped
+            self.folder.replace(CACHE_FILE.format(shard=name), json.dumps(
+                {"stamp": _stamp(), "bodies": keep}, separators=(",", ":")).encode("utf-8"))
 
 
 TOPICS_FILE = "topics.json"
