@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.record import Record
-from atlas_files.telemetry.probe import add_machine
+from atlas_files.telemetry import probe as probemod
 from atlas_files.telemetry.rows import write_row
 
 GPU: dict[str, object] = {"uuid": None, "utilization_gpu_pct": 40, "processes": []}
@@ -53,10 +53,10 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
     status.write(record, "ML status: run 7 queued.\n", author="dana", project="ml")
     facts.status = {"web": 3, "ml": 1}
     for v in range(1, 4):
-        artifacts.put(record, "plan",
-                      f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
-                      author="alice" if v != 2 else "bob", project="web", expect=v - 1,
-                      summary=f"plan revision {v}")
+        artifacts.put(
+            record, "plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
+            author="alice" if v != 2 else "bob", project="web", expect=v - 1,
+            summary=f"plan revision {v}")
     artifacts.put(record, "design", "# Design\n\nUse plain files.\n", author="carol", project="web",
                proposal=True)
     artifacts.put(record, "idea", "An idea nobody accepted.\n", author="bob", project="web",
@@ -94,8 +94,9 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
     leases.release(record, "dataset-a", holder="bob")
     leases.claim(record, "oldbox", holder="carol", duration_s=1, why="a short job")
     facts.leases = ["gpubox.gpu0", "dataset-a", "oldbox"]
+
     for machine in ("gpubox", "oldbox", "downbox"):
-        record = add_machine(record, machine, "local", interval="5m")
+        record = probemod.add_machine(record, machine, "local", interval="5m")
     _row(record, "gpubox", reachable=True, host="gpubox", gpus=[
         {**GPU, "index": 0, "name": "H100", "memory_used_mib": 40960, "memory_total_mib": 81920},
         {**GPU, "index": 1, "name": "H100", "memory_used_mib": 512, "memory_total_mib": 81920},
@@ -167,7 +168,8 @@ def hostile_record(root: Path) -> Record:
     corrections.correct(record, d.id, what=PAYLOAD, author="mallory", project="web")
     corrections.retract(record, "evil@v1", why=PAYLOAD, author="mallory", project="web")
     leases.claim(record, "gpubox.gpu0", holder="mallory", duration_s=3600, why=ONE_LINE[:500])
-    record = add_machine(record, "gpubox", "local")
+
+    record = probemod.add_machine(record, "gpubox", "local")
     _row(record, "gpubox", reachable=True, host=ONE_LINE[:300], gpus=[
         {**GPU, "index": 0, "name": ONE_LINE[:200], "memory_used_mib": 1,
          "memory_total_mib": 2}])

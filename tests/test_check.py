@@ -66,8 +66,10 @@ def make_writable(path: Path) -> None:
 def rich(record: Record) -> Record:
     """A record with one of everything, written through the library: it must be clean."""
     artifacts.put(record, "plan", "# Plan\n\n## Step one\n", author="ann", project="web")
-    artifacts.put(record, "plan", "# Plan\n\n## Step one\n\n## Step two\n", author="ann", project="web")
-    artifacts.put(record, "notes", "See [the plan](../plan/plan.v0002.md#step-two).\n", author="bob",
+    artifacts.put(record, "plan", "# Plan\n\n## Step one\n\n## Step two\n", author="ann",
+                  project="web")
+    artifacts.put(record, "notes", "See [the plan](../plan/plan.v0002.md#step-two).\n",
+                  author="bob",
                project="web", links=["plan@v2"])
     artifacts.put(record, "proposal", "Do X.\n", author="bob", project="web", proposal=True)
     status.write(record, "All good: [notes](../artifacts/notes/notes.v0001.md).\n",
@@ -306,7 +308,8 @@ def test_links_in_plain_markdown_of_the_record(rich: Record) -> None:
 
 
 def test_stale_link_to_superseded_version_is_a_warning(rich: Record) -> None:
-    artifacts.put(rich, "plan", "# Plan\n\n## Step two\n\n## Step three\n", author="ann", project="web",
+    artifacts.put(rich, "plan", "# Plan\n\n## Step two\n\n## Step three\n", author="ann",
+                  project="web",
              expect=2)
     report = check_record(rich.root)
     got = sorted((Path(f.path).name, f.code) for f in report.findings)
@@ -317,7 +320,8 @@ def test_stale_link_to_superseded_version_is_a_warning(rich: Record) -> None:
 
 
 def test_link_to_retracted_version_is_an_error(rich: Record) -> None:
-    artifacts.put(rich, "built", "Built on [old](../old/old.v0001.md).\n", author="bob", project="web",
+    artifacts.put(rich, "built", "Built on [old](../old/old.v0001.md).\n", author="bob",
+                  project="web",
              links=["old@v1"])
     found = findings(rich)
     assert sorted((f.code, Path(f.path).name) for f in found) == [

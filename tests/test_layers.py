@@ -19,10 +19,11 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("layout", "errors", "names", "timeutil", "text", "guide")),
     ("storage", ("fsio", "jsonfile", "frontmatter", "config", "documents", "entries", "record",
                  "schemas", "receipts")),
-    ("mechanisms", ("artifacts", "status", "stopsign", "feed", "corrections", "decisions", "leases",
+    ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
+                    "decisions", "leases",
                     "telemetry", "check", "sitegen", "search", "sessions", "activity")),
     ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "sync", "__main__")),
+    ("front ends", ("cli", "mcp", "sync", "__main__", "launch", "hookio")),
 ]
 
 

@@ -231,9 +231,10 @@ class _Compiler:
             return _date_time
         if key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             bound = value
-            ops = {"minimum": lambda x: x >= bound, "maximum": lambda x: x <= bound,
-                   "exclusiveMinimum": lambda x: x > bound,
-                   "exclusiveMaximum": lambda x: x < bound}
+            ops: dict[str, Callable[[Any], bool]] = {
+                "minimum": lambda x: x >= bound, "maximum": lambda x: x <= bound,
+                "exclusiveMinimum": lambda x: x > bound,
+                "exclusiveMaximum": lambda x: x < bound}
             op = ops[key]
             return lambda x: type(x) not in (int, float) or (math.isfinite(x) and op(x))
         if key == "required":

@@ -11,9 +11,10 @@ from typing import Any
 from atlas_files import frontmatter, fsio, timeutil
 from atlas_files.check import debris, refs
 from atlas_files.check.bom import BOM, strip_bom
-from atlas_files.check.context import DAMAGE, CheckRun, list_folder, per_file, why_unreadable
+from atlas_files.check.context import DAMAGE, CheckRun, list_folder, per_file
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
+from atlas_files.check.sources import why_unreadable
 from atlas_files.check.versions import is_private
 
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
@@ -153,7 +154,10 @@ def check_entry(ctx: CheckRun, path: Path, project: str, kind: str) -> None:
         return
     meta = plain(parsed.meta)
     head = data.decode("utf-8", "replace").split("\n")[1: parsed.body_line - 2]
-    lines = lambda: key_lines(head, 2)  # noqa: E731
+
+    def lines() -> dict[str, int]:
+        return key_lines(head, 2)
+
     clean = validate(report, path, kind, meta, lines, 2)
     stem = path.name[:-3]  # <id>.md
     if isinstance(meta.get("id"), str) and meta["id"] != stem:

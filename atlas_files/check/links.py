@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 from atlas_files.check import markdown
 from atlas_files.check.findings import Report
-from atlas_files.check.sources import DiskSource, Source
+from atlas_files.check.sources import DiskSource, Source, why_unreadable
 
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -77,8 +77,7 @@ class LinkChecker:
         except FileNotFoundError:
             return
         except OSError as exc:
-            self.report.add(path, 1, "ATL002",
-                            f"cannot read this file: {exc.strerror or exc}")
+            self.report.add(path, 1, "ATL002", f"cannot read this file: {why_unreadable(exc)}")
             return
         text = data.decode("utf-8", "replace")
         body, first = markdown.split_front_matter(text)

@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from atlas_files.documents import decode_body
 from atlas_files.errors import BadInput
-from atlas_files.text import escape_controls
+from atlas_files.text import decode_body, escape_controls
 
 
 def emit_json(data: Any) -> None:
