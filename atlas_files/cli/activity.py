@@ -11,7 +11,7 @@ from atlas_files import timeutil
 from atlas_files.api import Worker
 from atlas_files.api import activity as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.errors import NotFound
 
 
@@ -56,7 +56,7 @@ def activity(ctx: Invocation, paths: tuple[str, ...], since: str, repo: str | No
         return
     data = result.to_json()
     for problem in result.problems:
-        warn(problem)
+        print_warning(problem)
     where = f" touching {', '.join(result.paths)}" if result.paths else ""
     click.echo(f"{data['total']} commit(s) on all branches of {result.repo} in the last "
                f"{since}{where}, newest first:")

@@ -12,7 +12,7 @@ from atlas_files.api import guard as guard_api
 from atlas_files.api import leases as api
 from atlas_files.api.leases import ADVISORY
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.errors import BadInput
 
 LEASE_HELP = f"""Advisory leases: a sign-up sheet for shared machines, GPUs and datasets.
@@ -65,8 +65,9 @@ def _report(verb: str, change: api.LeaseChange, as_json: bool) -> None:
     if lease.paths:
         click.echo(f"paths: {_paths_text(lease.paths)}")
     for other in change.overlapping:
-        warn(f"{other.holder} holds {other.resource} ({_left(other.expires_in_s)} left) on "
-             f"paths that overlap these: {_paths_text(other.paths)}; {other.why}")
+        print_warning(f"{other.holder} holds {other.resource} ({_left(other.expires_in_s)} "
+                      f"left) on paths that overlap these: {_paths_text(other.paths)}; "
+                      f"{other.why}")
     if lease.clock_warning:
         click.echo(f"clock warning: {lease.clock_warning}")
 
@@ -168,7 +169,7 @@ def ls(ctx: Invocation, path: str | None, as_json: bool) -> None:
         emit_json(sheet.to_json())
         return
     for problem in sheet.problems:  # a damaged resource's reason too: stderr says why
-        warn(problem)
+        print_warning(problem)
     rows = sheet.rows()
     if not rows and sheet.path is not None:
         click.echo(f"no unexpired lease covers {sheet.path}.")
@@ -275,7 +276,7 @@ def guard(ctx: Invocation, paths: tuple[str, ...], staged: bool, repo: str | Non
 
 def _guard_text(result: guard_api.GuardResult) -> None:
     for problem in result.problems:
-        warn(f"{problem} (not obeyed: whether that lease is held cannot be read)")
+        print_warning(f"{problem} (not obeyed: whether that lease is held cannot be read)")
     if result.record is None:
         click.echo(f"atlas-leases: {result.note}.")
         return

@@ -16,7 +16,7 @@ from atlas_files import hookio, timeutil
 from atlas_files.api import Worker, ritual
 from atlas_files.cli import stophook
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, read_body, warn
+from atlas_files.cli.render import emit_json, print_warning, read_body
 from atlas_files.errors import AtlasError, BadInput, NotFound
 from atlas_files.record import Record, locate
 
@@ -127,7 +127,7 @@ def end(ctx: Invocation, file: str | None, text: str | None, summary: str | None
         worker.author  # noqa: B018 -- refuse a missing identity before anything is written
     result = ritual.end(worker, status=body, summary=summary, release_leases=release_leases)
     for note in result.warnings:
-        warn(note)
+        print_warning(note)
     if as_json:
         emit_json(result.to_json())
     else:

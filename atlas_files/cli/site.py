@@ -10,7 +10,7 @@ import click
 
 from atlas_files.api import site as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.cli.terminal import unfiltered
 
 _STAGES = {"write": "writing pages", "build": "building the site"}
@@ -88,9 +88,9 @@ def build(ctx: Invocation, out_dir: str | None, engine: str | None, as_json: boo
         emit_json(result.to_json())
         return
     for problem in result.docs.problems:
-        warn(f"left out of the site: {problem}")
+        print_warning(f"left out of the site: {problem}")
     for message in result.warnings:
-        warn(f"{result.engine} {message}")
+        print_warning(f"{result.engine} {message}")
     click.echo(
         f"built {_count(result.docs.pages, 'page')} ({_count(result.docs.topics, 'topic')}, "
         f"{_count(result.docs.versions, 'version')}) with {result.engine} in "
