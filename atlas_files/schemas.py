@@ -16,7 +16,7 @@ from typing import Any
 # the package is never run from a zip file.
 FOLDER = Path(__file__).with_name("schemas")
 KINDS = (
-    "version", "config", "receipt", "lease", "decision", "correction", "telemetry",
+    "version", "config", "receipt", "lease", "decision", "correction", "telemetry", "session",
 )
 
 

@@ -19,6 +19,7 @@ from urllib.parse import unquote, urlsplit
 from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.record import Record
 from atlas_files.telemetry import probe as probemod
+from atlas_files.telemetry.rows import write_row
 
 GPU: dict[str, object] = {"uuid": None, "utilization_gpu_pct": 40, "processes": []}
 
@@ -36,8 +37,6 @@ class Facts:
 
 
 def _row(record: Record, machine: str, **fields: object) -> None:
-    from atlas_files.telemetry.rows import write_row
-
     row: dict[str, object] = {"machine": machine, "observer": "prober-1", "error": None, "gpus": [],
            "observed_at": timeutil.format_time(timeutil.now()),
            "nvml": {"available": True, "reason": None, "driver_version": "1"}}
@@ -66,7 +65,9 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
                "[status](status@v1), [missing](plan@v9) and "
                "[the web](https://example.com).\n", author="bob", project="web")
     artifacts.put(record, "run7", "Run 7 config.\n", author="dana", project="ml")
-    artifacts.put(record, "run7", "Run 7 config, seed 2.\n", author="dana", project="ml", expect=1)
+    # "kestrel" is written nowhere else: the browser tests search for it.
+    artifacts.put(record, "run7", "Run 7 config, seed 2, on the kestrel cluster.\n", author="dana",
+                  project="ml", expect=1)
     facts.topics = {"web": {"plan": 3, "design": 1, "idea": 1, "notes": 1},
                     "ml": {"run7": 2}}
     d1 = decisions.decide(record, topic="storage", recommended="sqlite", chosen="plain files",

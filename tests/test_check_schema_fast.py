@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from atlas_files import schemas
 from atlas_files.check.fastschema import checker
 
-KINDS = ["version", "config", "receipt", "lease", "decision", "correction", "telemetry"]
+KINDS = ["version", "config", "receipt", "lease", "decision", "correction", "telemetry",
+         "session"]
 
 VALID: dict[str, Any] = {
     "version": {"name": "plan", "version": 2, "based_on": 1, "author": "ann",
@@ -41,6 +42,10 @@ VALID: dict[str, Any] = {
                             "utilization_gpu_pct": 5, "power_w": 70.5,
                             "processes": [{"pid": 1, "memory_used_mib": 3,
                                            "kinds": ["compute"]}]}]},
+    "session": {"identity": "ann", "project": "web", "state": "ended",
+                "started_at": "2026-01-31T12:00:00Z", "ended_at": "2026-01-31T13:00:00Z",
+                "previous": None, "saw": {"status": 3, "topics": {"plan": 2},
+                                          "leases": {"box.gpu0": 7}}},
 }
 
 

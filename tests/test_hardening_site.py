@@ -156,7 +156,7 @@ def test_a_fifo_in_the_output_folder_does_not_hang_the_build(tmp_path: Path) -> 
     record = _record(tmp_path / "rec")
     out = tmp_path / "out"
     sitegen.write_docs(record, out)
-    cache = out / ".atlas-cache" / "bodies.json"
+    cache = sorted((out / ".atlas-cache").glob("bodies-*.json"))[0]  # one shard of it
     cache.unlink()
     os.mkfifo(cache)
     try:
@@ -164,7 +164,7 @@ def test_a_fifo_in_the_output_folder_does_not_hang_the_build(tmp_path: Path) -> 
     except subprocess.TimeoutExpired:
         pytest.fail("the build hung on a FIFO in its output folder")
     assert r.returncode == 2, r.stderr
-    assert "bodies.json" in r.stderr and "Traceback" not in r.stderr
+    assert cache.name in r.stderr and "Traceback" not in r.stderr
 
 
 def test_the_site_does_not_read_through_a_symlink_in_the_record(

@@ -21,9 +21,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "schemas", "receipts")),
     ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
                     "decisions", "leases",
-                    "telemetry", "check", "sitegen", "search", "sessions", "activity")),
+                    "telemetry", "check", "sitegen", "search", "sessions", "activity",
+                    "gitcmd")),
     ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "sync", "__main__")),
+    ("front ends", ("cli", "mcp", "sync", "__main__", "launch", "hookio")),
 ]
 
 

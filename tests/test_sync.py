@@ -121,6 +121,18 @@ def test_a_version_that_lost_the_race_becomes_a_draft(team: tuple[Team, Path]) -
     assert json.loads(out)["drafts"] == [draft]  # kept until its writer deletes it
 
 
+def test_the_session_ritual_syncs(team: tuple[Team, Path]) -> None:
+    remote, alice = team
+    bob = remote.clone("bob")
+    assert cli(alice, "begin", identity="alice")[0] == 0
+    code, _, err = cli(alice, "end", "--status", "alice: the parser is done", identity="alice")
+    assert code == 0, err
+    assert "projects/main/status/status.v0001.md" in remote_paths(remote)
+    code, out, err = cli(bob, "begin", "--json", identity="bob")  # fetched first
+    assert code == 0, err
+    assert "the parser is done" in json.dumps(json.loads(out)["status"])
+
+
 def test_a_status_that_lost_names_the_status_commands(tmp_path: Path) -> None:
     remote, alice = start_team(tmp_path, str(bare_remote(tmp_path / "served")),
                                projects=("web", "ml"))

@@ -186,7 +186,9 @@ def test_no_gpu_sampler_says_unavailable_with_reason_and_exits_0(record: Record)
 def test_missing_binding_is_unavailable_not_a_crash(tmp_path: Path) -> None:
     # A pynvml that cannot be imported (as when nvidia-ml-py is absent) comes first.
     path = fake_on_path(tmp_path / "nobinding", "raise ImportError('no module pynvml')\n")
-    res = run_atlas("telemetry", "sample", "--json", env={"PYTHONPATH": str(path)})
+    # A child process: PYTHONPATH is read when an interpreter starts, not by the command.
+    res = run_atlas("telemetry", "sample", "--json", env={"PYTHONPATH": str(path)},
+                    process=True)
     assert res.returncode == 0, res.stderr
     assert res.json()["nvml"] == {
         "available": False, "driver_version": None,

@@ -3,8 +3,7 @@ first (`status_show`), write it last (`status_write`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files import status
 from atlas_files.api import Worker
@@ -23,13 +22,12 @@ __all__ = ["StatusView", "check_status_write", "status_diff", "status_log", "sta
            "status_write"]
 
 
-@dataclass(frozen=True)
-class StatusView:
+class StatusView(NamedTuple):
     """The project's status as read; ``doc`` is None while the project has none."""
 
     project: str
     doc: Version | None
-    marks: dict[str, Any] = field(default_factory=lambda: dict(NO_MARKS))
+    marks: dict[str, Any] = NO_MARKS
 
     def to_json(self) -> dict[str, Any]:
         if self.doc is None:

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 # command name -> "module:attribute", in the order `atlas --help` lists them.
 COMMANDS: dict[str, str] = {
     "init": "atlas_files.cli.core:init",
+    "begin": "atlas_files.cli.ritual:begin",
+    "end": "atlas_files.cli.ritual:end",
     "status": "atlas_files.cli.status:status",
     "put": "atlas_files.cli.core:put",
     "get": "atlas_files.cli.core:get",
@@ -30,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "diff": "atlas_files.cli.core:diff",
     "feed": "atlas_files.cli.core:feed",
     "lease": "atlas_files.cli.leases:lease",
+    "activity": "atlas_files.cli.activity:activity",
     "decide": "atlas_files.cli.decisions:decide",
     "decisions": "atlas_files.cli.decisions:decisions",
     "correct": "atlas_files.cli.decisions:correct",
@@ -39,6 +42,8 @@ COMMANDS: dict[str, str] = {
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
     "sync": "atlas_files.cli.sync:sync",
+    "setup": "atlas_files.cli.setup:setup",
+    "mcp": "atlas_files.cli.mcp:mcp",
     "demo": "atlas_files.cli.demo.command:demo",
 }
 

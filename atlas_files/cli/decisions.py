@@ -9,7 +9,7 @@ import click
 from atlas_files import timeutil
 from atlas_files.api import decisions as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.cli.syncing import fresh, sync_option, synced
 
 
@@ -84,7 +84,7 @@ def decide(ctx: Invocation, topic: str | None, recommended: str | None,
         accepts=accepts,
     ))
     for w in result.warnings:
-        warn(w)
+        print_warning(w)
     if as_json:
         emit_json(result.to_json())
         return
@@ -110,14 +110,15 @@ def decisions(ctx: Invocation, topic: str | None, relation: str | None, since: s
     """
     log = api.decisions(ctx.worker, topic=topic, relation=relation, since=since)
     for message in log.unreadable:
-        warn(f"left out an unreadable entry: {message}")
+        print_warning(f"left out an unreadable entry: {message}")
     if as_json:
         emit_json(log.to_json())
         return
     project, rows = log.project, log.decisions
     for d in rows:
         if d.digest_ok is False:
-            warn(f"{d.path} was edited after it was written (its digest no longer matches)")
+            print_warning(f"{d.path} was edited after it was written (its digest no longer "
+                          "matches)")
     if not rows:
         click.echo(f"no decisions match in project {project}" if log.filtered else
                    f"project {project} has no decisions yet; record one with `atlas decide`")
@@ -163,7 +164,7 @@ def retract(ctx: Invocation, ref: str, why: str | None, as_json: bool) -> None:
     """
     result = synced(ctx, f"retract {ref}", lambda: api.retract(ctx.worker, ref, why or ""))
     for w in result.warnings:
-        warn(w)
+        print_warning(w)
     if as_json:
         emit_json(result.to_json())
         return

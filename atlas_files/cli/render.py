@@ -20,7 +20,7 @@ def emit_json(data: Any) -> None:
     click.echo(escape_controls(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
-def warn(message: str) -> None:
+def print_warning(message: str) -> None:
     click.echo(f"atlas: warning: {message}", err=True)
 
 

@@ -6,7 +6,7 @@ import click
 
 from atlas_files.api import status as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, read_body, warn
+from atlas_files.cli.render import emit_json, print_warning, read_body
 from atlas_files.cli.syncing import fresh, sync_option, synced
 from atlas_files.cli.versions import header, print_diff, print_versions, warn_digest
 
@@ -61,7 +61,7 @@ def status_write(ctx: Invocation, file: str | None, expect: int | None, summary:
     written = synced(ctx, "status write", lambda: api.status_write(
         ctx.worker, body, expect=expect, summary=summary))
     for w in written.warnings or ():
-        warn(w)
+        print_warning(w)
     if as_json:
         emit_json(written.to_json())
     else:

@@ -6,8 +6,8 @@ push (atlas_files.sync.run.synced_write), so a lost race is the stop sign (exit 
 held sign (exit 4) before anything is printed. A read command takes ``@fresh``: it syncs
 first when the record auto-syncs and the last fetch is older than ``fetch_every``.
 
-Hook for the session ritual: `atlas begin` is a read (``@fresh``), `atlas end` a write
-(``@sync_option`` and ``synced(ctx, "end", lambda: ...)``).
+The session ritual: `atlas begin` syncs first like a read (it calls the switch itself, so
+that its hook mode keeps working outside a record), `atlas end` is a write.
 
 Light on purpose: it imports the switch, never the engine, so a record that does not
 sync pays nothing on `atlas status show`.

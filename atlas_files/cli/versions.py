@@ -9,7 +9,7 @@ import click
 
 from atlas_files import timeutil
 from atlas_files.api.versions import DiffView, VersionList
-from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.render import emit_json, print_warning
 
 
 def age(written_at: str) -> str:
@@ -38,8 +38,8 @@ def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
 
 def warn_digest(doc: Any) -> None:
     if doc.digest_ok is False:
-        warn(f"{doc.path} was edited in place: its body no longer matches its digest "
-             "(versions are immutable; run `atlas check`)")
+        print_warning(f"{doc.path} was edited in place: its body no longer matches its digest "
+                      "(versions are immutable; run `atlas check`)")
 
 
 def print_diff(view: DiffView, as_json: bool) -> None:
