@@ -30,6 +30,9 @@ ERROR_KINDS = {
     "NotFound": "not_found",
     "DamagedFile": "damaged",
     "RowNotWritten": "environment",
+    "GitFailed": "environment",
+    "SyncRefused": "history_changed",
+    "Busy": "busy",
     "BadInput": "bad_input",
     "AtlasError": "error",
 }

@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
+    "sync": "atlas_files.cli.sync:sync",
     "setup": "atlas_files.cli.setup:setup",
     "mcp": "atlas_files.cli.mcp:mcp",
     "demo": "atlas_files.cli.demo.command:demo",

@@ -7,6 +7,7 @@ import click
 from atlas_files.api import status as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning, read_body
+from atlas_files.cli.syncing import fresh, sync_option, synced
 from atlas_files.cli.versions import header, print_diff, print_versions, warn_digest
 
 
@@ -22,6 +23,7 @@ def status() -> None:
 @click.option("--version", "version", type=click.IntRange(min=1), help="An earlier version.")
 @json_option
 @pass_ctx
+@fresh
 def status_show(ctx: Invocation, version: int | None, as_json: bool) -> None:
     """Show the project's current status, led by its version, author and age."""
     view = api.status_show(ctx.worker, version)
@@ -45,6 +47,7 @@ def status_show(ctx: Invocation, version: int | None, as_json: bool) -> None:
 @click.option("--summary", metavar="TEXT", help="One line saying what changed.")
 @click.option("--allow-empty", is_flag=True, help="Write an empty status (refused otherwise).")
 @json_option
+@sync_option
 @pass_ctx
 def status_write(ctx: Invocation, file: str | None, expect: int | None, summary: str | None,
                  allow_empty: bool, as_json: bool) -> None:
@@ -55,7 +58,8 @@ def status_write(ctx: Invocation, file: str | None, expect: int | None, summary:
     """
     api.check_status_write(ctx.worker)
     body = read_body(file, allow_empty)
-    written = api.status_write(ctx.worker, body, expect=expect, summary=summary)
+    written = synced(ctx, "status write", lambda: api.status_write(
+        ctx.worker, body, expect=expect, summary=summary))
     for w in written.warnings or ():
         print_warning(w)
     if as_json:
@@ -67,6 +71,7 @@ def status_write(ctx: Invocation, file: str | None, expect: int | None, summary:
 @status.command("log")
 @json_option
 @pass_ctx
+@fresh
 def status_log(ctx: Invocation, as_json: bool) -> None:
     """Every status version, newest first."""
     print_versions(api.status_log(ctx.worker), as_json)
@@ -77,6 +82,7 @@ def status_log(ctx: Invocation, as_json: bool) -> None:
 @click.argument("new", required=False, type=click.IntRange(min=1))
 @json_option
 @pass_ctx
+@fresh
 def status_diff(ctx: Invocation, old: int | None, new: int | None, as_json: bool) -> None:
     """Unified diff of two status versions (default: the latest against the one before)."""
     print_diff(api.status_diff(ctx.worker, old, new), as_json)
