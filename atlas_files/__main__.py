@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from atlas_files.cli import main
+from atlas_files.launch import main
 
 if __name__ == "__main__":
     main()

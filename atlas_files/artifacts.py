@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -10,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from atlas_files import corrections, receipts
+from atlas_files.diffs import Diff, diff_stream, unified_diff
 from atlas_files.documents import LatestHints, Stream, Version, clean_summary
 from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import is_name
@@ -18,6 +18,11 @@ from atlas_files.stopsign import read_marked, write_checked
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
+
+# Diff, diff_stream and unified_diff live in diffs; kept here for callers of this module.
+
+__all__ = ["Diff", "TopicSummary", "diff", "diff_stream", "get", "history", "ls",
+           "ls_accepted", "put", "topic_names", "topic_streams", "unified_diff"]
 
 
 @dataclass(frozen=True)
@@ -34,16 +39,6 @@ class TopicSummary:
             "name": self.name, "version": self.version, "author": self.author,
             "written_at": self.written_at, "summary": self.summary, "proposal": self.proposal,
         }
-
-
-@dataclass(frozen=True)
-class Diff:
-    """A unified diff of two versions' bodies (``old`` 0: the empty text before v1)."""
-
-    name: str
-    old: int
-    new: int
-    text: str
 
 
 def put(
@@ -201,19 +196,6 @@ def history(record: Record, name: str, project: str | None = None) -> list[Versi
     return [stream.read(v) for v in versions]
 
 
-def unified_diff(old: Version | None, new: Version) -> str:
-    old_lines = old.body.splitlines(keepends=True) if old else []
-    old_label = f"{old.name}@v{old.version}" if old else "/dev/null"
-    lines = difflib.unified_diff(
-        old_lines, new.body.splitlines(keepends=True), old_label,
-        f"{new.name}@v{new.version}",
-    )
-    out = []
-    for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
 def diff(
     record: Record,
     name: str,
@@ -223,20 +205,3 @@ def diff(
 ) -> Diff:
     """Unified diff of two versions' bodies; by default the latest against the one before."""
     return diff_stream(record.artifact_stream(name, project), old, new)
-
-
-def diff_stream(stream: Stream, old: int | None, new: int | None) -> Diff:
-    """OLD against NEW; OLD alone: against the latest; neither: the latest against the one
-    before it."""
-    latest = stream.latest_for_reading()
-    if latest == 0:
-        raise NotFound(f"{stream.label} has no versions yet")
-    if old is None:
-        new_v, old_v = latest, latest - 1
-    elif new is None:
-        old_v, new_v = old, latest
-    else:
-        old_v, new_v = old, new
-    newer = stream.read(new_v)
-    older = stream.read(old_v) if old_v >= 1 else None
-    return Diff(stream.name, old_v, new_v, unified_diff(older, newer))

@@ -7,6 +7,7 @@ jsonschema's import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,11 @@ DEFAULT_BODY_LIMIT = 1 << 20
 DEFAULT_CLOCK_TOLERANCE = "2m"
 DEFAULT_PROBE_TIMEOUT = "10s"
 DEFAULT_PROBE_INTERVAL = "5m"
+DEFAULT_SYNC_REMOTE = "origin"
+DEFAULT_FETCH_EVERY = "30s"
+# A git remote or branch name as sync passes it to git: never an option (a leading '-'),
+# never a path trick; git's own rules on refs are checked by git.
+_GIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}")
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,20 @@ class Machine:
 
 
 @dataclass(frozen=True)
+class SyncConfig:
+    """``sync:`` in atlas.yaml: the git remote the record travels by (see docs/sync.md).
+
+    ``branch`` None means the branch checked out; ``auto`` makes every write sync itself;
+    reads fetch when the last fetch is older than ``fetch_every_s``.
+    """
+
+    remote: str = DEFAULT_SYNC_REMOTE
+    branch: str | None = None
+    auto: bool = False
+    fetch_every_s: float = 30.0
+
+
+@dataclass(frozen=True)
 class Config:
     projects: tuple[str, ...]
     default_project: str
@@ -52,6 +72,8 @@ class Config:
     clock_tolerance_s: float
     body_limit: int = DEFAULT_BODY_LIMIT
     machines: Mapping[str, Machine] = field(default_factory=dict)
+    # None: atlas.yaml has no `sync:` (`atlas sync` then uses SyncConfig's defaults).
+    sync: SyncConfig | None = None
     schema_version: int = SCHEMA_VERSION
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -74,7 +96,8 @@ def render(data: Mapping[str, Any]) -> bytes:
         "# atlas-files record config. `atlas check` validates it against its schema.\n"
         "# lease_cap: the longest lease (at most 24h); status_limit: characters before a\n"
         "# status write is warned about; body_limit: the largest body in bytes; machines:\n"
-        "# what `atlas telemetry probe` visits.\n"
+        "# what `atlas telemetry probe` visits; sync: the git remote the record travels\n"
+        "# by (remote, branch, auto, fetch_every; see `atlas sync --help`).\n"
     )
     return (head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)).encode()
 
@@ -105,6 +128,37 @@ def _duration(data: Mapping[str, Any], key: str, default: str) -> float:
         except BadInput:
             pass
     raise DamagedFile(f"{key} is {quote(value)}; it must be a duration such as 4h or 90m")
+
+
+def _git_name(spec: Mapping[str, Any], key: str) -> str | None:
+    value = spec.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _GIT_NAME.fullmatch(value) or ".." in value \
+            or value.endswith((".", "/", ".lock")):
+        raise DamagedFile(f"sync.{key} is {quote(value)}; it must be a git {key} name such "
+                          "as origin or main")
+    return value
+
+
+def _sync(spec: Any) -> SyncConfig | None:
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise DamagedFile("sync must be a mapping: remote, branch, auto, fetch_every")
+    unknown = sorted(set(spec) - {"remote", "branch", "auto", "fetch_every"})
+    if unknown:
+        raise DamagedFile(f"sync has unknown key(s) {', '.join(map(quote, unknown))}; it "
+                          "takes remote, branch, auto and fetch_every")
+    auto = spec.get("auto", False)
+    if not isinstance(auto, bool):
+        raise DamagedFile(f"sync.auto is {quote(auto)}; it must be true or false")
+    return SyncConfig(
+        remote=_git_name(spec, "remote") or DEFAULT_SYNC_REMOTE,
+        branch=_git_name(spec, "branch"),
+        auto=auto,
+        fetch_every_s=_duration(spec, "fetch_every", DEFAULT_FETCH_EVERY),
+    )
 
 
 def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
@@ -160,6 +214,7 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
                 stale_after_intervals=float(stale),
             )
         return Config(
+            sync=_sync(data.get("sync")),
             projects=projects,
             default_project=default or "",
             lease_cap_s=lease_cap,

@@ -280,7 +280,9 @@ def _fingerprint(folder: Path) -> tuple[Any, ...]:
             st = path.lstat()
         except OSError:
             continue
-        out.append((path.name, st.st_mtime_ns, st.st_size))
+        # ctime and inode too: an entry rewritten in place with its mtime put back (a hand
+        # edit, a checkout) must not be served stale to a long-lived process (MCP server).
+        out.append((path.name, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_size))
     return tuple(out)
 
 

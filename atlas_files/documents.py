@@ -21,7 +21,7 @@ from typing import Any
 from atlas_files import frontmatter, fsio, layout, timeutil
 from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict
 from atlas_files.names import quote
-from atlas_files.text import clean_text
+from atlas_files.text import clean_text, decode_body
 
 # The order front matter keys are written in; readers accept any order.
 FIELDS = ("name", "version", "based_on", "author", "written_at", "summary", "digest")
@@ -64,16 +64,6 @@ class Version:
     @property
     def written(self) -> Any:
         return timeutil.parse_time(self.written_at)
-
-
-def decode_body(data: bytes, source: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BadInput(
-            f"{source} is not UTF-8 text (byte {exc.start} cannot be decoded)",
-            hint="convert it to UTF-8 and write it again",
-        ) from None
 
 
 def clean_summary(summary: str) -> str:

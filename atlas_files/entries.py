@@ -23,7 +23,6 @@ import hashlib
 import json
 import os
 import re
-import secrets
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,7 +42,7 @@ _PUBLISH_TRIES = 8
 
 
 def _random_part() -> str:
-    return secrets.token_hex(4)
+    return os.urandom(4).hex()
 
 
 def new_id(prefix: str, at: datetime) -> str:

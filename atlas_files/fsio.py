@@ -293,19 +293,24 @@ def clean_debris(folder: Path, names: list[str] | None = None) -> list[Path]:
 
 
 @contextlib.contextmanager
-def locked(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on ``lock_path`` (a separate lock file) for one process.
+def locked(lock_path: Path, wait_s: float | None = None) -> Iterator[None]:
+    """Hold an exclusive lock on ``lock_path`` (a separate lock file) for one process;
+    with ``wait_s``, TimeoutError if another holds it longer than that.
 
-    Only guards a read-modify-write of a live row among processes of one machine; no
-    correctness across machines rests on it (flock over NFS is unreliable). On POSIX this
-    is flock directly: portalocker wraps the same call but its import costs about 0.1 s,
-    which every `atlas get` would pay. Elsewhere portalocker does the work.
+    Only guards a read-modify-write of a live row (or a derived index) among processes of
+    one machine; no correctness across machines rests on it (flock over NFS is
+    unreliable). On POSIX this is flock directly: portalocker wraps the same call but its
+    import costs about 0.1 s, which every `atlas get` would pay. Elsewhere portalocker
+    does the work.
     """
     if fcntl is None:  # pragma: no cover - non-POSIX
         import portalocker  # noqa: PLC0415 - about 0.1 s at import; POSIX never needs it
 
-        with portalocker.Lock(str(lock_path), mode="a", timeout=30):
-            yield
+        try:
+            with portalocker.Lock(str(lock_path), mode="a", timeout=wait_s or 30):
+                yield
+        except portalocker.LockException:
+            raise TimeoutError(f"{lock_path} was held for over {wait_s} s") from None
         return
     try:
         # Never through a symlink: a planted link would make the lock create an empty
@@ -320,10 +325,16 @@ def locked(lock_path: Path) -> Iterator[None]:
             _require_file(fd, lock_path)
         except OSError as exc:
             raise _bad_lock(lock_path, exc) from None
+        deadline = None if wait_s is None else time.monotonic() + wait_s
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                fcntl.flock(fd, fcntl.LOCK_EX if deadline is None
+                            else fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError(f"{lock_path} was held for over {wait_s} s") from None
+                time.sleep(0.01)
             except OSError as exc:  # pragma: no cover - interrupted system call
                 if exc.errno != errno.EINTR:
                     raise

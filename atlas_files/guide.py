@@ -23,6 +23,13 @@ rules whether you use the `atlas` command or edit files by hand.
   skips this has, for everyone after it, not happened.
 - `atlas feed` lists every status and topic with a version newer than you have read.
 
+With the `atlas` command, `atlas begin` is the read: the status in full, then what is
+new to you (corrections, topics, proposals, decisions), the leases held and machines to
+know about, within a bounded size. `atlas end --status TEXT` is the write: it writes the
+status (exit 3 if it moved since you read it) and exits 1 while a session that began with
+`atlas begin` has not written one. `sessions/<identity>.json` is the row `begin` leaves;
+it is local state, not a document: leave it alone.
+
 ## 2. Documents are immutable and versioned
 
 - A topic is a folder `projects/<project>/artifacts/<name>/` holding
@@ -64,7 +71,10 @@ machine is idle: a worker that took no lease is invisible there.
 
 Reading a lease by hand is safe: `leases/<resource>/` holds one file per change,
 `g00000001.json`, `g00000002.json`, ...; the highest number is the lease's state. It is
-held if its `holder` is not null and its `expires_at` (UTC) is still in the future.
+held if its `holder` is not null and its `expires_at` (UTC) is still in the future. A
+lease with `paths` covers those files of a code repository (globs relative to its root,
+`src/` for a folder, `**` for any depth): before editing one, look for such a lease held
+by someone else.
 
 Do not take, renew or release a lease by writing files. A change is the creation of the
 next generation file, and it is safe only because `atlas` creates that file exclusively:

@@ -30,18 +30,23 @@ CACHE = ".atlas-cache"
 # A live row in a folder of streams naming each stream's latest version: a hint for
 # readers that writers never trust.
 LATEST_HINTS = ".atlas-latest.json"
+# A writer's version that lost a race on a git remote (`atlas sync`), kept byte for byte
+# and never pushed: `.atlas-drafts/<project>/<topic>/<name>.v0004.<identity>.md`.
+DRAFTS = ".atlas-drafts"
 # Temp files of writes in flight (or crash debris); readers skip them.
 TEMP_PREFIX = ".atlas-tmp-"
 
 GITIGNORE = f"""\
 # Live rows are state, not documents: they change every few minutes and would churn or
-# conflict in git. Temp files are crash debris or writes in flight; the cache is derived.
+# conflict in git. Temp files are crash debris or writes in flight; the cache is derived;
+# drafts are versions that lost a race on the remote, kept for their writer alone.
 {RECEIPTS}/
 {TELEMETRY}/
 {SESSIONS}/
 {TEMP_PREFIX}*
 {LATEST_HINTS}
 {CACHE}/
+{DRAFTS}/
 *.lock
 """
 

@@ -85,11 +85,37 @@ def mark(record: Record, identity: str, marks: Mapping[str, int]) -> dict[str, i
                 current[key] = version
                 changed = True
         if changed:
-            row = {
-                "identity": identity,
-                "updated_at": timeutil.format_time(timeutil.now()),
-                "read": dict(sorted(current.items())),
-            }
-            data = json.dumps(row, indent=1, ensure_ascii=False).encode() + b"\n"
-            fsio.replace_atomic(path, data, durable=False)
+            _write(path, identity, current)
     return current
+
+
+def lower(record: Record, identity: str, marks: Mapping[str, int]) -> None:
+    """Set what ``identity`` has read back to at most these versions.
+
+    Receipts only move forward, except here: a version a writer published on its machine
+    that lost a race on a git remote (`atlas sync`) is replaced by the winner's version of
+    the same number, which that writer never read. Its next write must stop and ask for a
+    read, not take the winner's text as read.
+    """
+    path = _path(record, identity)
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with fsio.locked(folder / f".{identity}.lock"):
+        current = read(record, identity)
+        changed = False
+        for key, version in marks.items():
+            if current.get(key, 0) > version:
+                current[key] = version
+                changed = True
+        if changed:
+            _write(path, identity, current)
+
+
+def _write(path: Path, identity: str, current: Mapping[str, int]) -> None:
+    row = {
+        "identity": identity,
+        "updated_at": timeutil.format_time(timeutil.now()),
+        "read": dict(sorted(current.items())),
+    }
+    data = json.dumps(row, indent=1, ensure_ascii=False).encode() + b"\n"
+    fsio.replace_atomic(path, data, durable=False)

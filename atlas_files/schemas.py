@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
+# Package data beside this module. A plain path, not importlib.resources: that import
+# costs a few milliseconds of every command's cold start (entries load this module), and
+# the package is never run from a zip file.
+FOLDER = Path(__file__).with_name("schemas")
 KINDS = (
-    "version", "config", "receipt", "lease", "decision", "correction", "telemetry",
+    "version", "config", "receipt", "lease", "decision", "correction", "telemetry", "session",
 )
 
 
 @cache
 def load(kind: str) -> dict[str, Any]:
     """The schema of ``kind`` (e.g. "version", "lease") as a dict."""
-    text = resources.files("atlas_files").joinpath("schemas", f"{kind}.schema.json").read_text(
-        encoding="utf-8"
-    )
+    text = (FOLDER / f"{kind}.schema.json").read_text(encoding="utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
 

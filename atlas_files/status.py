@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from atlas_files import receipts
-from atlas_files.artifacts import diff_stream
+from atlas_files.diffs import Diff, diff_stream
 from atlas_files.documents import Version, clean_summary
 from atlas_files.record import require_identity
 from atlas_files.stopsign import read_marked, write_checked
 
 if TYPE_CHECKING:
-    from atlas_files.artifacts import Diff
     from atlas_files.record import Record
 
 

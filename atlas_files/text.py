@@ -85,3 +85,13 @@ def escape_controls(text: str) -> str:
     if _UNSAFE is None:
         _UNSAFE = re.compile(_UNSAFE_PATTERN)
     return _UNSAFE.sub(_escaped, text)
+
+
+def decode_body(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(
+            f"{source} is not UTF-8 text (byte {exc.start} cannot be decoded)",
+            hint="convert it to UTF-8 and write it again",
+        ) from None

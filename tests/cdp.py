@@ -14,6 +14,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -228,8 +229,6 @@ def free_port() -> int:
 
 def http_server(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
     """A real `python -m http.server` on 127.0.0.1 serving ``directory``."""
-    import sys
-
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",

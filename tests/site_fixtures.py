@@ -18,6 +18,8 @@ from urllib.parse import unquote, urlsplit
 
 from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.record import Record
+from atlas_files.telemetry import probe as probemod
+from atlas_files.telemetry.rows import write_row
 
 GPU: dict[str, object] = {"uuid": None, "utilization_gpu_pct": 40, "processes": []}
 
@@ -35,8 +37,6 @@ class Facts:
 
 
 def _row(record: Record, machine: str, **fields: object) -> None:
-    from atlas_files.telemetry.rows import write_row
-
     row: dict[str, object] = {"machine": machine, "observer": "prober-1", "error": None, "gpus": [],
            "observed_at": timeutil.format_time(timeutil.now()),
            "nvml": {"available": True, "reason": None, "driver_version": "1"}}
@@ -53,9 +53,10 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
     status.write(record, "ML status: run 7 queued.\n", author="dana", project="ml")
     facts.status = {"web": 3, "ml": 1}
     for v in range(1, 4):
-        artifacts.put(record, "plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
-                   author="alice" if v != 2 else "bob", project="web", expect=v - 1,
-                   summary=f"plan revision {v}")
+        artifacts.put(
+            record, "plan", f"# Plan\n\nStep list, revision {v}.\n\n- load\n- evaluate {v}\n",
+            author="alice" if v != 2 else "bob", project="web", expect=v - 1,
+            summary=f"plan revision {v}")
     artifacts.put(record, "design", "# Design\n\nUse plain files.\n", author="carol", project="web",
                proposal=True)
     artifacts.put(record, "idea", "An idea nobody accepted.\n", author="bob", project="web",
@@ -64,7 +65,9 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
                "[status](status@v1), [missing](plan@v9) and "
                "[the web](https://example.com).\n", author="bob", project="web")
     artifacts.put(record, "run7", "Run 7 config.\n", author="dana", project="ml")
-    artifacts.put(record, "run7", "Run 7 config, seed 2.\n", author="dana", project="ml", expect=1)
+    # "kestrel" is written nowhere else: the browser tests search for it.
+    artifacts.put(record, "run7", "Run 7 config, seed 2, on the kestrel cluster.\n", author="dana",
+                  project="ml", expect=1)
     facts.topics = {"web": {"plan": 3, "design": 1, "idea": 1, "notes": 1},
                     "ml": {"run7": 2}}
     d1 = decisions.decide(record, topic="storage", recommended="sqlite", chosen="plain files",
@@ -91,10 +94,9 @@ def rich_record(root: Path) -> tuple[Record, Facts]:
     leases.release(record, "dataset-a", holder="bob")
     leases.claim(record, "oldbox", holder="carol", duration_s=1, why="a short job")
     facts.leases = ["gpubox.gpu0", "dataset-a", "oldbox"]
-    from atlas_files import telemetry
 
     for machine in ("gpubox", "oldbox", "downbox"):
-        record = telemetry.add_machine(record, machine, "local", interval="5m")
+        record = probemod.add_machine(record, machine, "local", interval="5m")
     _row(record, "gpubox", reachable=True, host="gpubox", gpus=[
         {**GPU, "index": 0, "name": "H100", "memory_used_mib": 40960, "memory_total_mib": 81920},
         {**GPU, "index": 1, "name": "H100", "memory_used_mib": 512, "memory_total_mib": 81920},
@@ -166,9 +168,8 @@ def hostile_record(root: Path) -> Record:
     corrections.correct(record, d.id, what=PAYLOAD, author="mallory", project="web")
     corrections.retract(record, "evil@v1", why=PAYLOAD, author="mallory", project="web")
     leases.claim(record, "gpubox.gpu0", holder="mallory", duration_s=3600, why=ONE_LINE[:500])
-    from atlas_files import telemetry
 
-    record = telemetry.add_machine(record, "gpubox", "local")
+    record = probemod.add_machine(record, "gpubox", "local")
     _row(record, "gpubox", reachable=True, host=ONE_LINE[:300], gpus=[
         {**GPU, "index": 0, "name": ONE_LINE[:200], "memory_used_mib": 1,
          "memory_total_mib": 2}])

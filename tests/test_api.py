@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from atlas_files import api
-from atlas_files.api import checks, core, decisions, leases, telemetry
+from atlas_files.api import checks, core, decisions, leases, search, telemetry
 from atlas_files.cli.app import cli
 from atlas_files.errors import VersionConflict
 from atlas_files.record import Record
@@ -61,6 +61,7 @@ CASES: dict[str, tuple[tuple[str, ...], Callable[[api.Worker], Any]]] = {
     "lease show": (("lease", "show", "gpubox.gpu0"), lambda w: leases.show(w, "gpubox.gpu0")),
     "decisions": (("decisions",), lambda w: decisions.decisions(w)),
     "telemetry ls": (("telemetry", "ls"), lambda w: telemetry.ls(w)),
+    "search": (("search", "loader"), lambda w: search.search(w, "loader")),
 }
 
 
@@ -109,3 +110,12 @@ def test_worker_open_finds_the_record_like_the_cli(record: Record,
     worker = api.Worker.open(env={"ATLAS_AS": "ann"})
     assert worker.record.root.resolve() == record.root.resolve()
     assert worker.identity == "ann" and worker.project_name == "web"
+
+
+def test_the_readme_python_example_runs(record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    core.put(api.Worker(record, "ann"), "plan", "1. plan\n")
+    monkeypatch.setenv("ATLAS_RECORD", str(record.root))
+    exec(compile(example, "README.md", "exec"), {})  # noqa: S102 - our own README
+    assert core.get(api.Worker(record, "ann"), "plan").doc.body == "1. plan\n\n4. eval\n"

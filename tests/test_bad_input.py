@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import subprocess
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas, snapshot
+from conftest import Result, run_atlas, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,6 +74,9 @@ def test_the_record_is_found_by_env_and_by_walking_up(record: Record, tmp_path: 
     deep = record.root / "projects" / "web"
     assert "plan" in run_atlas("ls", cwd=deep).stdout
     assert "plan" in run_atlas("ls", cwd=tmp_path, env={"ATLAS_RECORD": str(record.root)}).stdout
+    # ...and by a variable exported to a real process, as a shell would.
+    r = run_atlas("ls", cwd=tmp_path, env={"ATLAS_RECORD": str(record.root)}, process=True)
+    assert r.returncode == 0 and "plan" in r.stdout
 
 
 def test_a_non_utf8_body_is_refused(record: Record, atlas: Callable[..., Any],
@@ -160,3 +166,54 @@ def test_arbitrary_names_and_bodies_never_give_a_traceback(
     assert r.returncode in (0, 2, 3), r.stderr
     if not valid_name:
         assert r.returncode == 2
+
+
+def _installed_atlas(*args: str, record: Path, identity: str | None = None,
+                     input: str = "") -> Result:
+    """The installed `atlas` script, found on PATH as a shell finds it."""
+    scripts = sysconfig.get_path("scripts")
+    path = os.pathsep.join([scripts, os.environ.get("PATH", "")])
+    exe = shutil.which("atlas", path=path)
+    assert exe is not None and Path(exe).parent == Path(scripts), "atlas is not installed"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env["PATH"] = path
+    who = ["--as", identity] if identity else []
+    proc = subprocess.run(["atlas", "--record", str(record), *who, *args], input=input.encode(),
+                          capture_output=True, env=env, timeout=60)
+    return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                  proc.stderr.decode("utf-8", "replace"))
+
+
+def test_the_installed_script_exits_with_the_contract_codes_and_no_traceback(
+    record: Record,
+) -> None:
+    """Every other test runs the CLI in-process; this one runs the real `atlas` on PATH
+    once per exit code of the contract, so the codes a shell sees are proven too."""
+
+    def user_error(r: Result, code: int) -> None:
+        assert r.returncode == code, r.stderr
+        assert "Traceback" not in r.stderr, r.stderr
+        assert r.stderr.startswith("atlas: error:"), r.stderr
+        assert len(r.stderr.splitlines()) <= 2, r.stderr
+
+    ok = _installed_atlas("put", "plan", identity="ann", input="one\n", record=record.root)
+    assert ok.returncode == 0, ok.stderr
+    assert artifacts.get(record, "plan").body == "one\n"
+    user_error(_installed_atlas("put", "../escape", identity="ann", input="x\n",
+                                record=record.root), 2)
+    user_error(_installed_atlas("put", "plan", "--expect", "0", identity="bob",
+                                input="blind\n", record=record.root), 3)
+    assert _installed_atlas("lease", "claim", "gpu0", "--for", "1h", "--why", "run",
+                            identity="ann", record=record.root).returncode == 0
+    held = _installed_atlas("lease", "claim", "gpu0", "--for", "1h", "--why", "mine",
+                            identity="bob", record=record.root)
+    user_error(held, 4)
+    assert "ann" in held.stderr
+    # A damaged file: exit 2, two plain lines and no traceback.
+    damaged = artifacts.put(record, "notes", "x\n", author="ann")
+    os.chmod(damaged.path, stat.S_IWUSR | stat.S_IRUSR)
+    damaged.path.write_text("---\nname: [unclosed\n---\nbody\n")
+    user_error(_installed_atlas("get", "notes", record=record.root), 2)
+    found = _installed_atlas("check", record=record.root)
+    assert found.returncode == 1 and "notes.v0001.md" in found.stdout, found.stdout
+    assert "Traceback" not in found.stderr

@@ -13,7 +13,8 @@ from atlas_files.check import validators
 from atlas_files.check.findings import Report
 from atlas_files.check.schema import validate
 
-KINDS = ["version", "config", "receipt", "lease", "decision", "correction", "telemetry"]
+KINDS = ["version", "config", "receipt", "lease", "decision", "correction", "telemetry",
+         "session"]
 
 VALID: dict[str, Any] = {
     "version": {"name": "plan", "version": 2, "based_on": 1, "author": "ann",
@@ -43,6 +44,10 @@ VALID: dict[str, Any] = {
                             "utilization_gpu_pct": 5, "power_w": 70.5,
                             "processes": [{"pid": 1, "memory_used_mib": 3,
                                            "kinds": ["compute"]}]}]},
+    "session": {"identity": "ann", "project": "web", "state": "ended",
+                "started_at": "2026-01-31T12:00:00Z", "ended_at": "2026-01-31T13:00:00Z",
+                "previous": None, "saw": {"status": 3, "topics": {"plan": 2},
+                                          "leases": {"box.gpu0": 7}}},
 }
 
 

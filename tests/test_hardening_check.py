@@ -149,6 +149,34 @@ def test_a_version_number_of_twenty_digits_does_not_hang_the_check(record: Recor
     assert "ATL003" in {f["code"] for f in result.json()["findings"]}
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX thing")
+def test_a_named_pipe_where_a_file_should_be_is_a_finding_not_a_hang(healthy: Record) -> None:
+    """Opening a pipe waits for a writer: the check once waited for ever."""
+    os.mkfifo(healthy.root / "projects/web/artifacts/plan/plan.v0002.md")
+    (healthy.root / "telemetry").mkdir(exist_ok=True)
+    os.mkfifo(healthy.root / "telemetry/box.json")
+    os.mkfifo(healthy.root / "notes.md")
+    result = run_atlas("check", "--json", record=healthy.root, timeout=SLOW)
+    assert result.returncode == 1, result.stderr
+    report = result.json()
+    for name in ("plan.v0002.md", "box.json", "notes.md"):
+        (finding,) = named(report, name)
+        assert finding["code"] == "ATL002" and "not a regular file" in finding["message"]
+    assert_neighbour_still_reported(report)
+
+
+def test_yaml_aliases_in_atlas_yaml_are_refused_not_expanded(record: Record) -> None:
+    """Ten lines of aliases make a billion values for whatever walks them."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"] + [
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    config = record.root / "atlas.yaml"
+    config.write_text(config.read_text() + "\n".join(lines) + "\n")
+    result = run_atlas("check", "--json", record=record.root, timeout=SLOW)
+    (finding,) = named(result.json(), "atlas.yaml")
+    assert finding["code"] == "ATL002" and "alias" in finding["message"]
+    assert finding["line"] > len(config.read_text().splitlines()) - len(lines)  # on one
+
+
 # -- 11: what every other command refuses, check reports ------------------------------------
 
 
@@ -203,6 +231,15 @@ def test_a_record_folder_that_is_a_symlink_or_a_file_is_an_error(
     assert ("symlink" in finding["message"]) != ("a file" in case)
     if case != "projects outside":  # else the neighbour lies behind the symlink
         assert_neighbour_still_reported(report)
+
+
+@pytest.mark.parametrize("case", ["topic outside", "topic inside"])
+def test_a_symlinked_topic_given_as_the_path_is_reported_as_a_symlink(
+        healthy: Record, tmp_path: Path, case: str) -> None:
+    FOLDER_CASES[case][1](healthy, tmp_path)
+    code, report, err = run_check(healthy.root, str(healthy.root / "projects/web/artifacts/plan"))
+    assert code == 1, err
+    assert [f["code"] for f in report["findings"]] == ["ATL037"]
 
 
 # -- 12: an entry readers will not show -----------------------------------------------------
@@ -480,3 +517,11 @@ def test_a_huge_version_is_measured_not_loaded(record: Record) -> None:
     assert peak < size // 4, f"the check held {peak:,} bytes for a {size:,}-byte file"
     (finding,) = report.findings
     assert finding.code == "ATL039" and f"{size:,} bytes" in finding.message
+
+
+def test_a_damaged_versioned_file_outside_a_record_is_no_traceback(tmp_path: Path) -> None:
+    (tmp_path / "plan.v1.md").write_bytes(b"---\nlinks: " + DEEP + b"\n---\nx\n")
+    (tmp_path / "plan.v3.md").write_text("x\n")
+    result = run_atlas("check", "--versions-only", str(tmp_path), cwd=tmp_path, timeout=SLOW)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "ATL003" in result.stdout

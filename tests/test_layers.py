@@ -19,10 +19,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("layout", "errors", "names", "timeutil", "text", "guide")),
     ("storage", ("fsio", "jsonfile", "frontmatter", "config", "documents", "entries", "record",
                  "schemas", "receipts")),
-    ("mechanisms", ("artifacts", "status", "stopsign", "feed", "corrections", "decisions", "leases",
-                    "telemetry", "check", "sitegen", "search", "sessions", "activity")),
+    ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
+                    "decisions", "leases",
+                    "telemetry", "check", "sitegen", "search", "sessions", "activity",
+                    "gitcmd")),
     ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "sync", "__main__")),
+    ("front ends", ("cli", "mcp", "sync", "__main__", "launch", "hookio")),
 ]
 
 

@@ -1,6 +1,7 @@
-"""The built site in a real headless Chromium: it loads, the lease countdown runs in the
-reader's browser, the decisions filter works, and XSS payloads written into the record
-run nowhere."""
+"""The built site in a real headless Chromium, built by each engine (MkDocs + Material and
+Zensical): it loads, the lease countdown runs in the reader's browser, the decisions
+filter works, search finds a topic by a word of its body, and XSS payloads written into
+the record run nowhere, not even in search results."""
 
 from __future__ import annotations
 
@@ -22,9 +23,16 @@ pytestmark = pytest.mark.skipif(
     reason="chromium is not installed",
 )
 
+# Every element of the page and of its shadow roots (Zensical's search lives in one).
+ALL_ELEMENTS = """
+(() => { const out = [], todo = [document];
+  while (todo.length) { for (const el of todo.pop().querySelectorAll('*')) {
+    out.push(el); if (el.shadowRoot) { todo.push(el.shadowRoot); } } }
+  return out; })()
+"""
 # True if anything on the page carries an event handler attribute or a script URL.
-INJECTED = """
-Array.from(document.querySelectorAll('*')).some(el =>
+INJECTED = f"""
+{ALL_ELEMENTS}.some(el =>
   Array.from(el.attributes).some(a =>
     a.name.toLowerCase().startsWith('on') ||
     /^\\s*(javascript|vbscript|data):/i.test(a.value) &&
@@ -37,10 +45,11 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("sites")
     rich, _ = rich_record(root / "rich")
     hostile = hostile_record(root / "hostile")
-    built = {
-        "rich": sitegen.build(rich, root / "rich-site"),
-        "hostile": sitegen.build(hostile, root / "hostile-site"),
-    }
+    built = {}
+    for engine in sitegen.ENGINES:
+        built[f"rich-{engine}"] = sitegen.build(rich, root / f"rich-{engine}", engine=engine)
+        built[f"hostile-{engine}"] = sitegen.build(hostile, root / f"hostile-{engine}",
+                                                   engine=engine)
     for result in built.values():
         assert result.warnings == ()
     # The control: the same payloads, unsanitised, in a page of the served folder. If
@@ -64,16 +73,48 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     b.close()
 
 
+@pytest.fixture(params=sitegen.ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 def _url(base: str, sites: dict[str, Path], which: str, page: str) -> str:
     return f"{base}/{sites[which].relative_to(sites['root']).as_posix()}/{page}"
 
 
-def test_home_page_screenshot(sites: dict[str, Path], served: str, tmp_path: Path) -> None:
+def _search(browser: Browser, words: str) -> list[str]:
+    """Type ``words`` into the site's search box as a reader would; the links of the
+    results (Material's list, or the one in Zensical's search dialog)."""
+    browser.eval("(document.querySelector('.md-search__button') || "
+                 "document.querySelector('label[for=__search]')).click()")
+    browser.pump(0.5)
+    focused = browser.eval(f"""(() => {{
+        for (const el of {ALL_ELEMENTS}) {{
+          if (el.matches('input.md-search__input, input[role=combobox]')) {{
+            el.focus(); return true; }} }}
+        return false; }})()""")
+    assert focused, "no search box on the page"
+    for ch in words:  # key by key: Material's search box listens for key-up events
+        browser.call("Input.dispatchKeyEvent", type="keyDown", key=ch, text=ch)
+        browser.call("Input.dispatchKeyEvent", type="keyUp", key=ch)
+    links: list[str] = []
+    for _ in range(40):  # the index loads in a worker: give it up to ten seconds
+        browser.pump(0.25)
+        links = browser.eval(f"""{ALL_ELEMENTS}
+            .filter(el => el.matches('.md-search-result a, [role=listbox] a'))
+            .map(a => a.getAttribute('href'))""")
+        if links:
+            break
+    return links
+
+
+def test_home_page_screenshot(sites: dict[str, Path], served: str, tmp_path: Path,
+                              engine: str) -> None:
     shot = tmp_path / "home.png"
     assert CHROMIUM is not None
     proc = subprocess.run(
         [CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
-         "--virtual-time-budget=3000", _url(served, sites, "rich", "index.html")],
+         "--virtual-time-budget=3000", _url(served, sites, f"rich-{engine}", "index.html")],
         capture_output=True, timeout=120,
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
@@ -83,11 +124,15 @@ def test_home_page_screenshot(sites: dict[str, Path], served: str, tmp_path: Pat
 
 
 def test_home_and_topic_pages_load(browser: Browser, sites: dict[str, Path],
-                                   served: str) -> None:
-    browser.open(_url(served, sites, "rich", "index.html"))
+                                   served: str, engine: str) -> None:
+    browser.events.clear()
+    browser.open(_url(served, sites, f"rich-{engine}", "index.html"))
     assert browser.eval("document.title").startswith("Home")
     assert browser.eval("document.querySelectorAll('.atlas-project').length") == 2
-    browser.open(_url(served, sites, "rich", "artifacts/web/plan.html"))
+    # The footer's build time comes from the site's script, with its age.
+    footer = browser.eval("document.querySelector('.atlas-built-at').textContent")
+    assert footer.startswith("on 20") and footer.endswith(" ago)") or "(just now)" in footer
+    browser.open(_url(served, sites, f"rich-{engine}", "artifacts/web/plan.html"))
     assert browser.eval("document.title").startswith("plan")
     # Newest first, each version its own heading; older ones folded.
     ids = browser.eval("Array.from(document.querySelectorAll('h2[id]')).map(h => h.id)")
@@ -103,9 +148,9 @@ def test_home_and_topic_pages_load(browser: Browser, sites: dict[str, Path],
 
 
 def test_lease_countdown_runs_in_the_browser(browser: Browser, sites: dict[str, Path],
-                                             served: str) -> None:
+                                             served: str, engine: str) -> None:
     # A malformed fragment must not stop the page's script.
-    browser.open(_url(served, sites, "rich", "leases.html") + "#%E0%A4%A")
+    browser.open(_url(served, sites, f"rich-{engine}", "leases.html") + "#%E0%A4%A")
     countdown = ("document.getElementById('lease--gpubox.gpu0')"
                  ".querySelector('.atlas-countdown').textContent")
     first = browser.eval(countdown)
@@ -116,14 +161,14 @@ def test_lease_countdown_runs_in_the_browser(browser: Browser, sites: dict[str, 
 
 
 def test_countdown_uses_the_readers_clock(tmp_path: Path, sites: dict[str, Path],
-                                          served: str) -> None:
+                                          served: str, engine: str) -> None:
     """A reader two hours after the build sees the one-hour lease as expired."""
     b = Browser(tmp_path / "profile")
     try:
         b.call("Page.addScriptToEvaluateOnNewDocument", source=(
             "(() => { const shift = 2 * 3600 * 1000, real = Date.now;"
             " Date.now = () => real() + shift; })();"))
-        b.open(_url(served, sites, "rich", "leases.html"))
+        b.open(_url(served, sites, f"rich-{engine}", "leases.html"))
         row = "document.getElementById('lease--gpubox.gpu0')"
         assert b.eval(f"{row}.querySelector('.atlas-countdown').textContent").startswith(
             "expired ")
@@ -132,8 +177,9 @@ def test_countdown_uses_the_readers_clock(tmp_path: Path, sites: dict[str, Path]
         b.close()
 
 
-def test_decisions_filter(browser: Browser, sites: dict[str, Path], served: str) -> None:
-    browser.open(_url(served, sites, "rich", "decisions.html"))
+def test_decisions_filter(browser: Browser, sites: dict[str, Path], served: str,
+                          engine: str) -> None:
+    browser.open(_url(served, sites, f"rich-{engine}", "decisions.html"))
     visible = ("Array.from(document.querySelectorAll('#atlas-decisions tbody tr'))"
                ".filter(r => !r.hidden).length")
     assert browser.eval(visible) == 3
@@ -174,9 +220,9 @@ def test_control_page_shows_the_checks_can_fail(browser: Browser, served: str) -
 
 @pytest.mark.parametrize("page", HOSTILE_PAGES)
 def test_hostile_record_runs_nothing(browser: Browser, sites: dict[str, Path], served: str,
-                                     page: str) -> None:
+                                     page: str, engine: str) -> None:
     browser.events.clear()
-    browser.open(_url(served, sites, "hostile", page))
+    browser.open(_url(served, sites, f"hostile-{engine}", page))
     browser.pump(1.0)
     # Open every folded section too: a <details ontoggle> payload would fire there.
     browser.eval("document.querySelectorAll('details').forEach(d => d.open = true)")
@@ -189,3 +235,24 @@ def test_hostile_record_runs_nothing(browser: Browser, sites: dict[str, Path], s
     # The payload is shown as text, not dropped: a reader sees what the agent wrote.
     if page in ("artifacts/web/evil.html", "decisions.html"):
         assert "window.__pwned='script'" in browser.eval("document.body.innerText")
+
+
+def test_search_finds_a_topic_by_a_word_of_its_body(browser: Browser, sites: dict[str, Path],
+                                                   served: str, engine: str) -> None:
+    browser.open(_url(served, sites, f"rich-{engine}", "index.html"))
+    links = _search(browser, "kestrel")
+    assert any("artifacts/ml/run7.html" in link for link in links), links
+    assert not any("artifacts/web/" in link for link in links), links  # the word is only there
+
+
+def test_search_results_of_a_hostile_record_run_nothing(
+        browser: Browser, sites: dict[str, Path], served: str, engine: str) -> None:
+    """Search results show the index's text as HTML: the payloads must stay text there."""
+    browser.events.clear()
+    browser.open(_url(served, sites, f"hostile-{engine}", "index.html"))
+    links = _search(browser, "entity")
+    assert links, "the payloads' text is in the index, so the search finds it"
+    browser.pump(1.0)
+    assert browser.eval("typeof window.__pwned") == "undefined"
+    assert [e for e in browser.events if e["method"] == "Page.javascriptDialogOpening"] == []
+    assert browser.eval(INJECTED) is False

@@ -8,7 +8,7 @@ from pathlib import Path
 from conftest import run_atlas
 from site_fixtures import broken_links, page_text, parse
 
-from atlas_files import corrections, decisions, leases, status
+from atlas_files import artifacts, corrections, decisions, leases, status
 from atlas_files.cli import demo
 from atlas_files.leases import ADVISORY
 

@@ -4,6 +4,7 @@ escaped, and the Markdown pages MkDocs reads carry no live markup from the recor
 from __future__ import annotations
 
 import html
+import json
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
@@ -15,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from site_fixtures import PAYLOADS, hostile_record
 
-from atlas_files import artifacts, sitegen, timeutil
+from atlas_files import artifacts, frontmatter, leases, sitegen, timeutil
 from atlas_files.record import Record
 from atlas_files.sitegen.sanitize import (
     ALLOWED_ATTRIBUTES,
@@ -166,8 +167,6 @@ def test_hostile_record_pages_carry_no_live_markup(tmp_path: Path) -> None:
 def test_hand_written_files_with_hostile_fields_stay_inert(
         tmp_path_factory: pytest.TempPathFactory, author: str, summary: str, body: str,
         why: str) -> None:
-    from atlas_files import frontmatter, leases
-
     root = tmp_path_factory.mktemp("hostile")
     record = Record.init(root / "rec", ["web"])
     stream = record.artifact_stream("t", "web")
@@ -185,22 +184,25 @@ def test_hand_written_files_with_hostile_fields_stay_inert(
 
 
 def test_a_tampered_cache_is_still_sanitised(tmp_path: Path) -> None:
-    import json
-
     record = Record.init(tmp_path / "rec", ["web"])
     artifacts.put(record, "t", "# Plain\n\nnothing to see\n", author="alice")
     artifacts.put(record, "t", "# Plain\n\nstill nothing\n", author="alice", expect=1)
     out = tmp_path / "out"
     sitegen.write_docs(record, out)
-    cache_file = out / ".atlas-cache" / "bodies.json"
-    data = json.loads(cache_file.read_text())
-    bodies = data["bodies"]
-    (body_key,) = [k for k in bodies if not k.startswith("diff:")]
-    (diff_key,) = [k for k in bodies if k.startswith("diff:")]
-    assert "still nothing" in bodies[body_key] and "+still nothing" in bodies[diff_key]
-    bodies[body_key] = "<p>cached</p><script>window.__pwned=1</script><img src=x onerror=y>"
-    bodies[diff_key] = "+<script>window.__pwned=2</script>\n"
-    cache_file.write_text(json.dumps(data))
+    shards = {p: json.loads(p.read_text()) for p in (out / ".atlas-cache").glob("bodies-*.json")}
+    (body_file, body_key), = [(p, k) for p, d in shards.items() for k in d["bodies"]
+                              if "still nothing" in d["bodies"][k] and not k.startswith("diff:")]
+    (diff_file, diff_key), = [(p, k) for p, d in shards.items() for k in d["bodies"]
+                              if k.startswith("diff:")]
+    assert "+still nothing" in shards[diff_file]["bodies"][diff_key]
+    shards[body_file]["bodies"][body_key] = (
+        "<p>cached</p><script>window.__pwned=1</script><img src=x onerror=y>")
+    shards[diff_file]["bodies"][diff_key] = "+<script>window.__pwned=2</script>\n"
+    for path, data in shards.items():
+        path.write_text(json.dumps(data))
+    # The topic's memo would keep its page as it is; without it, the page is made again
+    # from the (tampered) rendered bodies.
+    (out / ".atlas-cache" / "topics.json").unlink()
     sitegen.write_docs(record, out)
     page = (out / "docs" / "artifacts" / "web" / "t.md").read_text()
     assert "<p>cached</p>" in page and "__pwned=2" in page  # the cache was used ...

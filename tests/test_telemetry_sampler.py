@@ -19,6 +19,7 @@ from atlas_files import schemas
 from atlas_files import telemetry as tm
 from atlas_files.record import Record
 from atlas_files.telemetry import nvml
+from atlas_files.telemetry import probe as probemod
 
 # A stand-in for nvidia-ml-py: 2 GPUs; GPU 0 does not support power readings and runs 3
 # processes. Written as a module source so the same fake serves in this process (through
@@ -185,7 +186,9 @@ def test_no_gpu_sampler_says_unavailable_with_reason_and_exits_0(record: Record)
 def test_missing_binding_is_unavailable_not_a_crash(tmp_path: Path) -> None:
     # A pynvml that cannot be imported (as when nvidia-ml-py is absent) comes first.
     path = fake_on_path(tmp_path / "nobinding", "raise ImportError('no module pynvml')\n")
-    res = run_atlas("telemetry", "sample", "--json", env={"PYTHONPATH": str(path)})
+    # A child process: PYTHONPATH is read when an interpreter starts, not by the command.
+    res = run_atlas("telemetry", "sample", "--json", env={"PYTHONPATH": str(path)},
+                    process=True)
     assert res.returncode == 0, res.stderr
     assert res.json()["nvml"] == {
         "available": False, "driver_version": None,
@@ -214,7 +217,7 @@ def test_fake_nvml_through_the_seam_gives_exact_values_and_nulls(
         monkeypatch: pytest.MonkeyPatch) -> None:
     mod = fake_module()
     monkeypatch.setattr(nvml, "load_library", lambda: mod)
-    data = tm.sample()
+    data = nvml.sample()
     assert data["nvml"] == {"available": True, "reason": None, "driver_version": "999.01"}
     assert data["gpus"] == EXPECTED_GPUS
     assert mod.CALLS == {"init": 1, "shutdown": 1}
@@ -230,7 +233,7 @@ def test_probe_writes_the_fake_gpus_into_the_row_exactly(
     fake = fake_on_path(tmp_path / "fakenvml")
     command = (f"PYTHONPATH={shlex.quote(str(fake))} {shlex.quote(sys.executable)} "
                "-m atlas_files telemetry sample --json")
-    tm.add_machine(record, "fakebox", "local", timeout="60s")
+    probemod.add_machine(record, "fakebox", "local", timeout="60s")
     # The prober's own command for the machine (atlas.yaml's would need its approval).
     probes = tmp_path / "probes.yaml"
     probes.write_text(json.dumps({"fakebox": {"probe": command, "timeout": "60s"}}))

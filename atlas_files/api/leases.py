@@ -1,4 +1,4 @@
-"""Advisory leases: claim, renew, release, break, ls, show.
+"""Advisory leases: claim, renew, release, break, ls, show, and who covers a path.
 
 Durations are taken as text (``90m``, ``1h30m``) or seconds. Every result's JSON carries
 the lease's state computed when read; ``ls`` and ``show`` carry the advisory text too,
@@ -7,29 +7,37 @@ because their reader is usually a machine that believes what the interface impli
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from atlas_files import leases
+from atlas_files import gitcmd, leases
 from atlas_files.api import Worker
 from atlas_files.leases import ADVISORY, Generation, Lease, Sheet
+from atlas_files.leases.paths import check_glob, is_literal
 
-__all__ = ["ADVISORY", "LeaseChange", "LeaseHistory", "break_", "claim", "ls", "release",
-           "renew", "show"]
+__all__ = ["ADVISORY", "LeaseChange", "LeaseHistory", "break_", "claim", "covering", "ls",
+           "release", "renew", "show"]
 
 
 @dataclass(frozen=True)
 class LeaseChange:
-    """A lease just claimed, renewed, released or broken, as it stands now."""
+    """A lease just claimed, renewed, released or broken, as it stands now; a claim with
+    paths also lists the unexpired leases of others whose paths overlap them (said, not
+    refused: two resources may share paths, and the sheet is advisory)."""
 
     lease: Lease
+    overlapping: tuple[Lease, ...] = ()
 
     @property
     def action(self) -> str | None:
         return self.lease.last_action
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.lease.to_json(), "action": self.lease.last_action}
+        return {**self.lease.to_json(), "action": self.lease.last_action,
+                "overlapping": [lease.to_json() for lease in self.overlapping]}
 
 
 @dataclass(frozen=True)
@@ -48,15 +56,19 @@ def _seconds(duration: str | float | None) -> float | None:
     return leases.parse_duration(duration) if isinstance(duration, str) else duration
 
 
-def claim(worker: Worker, resource: str, duration: str | float, why: str) -> LeaseChange:
+def claim(worker: Worker, resource: str, duration: str | float, why: str,
+          paths: Sequence[str] = ()) -> LeaseChange:
     """Claim ``resource``; LeaseHeld (exit 4) if another holds it. Claiming a lease you
-    hold renews it."""
+    hold renews it (keeping its paths unless ``paths`` are given). ``paths``: repository
+    path globs the lease covers, relative to the repository root (leases.paths)."""
     holder = worker.author
     seconds = _seconds(duration)
     if seconds is None:
         raise TypeError("claim needs a duration")
-    return LeaseChange(leases.claim(worker.record, resource, holder=holder,
-                                    duration_s=seconds, why=why))
+    lease = leases.claim(worker.record, resource, holder=holder, duration_s=seconds, why=why,
+                         paths=paths)
+    return LeaseChange(lease, tuple(leases.overlapping(worker.record, lease.paths,
+                                                       besides=holder)))
 
 
 def renew(worker: Worker, resource: str, duration: str | float | None = None,
@@ -81,9 +93,32 @@ def break_(worker: Worker, resource: str, why: str, duration: str | float | None
                                           generation=generation))
 
 
-def ls(worker: Worker) -> Sheet:
-    """Every lease with its state computed now, GPU telemetry beside it, and the limits."""
+def ls(worker: Worker, path: str | None = None) -> Sheet:
+    """Every lease with its state computed now, GPU telemetry beside it, and the limits;
+    with ``path``, only the unexpired leases covering it (see ``covering``)."""
+    if path is not None:
+        return covering(worker, path)
     return leases.sheet(worker.record)
+
+
+def covering(worker: Worker, path: str, repo: str | os.PathLike[str] | None = None) -> Sheet:
+    """The unexpired leases whose path globs cover ``path`` (relative to the repository
+    root; a glob is allowed), and leases of anything under it when it is a folder: written
+    with a trailing ``/``, or a folder in ``repo`` (default: the git repository holding the
+    current folder, if any). Rows that cannot be read are kept, as they may cover it."""
+    glob = check_glob(path, "the path")
+    folder = path.endswith("/") or glob == "**"
+    if not folder and is_literal(glob):
+        folder = _is_folder(glob, repo)
+    return leases.covering(worker.record, glob, folder=folder)
+
+
+def _is_folder(path: str, repo: str | os.PathLike[str] | None) -> bool:
+    try:
+        root = Path(repo) if repo is not None else gitcmd.toplevel(Path.cwd())
+    except gitcmd.NotARepository:
+        return False
+    return (root / path).is_dir()
 
 
 def show(worker: Worker, resource: str) -> LeaseHistory:

@@ -44,6 +44,16 @@ def _abs(path: str | os.PathLike[str]) -> Path:
     return Path(path).resolve()
 
 
+def _given(path: str | os.PathLike[str]) -> Path:
+    """A PATH as given, its folders resolved but not its last part: a PATH that is itself
+    a symlink (a topic folder linked elsewhere) is checked, and reported, as that symlink,
+    not as whatever it leads to."""
+    plain = Path(os.path.abspath(path))
+    if plain.parent == plain:
+        return plain
+    return plain.parent.resolve() / plain.name
+
+
 def find_record(record_path: str | None = None, paths: Sequence[str] = ()) -> Path:
     """The record to check, found as every command finds it, starting from the first PATH
     (then the current folder); not opened, so a damaged atlas.yaml is a finding."""
@@ -59,13 +69,13 @@ def check_record(
     on_finding: OnFinding = None, base: Path | None = None,
 ) -> Report:
     root = _abs(root)
-    wanted = [_abs(p) for p in paths]
+    wanted = [_given(p) for p in paths]
     for p in wanted:
         if p != root and root not in p.parents:
             raise BadInput(f"{p} is not inside the record at {root}",
                            hint="to check links or version names outside a record, use "
                            "--links-only or --versions-only")
-        if not p.exists():
+        if not os.path.lexists(p):
             raise NotFound(f"{p} does not exist", hint="check the path")
     report = Report(base=base, on_finding=on_finding)
     check_tree(start_run(root, report, DiskSource(nofollow=True), fix),

@@ -17,7 +17,7 @@ from atlas_files import layout, timeutil
 from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
 from atlas_files.check.links import LinkChecker
-from atlas_files.check.sources import DiskSource, Source
+from atlas_files.check.sources import DiskSource, Source, why_unreadable
 from atlas_files.errors import AtlasError
 
 
@@ -129,11 +129,3 @@ def unreadable_folder(ctx: CheckRun, folder: Path, exc: OSError) -> None:
                    "nothing in it was checked")
 
 
-def why_unreadable(exc: OSError) -> str:
-    if exc.errno == errno.ELOOP:
-        return "it is a symbolic link, and the record never follows one (readers skip it)"
-    if isinstance(exc, IsADirectoryError):
-        return "it is a folder, where a file should be"
-    if exc.errno == errno.ENAMETOOLONG:
-        return "its name is too long"
-    return str(exc.strerror or exc)

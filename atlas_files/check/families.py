@@ -19,11 +19,16 @@ from atlas_files import frontmatter
 from atlas_files.check.findings import Report
 from atlas_files.check.sources import Source
 
+MAX_NAME = 255
 FAMILY_RE = re.compile(r"^(?P<stem>.+)\.v(?P<num>\d+)(?P<ext>(?:\.[^./\\]+)*)$")
 
 
 def family_of(name: str) -> tuple[str, str, int] | None:
-    """(stem, extension, number) of a versioned file name, or None."""
+    """(stem, extension, number) of a versioned file name, or None. The pattern backtracks
+    (cubic in the name's length), so only names a file system can hold are read: a longer
+    one can only come from a crafted git tree."""
+    if len(name) > MAX_NAME:
+        return None
     m = FAMILY_RE.match(name)
     if not m or len(m.group("num")) > 9:
         return None
@@ -85,8 +90,8 @@ def _renamed(example: str, stem: str, ext: str, number: int) -> str:
 def _check_digest(report: Report, source: Source, path: Path) -> None:
     try:
         parsed = frontmatter.parse(source.read(path))
-    except (OSError, frontmatter.FrontMatterError):
-        return  # not every versioned Markdown file carries front matter
+    except (OSError, ValueError, RecursionError, OverflowError):
+        return  # not every versioned Markdown file carries front matter, or a readable one
     stated = parsed.meta.get("digest")
     if isinstance(stated, str) and stated.startswith("sha256:") and parsed.digest_ok is False:
         report.add(path, 1, "ATL005",

@@ -11,9 +11,10 @@ from typing import Any
 from atlas_files import entries, frontmatter, fsio, timeutil
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
-from atlas_files.check.context import DAMAGE, CheckRun, list_folder, per_file, why_unreadable
+from atlas_files.check.context import DAMAGE, CheckRun, list_folder, per_file
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
+from atlas_files.check.sources import why_unreadable
 from atlas_files.check.versions import is_private
 
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")

@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 from atlas_files.check import anchors, markdown
 from atlas_files.check.findings import CODES, Report
-from atlas_files.check.sources import DiskSource, Source
+from atlas_files.check.sources import DiskSource, Source, why_unreadable
 
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -156,8 +156,7 @@ class LinkChecker:
         except FileNotFoundError:
             return
         except OSError as exc:
-            self.report.add(path, 1, "ATL002",
-                            f"cannot read this file: {exc.strerror or exc}")
+            self.report.add(path, 1, "ATL002", f"cannot read this file: {why_unreadable(exc)}")
             return
         self.check_page(path, page)
 

@@ -109,8 +109,9 @@ def _bounds(kind: str) -> dict[str, tuple[int | None, int | None, int | None]]:
     for key, sub in props.items():
         if not isinstance(sub, dict):
             continue
-        items = sub["items"] if isinstance(sub.get("items"), dict) else {}
-        bounds = (sub.get("maxLength"), sub.get("maxItems"), items.get("maxLength"))
+        items = sub.get("items")
+        item_length = items.get("maxLength") if isinstance(items, dict) else None
+        bounds = (sub.get("maxLength"), sub.get("maxItems"), item_length)
         if any(isinstance(b, int) for b in bounds):
             out[key] = bounds
     return out

@@ -8,8 +8,11 @@ the index; it asks git only about folders and files the check actually touches.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import subprocess
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
@@ -34,6 +37,19 @@ class Source(Protocol):
     def is_dir(self, path: Path) -> bool: ...
 
 
+NOT_REGULAR = "it is not a regular file (a pipe, a socket or a device)"
+
+
+def why_unreadable(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return "it is a symbolic link, and the record never follows one (readers skip it)"
+    if isinstance(exc, IsADirectoryError):
+        return "it is a folder, where a file should be"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "its name is too long"
+    return str(exc.strerror or exc)
+
+
 class DiskSource:
     """Files on disk. ``nofollow``: refuse a symlink as the last part of a path, as the
     record's readers do (a record never follows a symlink out of itself)."""
@@ -42,30 +58,43 @@ class DiskSource:
         self.nofollow = nofollow
 
     def read(self, path: Path) -> bytes:
-        if self.nofollow:
-            return read_nofollow(path)
-        with open(path, "rb") as fh:
-            return fh.read()
+        return self.read_limited(path, sys.maxsize)[0]
 
     def read_limited(self, path: Path, limit: int) -> tuple[bytes, int]:
-        flags = os.O_RDONLY | (getattr(os, "O_NOFOLLOW", 0) if self.nofollow else 0)
-        fd = os.open(path, flags)
+        fd = self._open(path)
         try:
             size = os.fstat(fd).st_size
+            want = min(size, limit)  # the file as it was when opened: one read
             chunks: list[bytes] = []
             got = 0
-            while got < limit:
-                chunk = os.read(fd, min(limit - got, 1 << 20))
+            while got < want:
+                chunk = os.read(fd, min(want - got, 1 << 20))
                 if not chunk:
                     break
                 chunks.append(chunk)
                 got += len(chunk)
             data = b"".join(chunks)
-            if len(data) < limit:  # read to its end: that is its size, whatever fstat said
-                return data, len(data)
-            return data, max(size, len(data))
+            if got < want:  # read to its end: that is its size, whatever fstat said
+                return data, got
+            return data, max(size, got)
         finally:
             os.close(fd)
+
+    def _open(self, path: Path) -> int:
+        """A descriptor of the regular file at ``path``. Opening never blocks (a named
+        pipe in the record would hang a plain open until someone writes to it), and
+        anything but a regular file is refused: a pipe never ends, a device may not."""
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+        if self.nofollow:
+            flags |= getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode):
+            return fd
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
 
     def listdir(self, folder: Path) -> list[str]:
         # A folder that cannot be listed (no permission) is reported by the walk that

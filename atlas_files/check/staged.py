@@ -133,7 +133,7 @@ def only_stamped(repo: Path, rel: str) -> bool:
         return False
     try:
         before, after = frontmatter.parse(old), frontmatter.parse(new)
-    except frontmatter.FrontMatterError:
+    except (ValueError, RecursionError, OverflowError):  # damaged: no mere stamp
         return False
     if before.meta.get("digest") is not None or after.meta.get("digest") is None:
         return False

@@ -66,7 +66,11 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 # refuse a symlink (even to a folder inside the record, which would give one set of files
 # two names) and a file in its place, so the check reports them instead of passing.
 _TOP_FOLDERS = {"projects": "the projects folder", "leases": "the leases folder",
-                "telemetry": "the telemetry folder", "receipts": "the receipts folder"}
+                "telemetry": "the telemetry folder", "receipts": "the receipts folder",
+                "sessions": "the sessions folder"}
+# Folders of live rows: folder -> (the rows' schema, the field that names the file).
+_ROW_FOLDERS = {"telemetry": ("telemetry", "machine"), "receipts": ("receipt", "identity"),
+                "sessions": ("session", "identity")}
 
 
 def _record_folder(ctx: CheckRun, entry: os.DirEntry[str], path: Path, what: str) -> bool:
@@ -123,9 +127,8 @@ def check_tree(ctx: CheckRun, scope: Scope) -> None:
                         and (_is_dir(resource) or resource.is_symlink()) \
                         and _record_folder(ctx, resource, where, "the lease folder"):
                     kinds.check_lease_folder(ctx, where, scope.only(where))
-        elif name in ("telemetry", "receipts"):
-            kind = "telemetry" if name == "telemetry" else "receipt"
-            key = "machine" if name == "telemetry" else "identity"
+        elif name in _ROW_FOLDERS:
+            kind, key = _ROW_FOLDERS[name]
             for row in _dirs(ctx, path):
                 if row.name.endswith(".json") and scope(path / row.name):
                     kinds.check_row(ctx, path / row.name, kind, key)
@@ -228,8 +231,8 @@ def _check_group(ctx: CheckRun, folder: Path, names: set[str]) -> None:
         kinds.check_entry_folder(ctx, folder, parts[1], kinds.ENTRY_FOLDERS[parts[2]], names)
     elif head == "leases" and len(parts) == 2:
         kinds.check_lease_folder(ctx, folder, names)
-    elif head in ("telemetry", "receipts") and len(parts) == 1:
-        kind, key = ("telemetry", "machine") if head == "telemetry" else ("receipt", "identity")
+    elif head in _ROW_FOLDERS and len(parts) == 1:
+        kind, key = _ROW_FOLDERS[head]
         for name in sorted(names):
             if name.endswith(".json"):
                 kinds.check_row(ctx, folder / name, kind, key)

@@ -30,6 +30,9 @@ ERROR_KINDS = {
     "NotFound": "not_found",
     "DamagedFile": "damaged",
     "RowNotWritten": "environment",
+    "GitFailed": "environment",
+    "SyncRefused": "history_changed",
+    "Busy": "busy",
     "BadInput": "bad_input",
     "AtlasError": "error",
 }
@@ -85,10 +88,15 @@ def _fail(kind: str, message: str, hint: str | None, exit_code: int, as_json: bo
 
 
 def _main(args: list[str], as_json: bool) -> None:
+    # Restored on the way out, so a host process (a test, an embedding program) keeps its
+    # own warning settings.
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", AtlasWarning)
+        warnings.showwarning = _show_warning
+        _run(args, as_json)
 
 
-    warnings.simplefilter("always", AtlasWarning)
-    warnings.showwarning = _show_warning
+def _run(args: list[str], as_json: bool) -> None:
     try:
         cli.main(args=args, prog_name="atlas", standalone_mode=False)
     except AtlasError as exc:

@@ -8,19 +8,23 @@ from __future__ import annotations
 
 import importlib
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from atlas_files import __version__
-from atlas_files.api import Worker
 from atlas_files.names import check_name
-from atlas_files.record import Record
+
+if TYPE_CHECKING:
+    from atlas_files.api import Worker
+    from atlas_files.record import Record
 
 # command name -> "module:attribute", in the order `atlas --help` lists them.
 COMMANDS: dict[str, str] = {
     "init": "atlas_files.cli.core:init",
-    "status": "atlas_files.cli.core:status",
+    "begin": "atlas_files.cli.ritual:begin",
+    "end": "atlas_files.cli.ritual:end",
+    "status": "atlas_files.cli.status:status",
     "put": "atlas_files.cli.core:put",
     "get": "atlas_files.cli.core:get",
     "ls": "atlas_files.cli.core:ls",
@@ -28,13 +32,18 @@ COMMANDS: dict[str, str] = {
     "diff": "atlas_files.cli.core:diff",
     "feed": "atlas_files.cli.core:feed",
     "lease": "atlas_files.cli.leases:lease",
+    "activity": "atlas_files.cli.activity:activity",
     "decide": "atlas_files.cli.decisions:decide",
     "decisions": "atlas_files.cli.decisions:decisions",
     "correct": "atlas_files.cli.decisions:correct",
     "retract": "atlas_files.cli.decisions:retract",
+    "search": "atlas_files.cli.search:search",
     "telemetry": "atlas_files.cli.telemetry:telemetry",
     "check": "atlas_files.cli.check:check",
     "site": "atlas_files.cli.site:site",
+    "sync": "atlas_files.cli.sync:sync",
+    "setup": "atlas_files.cli.setup:setup",
+    "mcp": "atlas_files.cli.mcp:mcp",
     "demo": "atlas_files.cli.demo.command:demo",
 }
 
@@ -76,6 +85,11 @@ class Invocation:
 
     @cached_property
     def worker(self) -> Worker:
+        # Imported here, like the command modules: `atlas --version` and `--help` need no
+        # record, and the API's import (config, YAML, documents) would double their cost.
+        from atlas_files.api import Worker  # noqa: PLC0415
+        from atlas_files.record import Record  # noqa: PLC0415
+
         return Worker(Record.find(self.record_path), self.identity, self.project)
 
     @property

@@ -26,7 +26,8 @@ def _print(finding: Any) -> None:
               "still linked. For pre-commit hooks.")
 @click.option("--fix", is_flag=True,
               help="Do what is safe: stamp the digest of a hand-written version or entry "
-              "that has none (and make it read-only), remove crash debris older than an hour.")
+              "that has none (and make it read-only), remove a byte-order mark from one, "
+              "remove crash debris older than an hour.")
 @click.option("--links-only", is_flag=True,
               help="Only broken relative links and #anchors, in any Markdown files among "
               "PATHs (default: this folder's tree), record or not.")
@@ -48,7 +49,9 @@ def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, link
     the site's mkdocs.yml builds them. Limits: links are checked offline, so links with
     a scheme (https:) and site-absolute links (/x) are skipped; links in superseded
     versions are history and are not checked; leases are judged by the writer's
-    timestamps and this machine's clock.
+    timestamps and this machine's clock; a version larger than body_limit is measured,
+    not read, so its digest and links are not judged. What cannot be read (a file, a
+    folder) is a finding on it, and the rest of the record is still checked.
     """
     if links_only and versions_only:
         raise BadInput("--links-only and --versions-only exclude each other",

@@ -9,7 +9,8 @@ import click
 from atlas_files import timeutil
 from atlas_files.api import decisions as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.render import emit_json, print_warning
+from atlas_files.cli.syncing import fresh, sync_option, synced
 
 
 def _when(at: str) -> str:
@@ -64,6 +65,7 @@ def _decision_lines(d: Any) -> list[str]:
 @click.option("--accepts", metavar="NAME@vN",
               help="Accept this proposal (a version written with `atlas put --proposal`).")
 @json_option
+@sync_option
 @pass_ctx
 def decide(ctx: Invocation, topic: str | None, recommended: str | None,
            recommended_by: str | None, chosen: str | None, relation: str | None,
@@ -76,13 +78,13 @@ def decide(ctx: Invocation, topic: str | None, recommended: str | None,
     Nothing is ever edited: to fix a decision, `atlas correct ID --what TEXT`. Any
     missing field or a reference that does not exist: exit 2, nothing written.
     """
-    result = api.decide(
+    result = synced(ctx, "decide", lambda: api.decide(
         ctx.worker, topic=topic or "", recommended=recommended or "", chosen=chosen or "",
         relation=relation or "", why=why or "", recommended_by=recommended_by, links=links,
         accepts=accepts,
-    )
+    ))
     for w in result.warnings:
-        warn(w)
+        print_warning(w)
     if as_json:
         emit_json(result.to_json())
         return
@@ -98,6 +100,7 @@ def decide(ctx: Invocation, topic: str | None, recommended: str | None,
               "date, or an age such as 2h or 7d).")
 @json_option
 @pass_ctx
+@fresh
 def decisions(ctx: Invocation, topic: str | None, relation: str | None, since: str | None,
               as_json: bool) -> None:
     """The decision log of the project in time order, why in full, corrections shown.
@@ -107,14 +110,15 @@ def decisions(ctx: Invocation, topic: str | None, relation: str | None, since: s
     """
     log = api.decisions(ctx.worker, topic=topic, relation=relation, since=since)
     for message in log.unreadable:
-        warn(f"left out an unreadable entry: {message}")
+        print_warning(f"left out an unreadable entry: {message}")
     if as_json:
         emit_json(log.to_json())
         return
     project, rows = log.project, log.decisions
     for d in rows:
         if d.digest_ok is False:
-            warn(f"{d.path} was edited after it was written (its digest no longer matches)")
+            print_warning(f"{d.path} was edited after it was written (its digest no longer "
+                          "matches)")
     if not rows:
         click.echo(f"no decisions match in project {project}" if log.filtered else
                    f"project {project} has no decisions yet; record one with `atlas decide`")
@@ -128,6 +132,7 @@ def decisions(ctx: Invocation, topic: str | None, relation: str | None, since: s
 @click.argument("ref", metavar="REF")
 @click.option("--what", metavar="TEXT", help="What was wrong, and what is right. Required.")
 @json_option
+@sync_option
 @pass_ctx
 def correct(ctx: Invocation, ref: str, what: str | None, as_json: bool) -> None:
     """Write down a bad write: REF (status@vN, NAME@vN or a decision id) was wrong.
@@ -135,7 +140,7 @@ def correct(ctx: Invocation, ref: str, what: str | None, as_json: bool) -> None:
     The corrected item is never touched; wherever it is shown (get, status show,
     decisions, the site) it is marked "corrected by" you, with your text.
     """
-    result = api.correct(ctx.worker, ref, what or "")
+    result = synced(ctx, f"correct {ref}", lambda: api.correct(ctx.worker, ref, what or ""))
     if as_json:
         emit_json(result.to_json())
         return
@@ -147,6 +152,7 @@ def correct(ctx: Invocation, ref: str, what: str | None, as_json: bool) -> None:
 @click.argument("ref", metavar="NAME@vN")
 @click.option("--why", metavar="TEXT", help="Why the conclusion no longer holds. Required.")
 @json_option
+@sync_option
 @pass_ctx
 def retract(ctx: Invocation, ref: str, why: str | None, as_json: bool) -> None:
     """Retract the version NAME@vN: its conclusion no longer holds.
@@ -156,9 +162,9 @@ def retract(ctx: Invocation, ref: str, why: str | None, as_json: bool) -> None:
     refused (exit 2); two retractions written at the same moment can both land, and then
     both are kept and listed, the earliest shown as the retraction.
     """
-    result = api.retract(ctx.worker, ref, why or "")
+    result = synced(ctx, f"retract {ref}", lambda: api.retract(ctx.worker, ref, why or ""))
     for w in result.warnings:
-        warn(w)
+        print_warning(w)
     if as_json:
         emit_json(result.to_json())
         return

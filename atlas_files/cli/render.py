@@ -8,9 +8,8 @@ from typing import Any
 
 import click
 
-from atlas_files.documents import decode_body
 from atlas_files.errors import BadInput
-from atlas_files.text import escape_controls
+from atlas_files.text import decode_body, escape_controls
 
 
 def emit_json(data: Any) -> None:
@@ -21,7 +20,7 @@ def emit_json(data: Any) -> None:
     click.echo(escape_controls(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
 
 
-def warn(message: str) -> None:
+def print_warning(message: str) -> None:
     click.echo(f"atlas: warning: {message}", err=True)
 
 

@@ -12,7 +12,7 @@ import click
 from atlas_files import timeutil
 from atlas_files.api import telemetry as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, warn
+from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.errors import BadInput
 from atlas_files.telemetry import LIMITS, nvml
 from atlas_files.telemetry.trust import LOCAL, shown
@@ -65,9 +65,9 @@ def _outcome_line(outcome: Any) -> str:
 
 def _warn_not_run(outcome: Any) -> None:
     if outcome.not_run:
-        warn(f"{outcome.machine}: probe not approved, not run: "
-             f"{shown(str(outcome.row.get('probe')), 200)} (review it, then "
-             f"`atlas telemetry approve {outcome.machine}`)")
+        print_warning(f"{outcome.machine}: probe not approved, not run: "
+                      f"{shown(str(outcome.row.get('probe')), 200)} (review it, then "
+                      f"`atlas telemetry approve {outcome.machine}`)")
 
 
 @telemetry.command("probe")
@@ -129,7 +129,8 @@ def probe(ctx: Invocation, machines: tuple[str, ...], every: str | None,
                 click.echo(json.dumps(doc, ensure_ascii=False, default=str))
                 round_names.clear()
 
-    done = api.probe_every(worker, machines, every, emit_round, warn, probes_file=probes_file)
+    done = api.probe_every(worker, machines, every, emit_round, print_warning,
+                           probes_file=probes_file)
     click.echo(f"atlas: prober stopped after {done} round{'' if done == 1 else 's'}",
                err=True)
 
@@ -219,7 +220,7 @@ def ls(ctx: Invocation, machines: tuple[str, ...], as_json: bool) -> None:
     problem = result.problems[0] if result.problems else None
     views = result.rows
     if problem:
-        warn(problem)
+        print_warning(problem)
     if not views:
         click.echo("no machines: add them under `machines:` in atlas.yaml, then run "
                    "`atlas telemetry probe`" if not problem else "no readable rows")

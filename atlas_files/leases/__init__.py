@@ -11,6 +11,7 @@ generation 34 can refuse 33.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from atlas_files import timeutil
 from atlas_files.errors import BadInput, DamagedFile, LeaseHeld
 from atlas_files.leases import store, view
+from atlas_files.leases.paths import any_overlap, check_glob, check_globs
 from atlas_files.leases.store import Generation
 from atlas_files.leases.view import ADVISORY, Lease, Sheet, left_text, state_of
 from atlas_files.names import check_name
@@ -27,8 +29,8 @@ if TYPE_CHECKING:
     from atlas_files.record import Record
 
 __all__ = [
-    "ADVISORY", "Generation", "Lease", "Sheet", "break_lease", "claim", "current", "ls",
-    "release", "renew", "sheet", "show", "state_of",
+    "ADVISORY", "Generation", "Lease", "Sheet", "break_lease", "claim", "covering", "current",
+    "ls", "overlapping", "release", "renew", "sheet", "show", "state_of",
 ]
 
 MAX_WHY = 500
@@ -136,16 +138,21 @@ def _publish(record: Record, where: Path, gen: Generation, at: datetime) -> Leas
 # -- the four writes -------------------------------------------------------------------------
 
 
-def claim(record: Record, resource: str, *, holder: str, duration_s: float, why: str) -> Lease:
+def claim(record: Record, resource: str, *, holder: str, duration_s: float, why: str,
+          paths: Sequence[str] = ()) -> Lease:
     """Take ``resource`` for ``duration_s`` seconds; LeaseHeld if another holds it.
 
-    A claim by the current holder renews. The claim succeeds only if the generation it
-    read is still the newest; if another writer created the next one first, it reads again.
+    ``paths`` are repository path globs the lease covers (leases.paths says how they
+    match). A claim by the current holder renews; without ``paths`` it keeps the ones
+    the lease has, so extending a path lease never drops them by omission. The claim
+    succeeds only if the generation it read is still the newest; if another writer
+    created the next one first, it reads again.
     """
     check_name(resource, "resource name")
     holder = check_name(holder, "identity")
     duration_s = _check_duration(record, duration_s)
     why = _check_why(why)
+    covered = check_globs(paths, "the path glob (--paths)")
     for _ in range(CLAIM_TRIES):
         where, gen, at, lease = _read(record, resource)
         if lease.held and lease.holder != holder:
@@ -157,6 +164,7 @@ def claim(record: Record, resource: str, *, holder: str, duration_s: float, why:
             action="renew" if mine else "claim", holder=holder, why=why,
             claimed_at=gen.claimed_at if mine and gen else claimed_at, expires_at=expires_at,
             duration_s=duration_s, written_at=claimed_at, written_by=holder,
+            paths=covered or (gen.paths if mine and gen else ()),
             previous=_summary(gen) if gen else None,
         )
         try:
@@ -210,7 +218,7 @@ def renew(record: Record, resource: str, *, holder: str, duration_s: float | Non
         resource=resource, generation=gen.generation + 1, action="renew", holder=holder,
         why=gen.why, claimed_at=gen.claimed_at if lease.held else start,
         expires_at=expires_at, duration_s=duration, written_at=start, written_by=holder,
-        previous=_summary(gen),
+        paths=gen.paths, previous=_summary(gen),
     )
     try:
         return _publish(record, where, new, at)
@@ -271,7 +279,7 @@ def break_lease(record: Record, resource: str, *, holder: str, why: str,
     new = Generation(
         resource=resource, generation=number + 1, action="break", holder=holder, why=why,
         claimed_at=start, expires_at=expires_at, duration_s=duration, written_at=start,
-        written_by=holder, previous=previous,
+        written_by=holder, paths=gen.paths if gen else (), previous=previous,
     )
     try:
         return _publish(record, where, new, at)
@@ -305,3 +313,18 @@ def problems_and_leases(record: Record) -> tuple[list[str], list[Lease]]:
 def sheet(record: Record) -> Sheet:
     """The whole sign-up sheet, with GPU telemetry beside the leases that name a GPU."""
     return view.sheet(record)
+
+
+def covering(record: Record, query: str, *, folder: bool = False) -> Sheet:
+    """The unexpired leases whose path globs cover ``query`` (a repository path or glob,
+    checked here), or with ``folder`` also anything under it; unreadable rows stay."""
+    return view.covering(record, check_glob(query, "the path"), folder=folder)
+
+
+def overlapping(record: Record, globs: Sequence[str], *, besides: str) -> list[Lease]:
+    """Unexpired leases of other holders than ``besides`` whose paths overlap ``globs``:
+    said on a claim, never refused (two resources may share paths; the sheet is advisory)."""
+    if not globs:
+        return []
+    return [lease for lease in ls(record) if lease.covers_paths and lease.holder != besides
+            and any_overlap(lease.paths, globs)]

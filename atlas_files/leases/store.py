@@ -16,11 +16,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import fsio, jsonfile, timeutil
-from atlas_files.errors import DamagedFile
+from atlas_files.errors import BadInput, DamagedFile
+from atlas_files.leases import paths as globs
 from atlas_files.names import check_name, quote
 
 if TYPE_CHECKING:
@@ -34,6 +36,12 @@ KIND = "lease"
 # A generation is a few hundred bytes; a file far larger was not written by atlas and is
 # refused unread.
 GENERATION_LIMIT = 1 << 20
+
+
+# Each time of a generation is parsed when it is read and again when its state is computed;
+# a reader of a thousand leases (the commit guard) parses each string once. Datetimes are
+# immutable, so sharing them is safe.
+parse_time = lru_cache(maxsize=8192)(timeutil.parse_time)
 
 
 def generation_filename(generation: int) -> str:
@@ -54,6 +62,9 @@ class Generation:
     duration_s: float | None
     written_at: str
     written_by: str
+    # Repository path globs the lease covers (see leases.paths); () for a lease on a
+    # machine or a dataset. Kept by a renew and a break, cleared by a release.
+    paths: tuple[str, ...] = ()
     previous: Mapping[str, Any] | None = field(default=None, compare=False)
     path: Path | None = field(default=None, compare=False)
     ended: str | None = field(default=None, compare=False)
@@ -64,7 +75,7 @@ class Generation:
         return self.holder is not None and self.action != "release"
 
     def expires(self) -> datetime | None:
-        return timeutil.parse_time(self.expires_at) if self.expires_at else None
+        return parse_time(self.expires_at) if self.expires_at else None
 
     def to_file(self) -> dict[str, Any]:
         return {
@@ -79,12 +90,16 @@ class Generation:
             "duration_s": self.duration_s,
             "written_at": self.written_at,
             "written_by": self.written_by,
+            # Only on a lease that has paths: every generation written before path leases
+            # existed reads the same, and so does every lease on a machine.
+            **({"paths": list(self.paths)} if self.paths else {}),
             "previous": dict(self.previous) if self.previous is not None else None,
         }
 
     def to_json(self) -> dict[str, Any]:
         data = self.to_file()
         del data["kind"]
+        data["paths"] = list(self.paths)
         data["ended"] = self.ended
         data["path"] = str(self.path) if self.path else None
         return data
@@ -106,13 +121,14 @@ def not_a_folder(where: Path) -> DamagedFile:
     )
 
 
-def _names(where: Path) -> list[str]:
+def _names(where: Path | str) -> list[str]:
     try:
         return os.listdir(where)
     except FileNotFoundError:
         return []
     except NotADirectoryError:
         # Name the part that is wrong: the resource's folder, or leases/ above it.
+        where = Path(where)
         bad = where if os.path.isdir(where.parent) else where.parent
         raise not_a_folder(bad) from None
 
@@ -145,7 +161,7 @@ def generations(where: Path) -> list[tuple[int, str]]:
 _LAST_EIGHT_DIGITS = generation_filename(99_999_999)
 
 
-def newest_name(where: Path) -> tuple[int, str] | None:
+def newest_name(where: Path | str) -> tuple[int, str] | None:
     """The newest generation's (number, file name), from the listing alone.
 
     Every claim and every `lease ls` row pays for this, and a busy lease has thousands of
@@ -156,12 +172,12 @@ def newest_name(where: Path) -> tuple[int, str] | None:
     if not names:
         return None
     if min(names).startswith("."):
-        fsio.clean_debris(where)
+        fsio.clean_debris(Path(where))
     top = max(names)
     m = GENERATION_RE.fullmatch(top)
     if m and top < _LAST_EIGHT_DIGITS:
         return int(m.group(1)), top
-    listing = _parse_listing(where, names)  # a stray file, or a lease past 10^8 changes
+    listing = _parse_listing(Path(where), names)  # a stray file, or past 10^8 changes
     return listing[-1] if listing else None
 
 
@@ -202,7 +218,7 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
     for key, value in times.items():
         if value is not None:
             try:
-                timeutil.parse_time(value)
+                parse_time(value)
             except ValueError:
                 raise _damaged(path, f"{key} is not a time: {quote(value)}") from None
     duration = raw.get("duration_s")
@@ -210,6 +226,7 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
         raise _damaged(path, "duration_s should be a number")
     previous = raw.get("previous")
     holder = _opt_str(raw, "holder", path)
+    covered = _paths(raw.get("paths"), path)
     if raw["action"] != "release" and (holder is None or times["expires_at"] is None):
         raise _damaged(path, f"a {raw['action']} names a holder and an expiry")
     return Generation(
@@ -223,15 +240,29 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
         duration_s=float(duration) if duration is not None else None,
         written_at=times["written_at"] or "",
         written_by=_opt_str(raw, "written_by", path) or "",
+        paths=covered,
         previous=previous if isinstance(previous, dict) else None,
         path=path,
     )
 
 
-def read(where: Path, resource: str, name: str) -> Generation:
+def _paths(value: Any, path: Path) -> tuple[str, ...]:
+    """The path globs of a generation; a glob atlas would refuse to write is damage (an
+    absolute path or a ``..`` must not widen what a hand-edited lease covers)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _damaged(path, "paths should be a list of path globs")
+    try:
+        return globs.check_globs(value)
+    except BadInput as exc:
+        raise _damaged(path, f"paths: {exc.message}") from None
+
+
+def read(where: Path | str, resource: str, name: str) -> Generation:
     """Read one generation; a symlink is damage, never followed (it may lead outside the
     record, and a lease the record cannot vouch for must not decide who holds what)."""
-    path = where / name
+    path = Path(where, name)
     try:
         data = fsio.read_nofollow(path, GENERATION_LIMIT)
     except OSError as exc:
@@ -246,7 +277,7 @@ def read(where: Path, resource: str, name: str) -> Generation:
     return parse(path, data, resource)
 
 
-def newest(where: Path, resource: str) -> Generation | None:
+def newest(where: Path | str, resource: str) -> Generation | None:
     found = newest_name(where)
     return read(where, resource, found[1]) if found else None
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import timeutil
 from atlas_files.errors import BadInput
 from atlas_files.leases import store
+from atlas_files.leases.paths import any_overlap
 from atlas_files.leases.store import Generation
 from atlas_files.names import is_name
 from atlas_files.telemetry import busy_gpus, folder_problem, resource_usage
@@ -55,6 +57,12 @@ class Lease:
     clock_warning: str | None
     read_at: str
     damaged: str | None = None  # why the newest generation cannot be read (state "damaged")
+    paths: tuple[str, ...] = ()  # repository path globs it covers; () when free
+
+    @property
+    def covers_paths(self) -> bool:
+        """Held, and on repository paths: what the commit guard and `activity` look at."""
+        return self.held and bool(self.paths)
 
     @property
     def held(self) -> bool:
@@ -76,12 +84,15 @@ class Lease:
             "clock_warning": self.clock_warning,
             "read_at": self.read_at,
             "damaged": self.damaged,
+            "paths": list(self.paths),
         }
 
 
-def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: float) -> Lease:
-    """The lease ``gen`` describes, read at time ``at`` by this machine's clock."""
-    read_at = timeutil.format_time(at)
+def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: float,
+             read_at: str | None = None) -> Lease:
+    """The lease ``gen`` describes, read at time ``at`` by this machine's clock
+    (``read_at``: ``at`` formatted, if the caller has it already)."""
+    read_at = read_at or timeutil.format_time(at)
     if gen is None:
         return Lease(resource, 0, "free", None, None, None, None, None, None, None,
                      "never claimed", None, read_at)
@@ -90,7 +101,8 @@ def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: f
     if gen.holds and expires is not None and at < expires:
         left = round((expires - at).total_seconds(), 3)
         return Lease(resource, gen.generation, "held", gen.holder, gen.why, gen.claimed_at,
-                     gen.expires_at, left, gen.action, gen.holder, None, warning, read_at)
+                     gen.expires_at, left, gen.action, gen.holder, None, warning, read_at,
+                     paths=gen.paths)
     last = gen.holder if gen.holds else (gen.previous or {}).get("holder")
     ended = "expired" if gen.holds else "released"
     return Lease(resource, gen.generation, "free", None, None, None, None, None, gen.action,
@@ -106,7 +118,7 @@ def damaged_lease(resource: str, generation: int, reason: str, at: datetime) -> 
 
 def _clock_warning(gen: Generation, at: datetime, tolerance_s: float) -> str | None:
     stamps = [s for s in (gen.claimed_at, gen.written_at) if s]
-    ahead = max((timeutil.parse_time(s) - at).total_seconds() for s in stamps) if stamps else 0
+    ahead = max((store.parse_time(s) - at).total_seconds() for s in stamps) if stamps else 0
     if ahead <= tolerance_s:
         return None
     return (
@@ -135,7 +147,8 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
     damaged: list[Lease] = []
     try:
         folder = record.leases_dir
-        names = sorted(os.listdir(folder))
+        with os.scandir(folder) as listing:
+            entries = sorted((e.name, e) for e in listing if not e.name.startswith("."))
     except FileNotFoundError:
         return [], [], []
     except NotADirectoryError:
@@ -143,13 +156,19 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
     except (BadInput, OSError) as exc:  # a symlink leading outside, no permission
         return [f"the leases cannot be listed: {exc}"], [], []
     at = timeutil.now()
-    for name in names:
-        if name.startswith("."):
-            continue
+    read_at = timeutil.format_time(at)
+    tolerance = record.config.clock_tolerance_s
+    for name, entry in entries:
         try:
-            if not os.path.isdir(folder / name):
-                raise store.not_a_folder(folder / name)
-            where = store.folder(record, name)
+            # A real folder, as the listing says without another stat: read it by its
+            # path string (the commit guard reads a thousand of these per commit).
+            # Anything else takes the slow road, which names what is wrong.
+            if entry.is_dir(follow_symlinks=False) and is_name(name):
+                where: str | Path = entry.path
+            else:
+                if not os.path.isdir(folder / name):
+                    raise store.not_a_folder(folder / name)
+                where = store.folder(record, name)
             gen = store.newest(where, name)
         except (BadInput, OSError) as exc:
             problems.append(str(exc))
@@ -157,7 +176,7 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
                 damaged.append(damaged_lease(name, _last_number(record, name), str(exc), at))
             continue
         if gen is not None:
-            out.append(state_of(name, gen, at, record.config.clock_tolerance_s))
+            out.append(state_of(name, gen, at, tolerance, read_at))
     return problems, out, damaged
 
 
@@ -215,6 +234,8 @@ class Sheet:
     # Resources whose newest generation cannot be read, as rows with state "damaged";
     # apart from ``leases``, which hold only what can be read (held or free).
     damaged: tuple[Lease, ...] = ()
+    # Set when the sheet is narrowed to the leases covering one repository path.
+    path: str | None = None
 
     def rows(self) -> list[Lease]:
         """Every row to show, readable or damaged, by resource name."""
@@ -229,6 +250,7 @@ class Sheet:
             ],
             "unleased_busy": list(self.unleased_busy),
             "problems": list(self.problems),
+            **({"path": self.path} if self.path is not None else {}),
         }
 
 
@@ -243,3 +265,13 @@ def sheet(record: Record) -> Sheet:
     held = {lease.resource for lease in leases if lease.held} | {d.resource for d in damaged}
     busy = tuple(g for g in busy_gpus(record) if g.get("resource") not in held)
     return Sheet(tuple(leases), usage, busy, tuple(problems), tuple(damaged))
+
+
+def covering(record: Record, query: str, *, folder: bool) -> Sheet:
+    """The sheet narrowed to the unexpired leases whose path globs meet ``query`` (a
+    checked glob or path): a file it names, or with ``folder`` anything under it. Rows
+    that cannot be read stay, as they may well cover it."""
+    problems, leases, damaged = read_all(record)
+    hits = tuple(lease for lease in leases if lease.covers_paths
+                 and any_overlap(lease.paths, [query], folders=folder))
+    return Sheet(hits, {}, (), tuple(problems), tuple(damaged), path=query)

@@ -1,4 +1,4 @@
-"""The pages about the whole record: decisions (with corrections), leases, telemetry, tags.
+"""The pages about the whole record: decisions (with corrections), leases, telemetry.
 
 Time-dependent values carry their raw time in data-* attributes so that the site's script
 recomputes them in the reader's browser: a static page is stale the moment it is built.
@@ -29,7 +29,6 @@ def _options(values: list[str], everything: str) -> str:
 def decisions(ctx: PageContext) -> str:
     page = urls.DECISIONS
     snap = ctx.snap
-    now = ctx.now
     out = [front_matter("Decisions", hide_toc=True), "# Decisions\n\n"]
     # A decision belongs to the project whose folder holds it, whatever its file says.
     all_decisions = [(p, d) for p in snap.projects for d in p.decisions]
@@ -44,8 +43,8 @@ def decisions(ctx: PageContext) -> str:
         f"{_options(list(RELATIONS), 'any relation')}</select></label>"
         '<label>Topic <input type="search" data-atlas-key="topic" list="atlas-topics" '
         f'placeholder="part of a topic"></label><datalist id="atlas-topics">{datalist}'
-        f'</datalist><span class="atlas-filter-count">{len(all_decisions)} decisions</span>'
-        "</div>"
+        f'</datalist><span class="atlas-filter-count">{f.count(len(all_decisions), "decision")}'
+        "</span></div>"
     )
     rows = []
     for project, d in all_decisions:
@@ -58,11 +57,11 @@ def decisions(ctx: PageContext) -> str:
             refs.append("links " + f.ref_link(snap.known, project.name, page, ref))
         if d.digest_ok is False:
             refs.append(f.mark("damaged", "edited in place"))
-        notes = "".join(f.correction_note(c, page, now) for c in project.fixes.get(d.id, ()))
+        notes = "".join(f.correction_note(c, page) for c in project.fixes.get(d.id, ()))
         rows.append(
             f'<tr id="{text(d.id)}" data-project="{text(project.name)}" '
             f'data-relation="{text(d.relation.lower())}" data-topic="{text(d.topic.lower())}">'
-            f"<td>{f.when_short(d.at, now)}</td>"
+            f"<td>{f.when_short(d.at)}</td>"
             f'<td>{text(d.topic)}<br><span class="atlas-meta">{text(project.name)}</span></td>'
             f'<td class="atlas-text">{text(d.recommended)}</td>'
             f'<td class="atlas-text">{text(d.chosen)}</td>'
@@ -98,9 +97,9 @@ def _corrections(ctx: PageContext) -> str:
     rows = []
     for project, c in entries:
         target = f.ref_link(snap.known, project.name, page, c.ref)
-        notes = "".join(f.correction_note(x, page, ctx.now) for x in project.fixes.get(c.id, ()))
+        notes = "".join(f.correction_note(x, page) for x in project.fixes.get(c.id, ()))
         rows.append(
-            f'<tr id="{text(c.id)}"><td>{f.when_short(c.at, ctx.now)}</td><td>{text(project.name)}'
+            f'<tr id="{text(c.id)}"><td>{f.when_short(c.at)}</td><td>{text(project.name)}'
             f"</td><td>{f.mark('retracted' if c.kind == 'retraction' else 'corrected', c.kind)}"
             f"</td><td>{target}</td><td><div class=\"atlas-text\">{text(c.text)}</div>{notes}"
             f"</td><td>{text(c.author)}</td><td><code>{text(c.id)}</code></td></tr>"
@@ -140,7 +139,7 @@ def leases(ctx: PageContext, advisory: str) -> str:
         f'<p class="atlas-advisory">{text(advisory)}</p>', "admonition warning"))
     out.append(f.block(
         "<p>The state below is as read when the site was built, "
-        f"{f.when(timeutil.format_time(now), now)}. "
+        f"{f.when(timeutil.format_time(now))}. "
         "A static page is stale the moment it is built, so each countdown is recomputed "
         "every second by your browser from the lease's expiry time and your clock: a lease "
         "shown as held reads as free (expired) once that time passes, even if nobody "
@@ -165,12 +164,16 @@ def leases(ctx: PageContext, advisory: str) -> str:
         if expiry is not None:
             until = (f'<br><span class="atlas-meta" title="{text(lease.expires_at)}">until '
                      f'{expiry.strftime("%Y-%m-%d %H:%M:%S UTC")}</span>')
+        # A lease on repository paths says which, under its name.
+        covers = "".join(f'<br><span class="atlas-meta">covers <code>{text(p)}</code></span>'
+                         for p in lease.paths)
         rows.append(
             f'<tr id="lease--{text(lease.resource)}"{expires}><td><code>{text(lease.resource)}'
-            f'</code></td><td>{state} <span class="atlas-countdown">{left}</span>{until}{clock}'
+            f"</code>{covers}</td>"
+            f'<td>{state} <span class="atlas-countdown">{left}</span>{until}{clock}'
             f"</td><td>{text(lease.holder or '')}{last}</td>"
             f'<td class="atlas-text">{text(lease.why or "")}</td><td>{lease.generation}</td>'
-            f"<td>{f.when_short(lease.claimed_at, now) if lease.claimed_at else ''}</td>"
+            f"<td>{f.when_short(lease.claimed_at) if lease.claimed_at else ''}</td>"
             f"<td>{_usage(sheet.telemetry.get(lease.resource))}</td></tr>"
         )
     if rows:
@@ -185,7 +188,7 @@ def leases(ctx: PageContext, advisory: str) -> str:
         brows = [
             f"<tr><td><code>{text(g.get('resource'))}</code></td>"
             f"<td>{_usage({**g, 'reachable': True})}</td>"
-            f"<td>{f.age(g.get('observed_at'), now)}</td></tr>"
+            f"<td>{f.age(g.get('observed_at'))}</td></tr>"
             for g in busy
         ]
         out.append(f.block(
@@ -197,7 +200,6 @@ def leases(ctx: PageContext, advisory: str) -> str:
 
 def telemetry(ctx: PageContext) -> str:
     snap = ctx.snap
-    now = ctx.now
     out = [front_matter("Telemetry"), "# Telemetry\n\n"]
     out.append(f.block(f'<p class="atlas-note">{text(snap.telemetry_limits)}</p>'))
     if not snap.telemetry:
@@ -206,11 +208,11 @@ def telemetry(ctx: PageContext) -> str:
                            "<code>atlas telemetry probe</code>.</p>"))
     for row in snap.telemetry:
         out.append(f"## {heading(row.machine)}\n\n")
-        out.append(_machine(row, now))
+        out.append(_machine(row))
     return "".join(out)
 
 
-def _machine(row: Any, now: Any) -> str:
+def _machine(row: Any) -> str:
     if row.reachable is None:
         reach = f.mark("unreachable", "no row")
     else:
@@ -218,7 +220,7 @@ def _machine(row: Any, now: Any) -> str:
     fresh = f.mark("stale") if row.stale else f.mark("free", "fresh")
     facts = [f"{reach} <span class=\"atlas-freshness\">{fresh}</span>"]
     if row.observed_at:
-        facts.append(f"observed {f.when(row.observed_at, now)} by {text(row.observer or '?')}")
+        facts.append(f"observed {f.when(row.observed_at)} by {text(row.observer or '?')}")
     facts.append(f"stale after {timeutil.format_duration(row.stale_after_s)}")
     if row.host:
         facts.append(f"host {text(row.host)}")
@@ -252,10 +254,3 @@ def _machine(row: Any, now: Any) -> str:
                     f'data-atlas-stale-after="{float(row.stale_after_s):.0f}"')
     return (f'<div class="atlas-machine" id="machine--{text(row.machine)}"{observed}>\n'
             + "\n".join(inner) + "\n</div>\n\n")
-
-
-def tags_page() -> str:
-    return (front_matter("Tags") + "# Tags\n\n"
-            + f.block("<p>Topics and statuses by mark: proposals, accepted proposals, "
-                      "retracted and corrected versions.</p>")
-            + "<!-- material/tags -->\n")

@@ -1,12 +1,17 @@
 """Write the MkDocs project of a record: ``mkdocs.yml``, ``docs/`` and ``overrides/``.
 
 The record is read once into a snapshot (``model``); topic pages are written by
-``topics``, then the pages that need every topic (the artifacts index, recent activity on
-the home page) and the boards.
+``topics``, then the pages that need every topic (the artifacts index and the marks, by
+``listings``; recent activity on the home page) and the boards.
+
+Only the home page, the boards and ``assets/atlas-build.js`` (the build's time, which
+every page's footer shows through the site's script) change with every build; the config
+never does, since both engines start from scratch when it changed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -19,9 +24,12 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
 from atlas_files import timeutil
-from atlas_files.sitegen import boards, model, pages, topics, urls
-from atlas_files.sitegen.cache import CACHE_DIR, SiteCache
+from atlas_files.leases import ADVISORY
+from atlas_files.sitegen import boards, listings, model, pages, topics, urls
+from atlas_files.sitegen.cache import CACHE_DIR, SiteCache, TopicCache
 from atlas_files.sitegen.files import Writer, prepare_out_dir
 from atlas_files.sitegen.sanitize import BodyRenderer
 
@@ -42,6 +50,7 @@ class DocsResult:
     problems: tuple[str, ...]
     seconds: float
     seconds_markdown: float  # of ``seconds``, Python-Markdown rendering bodies
+    page_files: tuple[str, ...] = ()  # every page, relative to docs/, for engines.verify
 
 
 def site_name(record: Record) -> str:
@@ -69,27 +78,28 @@ def write_docs(
     with Writer(out / CACHE_DIR) as cache_dir, Writer(out / "docs") as docs, \
             Writer(out / "overrides") as theme, Writer(out) as top:
         ctx = pages.PageContext(snap, BodyRenderer(), SiteCache(cache_dir))
-        versions, page_count = _write_pages(ctx, record, docs, name, progress)
+        memos = TopicCache(cache_dir, topics.stamp(record))
+        versions, page_files = _write_pages(ctx, record, docs, name, progress, memos)
         ctx.cache.save()
+        memos.save()
         template = site_template()
         theme.copy_tree(template.joinpath("overrides"), ".")
         theme.prune()
-        top.write("mkdocs.yml", render_config(snap, name, now))
+        top.write("mkdocs.yml", render_config(snap, name))
     config_file = out / "mkdocs.yml"
     return DocsResult(
-        out_dir=out, docs_dir=out / "docs", config_file=config_file, pages=page_count,
+        out_dir=out, docs_dir=out / "docs", config_file=config_file, pages=len(page_files),
         topics=len(ctx.rows), versions=versions,
         problems=tuple(f"{p.where}: {p.message}" for p in snap.problems),
         seconds=time.perf_counter() - started, seconds_markdown=ctx.renderer.seconds_markdown,
+        page_files=page_files,
     )
 
 
 def _write_pages(ctx: pages.PageContext, record: Record, docs: Writer, name: str,
-                 progress: Progress | None) -> tuple[int, int]:
+                 progress: Progress | None, memos: TopicCache) -> tuple[int, tuple[str, ...]]:
     """Every page and the site's assets into ``docs``, the rest pruned; (versions shown,
-    pages written)."""
-    from atlas_files.leases import ADVISORY
-
+    the pages, relative to docs/)."""
     snap = ctx.snap
     total = sum(len(p.topics) for p in snap.projects) + len(snap.projects) + 6
     done = 0
@@ -101,7 +111,7 @@ def _write_pages(ctx: pages.PageContext, record: Record, docs: Writer, name: str
             progress("write", done, total)
 
     versions = 0
-    for chunk in topics.write_topics(ctx, record, docs):
+    for chunk in topics.write_topics(ctx, record, docs, memos):
         versions += chunk.versions
         step(chunk.topics)
     latest_status = {}
@@ -113,27 +123,41 @@ def _write_pages(ctx: pages.PageContext, record: Record, docs: Writer, name: str
                                    partial(pages.status_page, ctx, project, status))
         docs.write(urls.status_page(project.name), page or pages.status_page(ctx, project, []))
         step()
-    boards_and_indexes: tuple[tuple[str, Callable[[], str]], ...] = (
-        (urls.DECISIONS, lambda: boards.decisions(ctx)),
-        (urls.LEASES, lambda: boards.leases(ctx, ADVISORY)),
-        (urls.TELEMETRY, lambda: boards.telemetry(ctx)),
-        (urls.ARTIFACTS, lambda: pages.artifacts_index(ctx)),
-        (urls.TAGS, boards.tags_page),
-        (urls.HOME, lambda: pages.home(ctx, latest_status, name)),
+    boards_and_indexes: tuple[Callable[[], list[listings.Page]], ...] = (
+        lambda: [(urls.DECISIONS, boards.decisions(ctx))],
+        lambda: [(urls.LEASES, boards.leases(ctx, ADVISORY))],
+        lambda: [(urls.TELEMETRY, boards.telemetry(ctx))],
+        lambda: listings.artifacts_pages(ctx),
+        lambda: listings.marks_pages(ctx),
+        lambda: [(urls.HOME, pages.home(ctx, latest_status, name))],
     )
-    for rel, render in boards_and_indexes:
-        docs.write(rel, render())
+    for render in boards_and_indexes:
+        for rel, text in render():
+            docs.write(rel, text)
         step()
     docs.copy_tree(site_template().joinpath("assets"), "assets")
-    page_count = sum(1 for p in docs.written if p.suffix == ".md")
+    docs.write(BUILD_SCRIPT, build_script(snap.now))
+    page_files = tuple(sorted(p.relative_to(docs.root).as_posix() for p in docs.written
+                              if p.suffix == ".md"))
     docs.prune()
-    return versions, page_count
+    return versions, page_files
 
 
-def render_config(snap: model.Snapshot, name: str, now: datetime) -> str:
-    """The template's settings, with this record's name, nav and build time filled in."""
-    import yaml
+BUILD_SCRIPT = "assets/atlas-build.js"
 
+
+def build_script(now: datetime) -> str:
+    """The one asset that changes with every build: when it was, for the pages' footers."""
+    info = {"builtAt": timeutil.format_time(now),
+            "builtAtText": now.strftime("%Y-%m-%d %H:%M UTC")}
+    return ("// Written by `atlas site build`: the time of the build, shown in every page's "
+            f"footer.\nwindow.atlasBuild = {json.dumps(info)};\n")
+
+
+def render_config(snap: model.Snapshot, name: str) -> str:
+    """The template's settings, with this record's name and nav filled in. Nothing in it
+    changes from one build to the next unless the record's projects do: a changed config
+    makes an engine build every page again (Zensical's cache is keyed by it)."""
     config: dict[str, Any] = yaml.safe_load(site_template().joinpath("mkdocs.yml").read_text())
     config["site_name"] = name
     config["nav"] = [
@@ -143,13 +167,9 @@ def render_config(snap: model.Snapshot, name: str, now: datetime) -> str:
         {"Decisions": urls.DECISIONS},
         {"Leases": urls.LEASES},
         {"Telemetry": urls.TELEMETRY},
-        {"Tags": urls.TAGS},
+        {"Marks": urls.TAGS},
     ]
-    config.setdefault("extra", {})["atlas"] = {
-        "built_at": timeutil.format_time(now),
-        "built_at_text": now.strftime("%Y-%m-%d %H:%M UTC"),
-        "record": name.removeprefix("atlas: "),
-    }
+    config.setdefault("extra", {})["atlas"] = {"record": name.removeprefix("atlas: ")}
     head = ("# Generated by `atlas site build` from site/mkdocs.yml; rebuilt on every build.\n"
-            "# Build it again with `mkdocs build` (or Zensical) in this folder.\n")
+            "# Build it again with `mkdocs build` (or `zensical build`) in this folder.\n")
     return head + yaml.safe_dump(config, sort_keys=False, allow_unicode=True)

@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import shutil
 import stat
+import time
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -192,6 +194,24 @@ class Writer:
         finally:
             os.close(fd)
 
+    def stat(self, rel: str) -> tuple[int, int] | None:
+        """(size, mtime_ns) of the regular file ``rel``; None if it is missing or else."""
+        folder, _, name = rel.rpartition("/")
+        try:
+            st = os.stat(name, dir_fd=self._folder(folder, create=False),
+                         follow_symlinks=False)
+        except (OSError, BadInput):
+            return None
+        return (st.st_size, st.st_mtime_ns) if stat.S_ISREG(st.st_mode) else None
+
+    def keep(self, rel: str, expect: tuple[int, int]) -> bool:
+        """Keep ``rel`` as it is (``prune`` spares it) if it is still the file an earlier
+        build wrote, by size and modification time; False if it is not."""
+        if self.stat(rel) != expect:
+            return False
+        self.written.add(self.root / rel)
+        return True
+
     def write(self, rel: str, data: str | bytes) -> None:
         raw = data.encode("utf-8") if isinstance(data, str) else data
         self.written.add(self.root / rel)
@@ -261,8 +281,6 @@ DEBRIS_AGE_S = 3600.0
 def new_site_dir(out: Path) -> Path:
     """A new, empty folder in ``out`` for MkDocs to build into (see ``swap_site``); the
     debris of builds that died an hour or more ago is removed first."""
-    import time
-
     with os.scandir(out) as entries:
         for entry in entries:
             if entry.name.startswith(BUILD_PREFIX):
@@ -292,8 +310,6 @@ def swap_site(out: Path, built: Path) -> Path:
 def discard(path: Path) -> None:
     """Remove ``path``: a symlink or file as a name, a folder with everything in it,
     never following a symlink (shutil.rmtree works through folder descriptors)."""
-    import shutil
-
     if path.is_symlink() or not path.is_dir():
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

@@ -30,35 +30,39 @@ def parse_time(value: str | None) -> datetime | None:
         return None
 
 
-def when(value: str | None, now: datetime) -> str:
-    """An absolute UTC time and its age, which the page's script keeps current."""
+def when(value: str | None) -> str:
+    """An absolute UTC time; the page's script adds its age, from the reader's clock.
+
+    No age is written at build time: a page whose text changed with every build would be
+    rebuilt by the engine every time (see ``cache``), and would be wrong a minute later."""
     t = parse_time(value)
     if t is None:
         return f'<span class="atlas-when">{text(value or "unknown time")}</span>'
-    shown = t.strftime("%Y-%m-%d %H:%M UTC")
     return (
-        f'<span class="atlas-when" title="{text(value)}">{shown} '
-        f'(<time datetime="{text(timeutil.format_time(t))}" data-atlas-age>'
-        f"{text(timeutil.age_text(t, now))}</time>)</span>"
+        f'<span class="atlas-when" title="{text(value)}">{t.strftime("%Y-%m-%d %H:%M UTC")}'
+        f'<time datetime="{text(timeutil.format_time(t))}" data-atlas-age="aside"></time>'
+        "</span>"
     )
 
 
-def when_short(value: str | None, now: datetime) -> str:
+def when_short(value: str | None) -> str:
     """``when`` for a table cell: the date and time, the age below."""
     t = parse_time(value)
     if t is None:
         return text(value or "unknown time")
     return (f'<span class="atlas-when" title="{text(value)}">{t.strftime("%Y-%m-%d %H:%M")}'
-            f"<br>{age(value, now)}</span>")
+            f'<br><time datetime="{text(timeutil.format_time(t))}" data-atlas-age></time>'
+            "</span>")
 
 
-def age(value: str | None, now: datetime) -> str:
+def age(value: str | None) -> str:
+    """The age of ``value`` (computed by the page's script); the time itself until then."""
     t = parse_time(value)
     if t is None:
         return text(value or "unknown")
     return (
         f'<time datetime="{text(timeutil.format_time(t))}" title="{text(value)}" '
-        f"data-atlas-age>{text(timeutil.age_text(t, now))}</time>"
+        f'data-atlas-age>{t.strftime("%Y-%m-%d %H:%M")}</time>'
     )
 
 
@@ -115,19 +119,19 @@ def mark_badges(marks: Marks, proposal: bool, digest_ok: bool | None = True) -> 
     return "".join(out)
 
 
-def correction_note(c: Correction, page: str, now: datetime) -> str:
+def correction_note(c: Correction, page: str) -> str:
     verb = "Retracted" if c.kind == "retraction" else "Corrected"
     label = "why" if c.kind == "retraction" else "what was wrong"
     cls = "atlas-note atlas-note--retracted" if c.kind == "retraction" else "atlas-note"
     return (
         f'<div class="{cls}"><p><strong>{verb}</strong> by {text(c.author)}, '
-        f"{when(c.at, now)}, in "
+        f"{when(c.at)}, in "
         f"{link(page, urls.DECISIONS, c.id, f'<code>{text(c.id)}</code>')} ({label}):</p>"
         f'<p class="atlas-text">{text(c.text)}</p></div>'
     )
 
 
-def marks_notes(marks: Marks, proposal: bool, page: str, now: datetime) -> str:
+def marks_notes(marks: Marks, proposal: bool, page: str) -> str:
     out = []
     if proposal:
         if marks.accepted_by:
@@ -137,17 +141,17 @@ def marks_notes(marks: Marks, proposal: bool, page: str, now: datetime) -> str:
         else:
             out.append('<p class="atlas-note">A proposal: no decision has accepted it yet.</p>')
     if marks.retracted is not None:
-        out.append(correction_note(marks.retracted, page, now))
+        out.append(correction_note(marks.retracted, page))
     for c in marks.corrected_by:
-        out.append(correction_note(c, page, now))
+        out.append(correction_note(c, page))
     return "".join(out)
 
 
-def version_meta(doc: Version, now: datetime, marks: Marks) -> str:
+def version_meta(doc: Version, marks: Marks) -> str:
     summary = f' — <em>{text(doc.summary)}</em>' if doc.summary else ""
     return (
         f'<p class="atlas-meta">{mark_badges(marks, doc.proposal, doc.digest_ok)}'
-        f"v{doc.version} by <strong>{text(doc.author)}</strong>, {when(doc.written_at, now)}, "
+        f"v{doc.version} by <strong>{text(doc.author)}</strong>, {when(doc.written_at)}, "
         f"based on v{doc.based_on}{summary}</p>"
     )
 
@@ -164,6 +168,11 @@ def table(head: list[str], rows: list[str], ident: str | None = None, cls: str =
     ths = "".join(f"<th>{h}</th>" for h in head)
     return (f"<table{id_attr}{cls_attr}><thead><tr>{ths}</tr></thead><tbody>\n"
             + "\n".join(rows) + "\n</tbody></table>")
+
+
+def count(n: int, noun: str) -> str:
+    """``1 topic``, ``2 topics``, ``1,204 topics``."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def truncate(value: str, limit: int = 160) -> str:

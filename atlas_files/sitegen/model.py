@@ -17,8 +17,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from atlas_files import artifacts, corrections, decisions, leases, telemetry
 from atlas_files.names import is_name
-from atlas_files.sitegen.reading import UNREADABLE, describe, read_version
+from atlas_files.sitegen.reading import UNREADABLE, Withheld, describe, read_version
 from atlas_files.sitegen.urls import Known
 
 if TYPE_CHECKING:
@@ -88,8 +89,6 @@ def relative(record: Record, path: Path) -> str:
 
 
 def load(record: Record, now: datetime) -> Snapshot:
-    from atlas_files import artifacts
-
     snap = Snapshot(record=record, now=now, projects=[], known=Known())
     for name in record.config.projects:
         project = ProjectData(name)
@@ -135,8 +134,6 @@ def _guarded(snap: Snapshot, where: str, load: Callable[[], None]) -> None:
 
 
 def _load_log(record: Record, project: ProjectData, snap: Snapshot) -> None:
-    from atlas_files import corrections, decisions
-
     def damaged(path: Path, message: str) -> None:
         snap.problems.append(Problem(relative(record, path), message))
 
@@ -155,8 +152,6 @@ def _load_log(record: Record, project: ProjectData, snap: Snapshot) -> None:
 
 
 def _load_leases(record: Record, snap: Snapshot) -> None:
-    from atlas_files import leases
-
     sheet = leases.sheet(record)
     snap.leases = sheet
     for message in sheet.problems:
@@ -164,8 +159,6 @@ def _load_leases(record: Record, snap: Snapshot) -> None:
 
 
 def _load_telemetry(record: Record, snap: Snapshot) -> None:
-    from atlas_files import telemetry
-
     snap.telemetry = list(telemetry.ls(record, at=snap.now))
     snap.telemetry_limits = telemetry.LIMITS
 
@@ -178,8 +171,6 @@ def read_versions(
     A version whose body is over the record's body_limit is returned as a
     ``reading.Withheld`` (its front matter, an empty body) and named among the problems.
     """
-    from atlas_files.sitegen.reading import Withheld
-
     limit = record.config.body_limit
     out = []
     for v in versions:

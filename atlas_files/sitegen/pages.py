@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from atlas_files import timeutil
+from atlas_files.artifacts import unified_diff
 from atlas_files.sitegen import fragments as f
 from atlas_files.sitegen import urls
 from atlas_files.sitegen.cache import SiteCache
@@ -23,7 +26,7 @@ from atlas_files.sitegen.sanitize import heading, text, yaml_str
 if TYPE_CHECKING:
     from atlas_files.documents import Version
     from atlas_files.sitegen.model import Marks, ProjectData, Snapshot
-    from atlas_files.sitegen.sanitize import BodyRenderer
+    from atlas_files.sitegen.sanitize import BodyRenderer, Resolver
 
 RECENT = 30
 
@@ -56,10 +59,26 @@ class PageContext:
     cache: SiteCache = field(default_factory=lambda: SiteCache(None))
     events: list[Event] = field(default_factory=list)
     rows: list[TopicRow] = field(default_factory=list)
+    # Set while a topic page is made: each body link target and where it led, so that
+    # the topic's memo can tell whether its page would still link the same (``topics``).
+    links: list[tuple[str, str | None]] | None = None
 
     @property
     def now(self) -> datetime:
         return self.snap.now
+
+    def resolver(self, project: str, page: str, source_dir: str) -> Resolver:
+        resolve = urls.body_resolver(self.snap.known, project, page, source_dir)
+        log = self.links
+        if log is None:
+            return resolve
+
+        def logged(target: str) -> str | None:
+            found = resolve(target)
+            log.append((target, found))
+            return found
+
+        return logged
 
     def event(self, at: str, project: str, what: str, page: str, anchor: str | None,
               author: str) -> None:
@@ -85,14 +104,13 @@ def _versions_html(
     parts: list[str] = []
     older: list[str] = []
     cache = ctx.cache
-    resolve = urls.body_resolver(ctx.snap.known, project.name, page, source_dir)
+    resolve = ctx.resolver(project.name, page, source_dir)
     by_number = {v.version: v for v in versions}
     for doc in reversed(versions):
         ref = f"{'status' if kind == 'status' else doc.name}@v{doc.version}"
         marks = project.marks(ref, doc.proposal)
         latest = doc is versions[-1]
-        inner = [f.version_meta(doc, ctx.now, marks), f.marks_notes(marks, doc.proposal, page,
-                                                                    ctx.now)]
+        inner = [f.version_meta(doc, marks), f.marks_notes(marks, doc.proposal, page)]
         if isinstance(doc, Withheld):
             inner.append(withheld_note(doc))
         elif latest:
@@ -137,8 +155,6 @@ def withheld_note(doc: Withheld) -> str:
 
 def _changes(old: Version, new: Version, cache: SiteCache) -> str:
     """The unified diff of two versions' bodies (plain text: escaped when shown)."""
-    from atlas_files.artifacts import unified_diff
-
     key = "diff:" + hashlib.sha256(
         f"{old.name}@v{old.version}\0{new.version}\0{old.body}\0{new.body}".encode(
             "utf-8", "surrogatepass")).hexdigest()
@@ -157,12 +173,12 @@ def topic_page(ctx: PageContext, project: ProjectData, topic: str, versions: lis
     latest_marks = project.marks(f"{topic}@v{latest.version}", latest.proposal)
     ctx.rows.append(TopicRow(project.name, topic, latest, len(versions), latest_marks,
                              tuple(older)))
-    tags = _tags(latest_marks, latest.proposal, older)
+    tags = mark_names(latest_marks, latest.proposal, older)
     back = f.link(page, urls.ARTIFACTS, urls.project_anchor(project.name), "all topics")
     status = f.link(page, urls.status_page(project.name), None, "status")
     intro = (
         f'<p class="atlas-meta">Topic of project <strong>{text(project.name)}</strong> '
-        f"({status}, {back}). {len(versions)} version{'s' if len(versions) != 1 else ''}, "
+        f"({status}, {back}). {f.count(len(versions), 'version')}, "
         "newest first; older ones are folded and show their text exactly as written, "
         "with the changes from the version before.</p>"
     )
@@ -170,8 +186,9 @@ def topic_page(ctx: PageContext, project: ProjectData, topic: str, versions: lis
             + "".join(parts))
 
 
-def _tags(marks: Marks, proposal: bool, older: list[str]) -> list[str]:
-    """Material tags of a page: the latest version's state and any version's marks."""
+def mark_names(marks: Marks, proposal: bool, older: Sequence[str]) -> list[str]:
+    """The marks of a topic or status (its page's tags): the latest version's state and
+    any version's marks."""
     tags = []
     if proposal:
         tags.append("accepted" if marks.accepted_by else "proposal")
@@ -191,49 +208,14 @@ def status_page(ctx: PageContext, project: ProjectData, versions: list[Version])
     parts, older = _versions_html(ctx, project, page, versions, "status",
                                   f"projects/{project.name}/status")
     intro = (
-        f'<p class="atlas-meta">{len(versions)} version'
-        f"{'s' if len(versions) != 1 else ''} of the status, newest first. "
+        f'<p class="atlas-meta">{f.count(len(versions), "version")} of the status, newest '
+        "first. "
         f"{f.link(page, urls.ARTIFACTS, urls.project_anchor(project.name), 'Topics')} of "
         "this project.</p>"
     )
-    tags = _tags(project.marks(f"status@v{versions[-1].version}"), False, older)
+    tags = mark_names(project.marks(f"status@v{versions[-1].version}"), False, older)
     return (front_matter(title, tags) + f"# {heading(title)}\n\n" + f.block(intro)
             + "".join(parts))
-
-
-def artifacts_index(ctx: PageContext) -> str:
-    page = urls.ARTIFACTS
-    out = [front_matter("Artifacts"), "# Artifacts\n\n"]
-    total = len(ctx.rows)
-    out.append(f.block(
-        f"<p>{total} topic{'s' if total != 1 else ''}. Each topic's page holds every "
-        "version, newest first, with the changes between them.</p>"))
-    by_project: dict[str, list[TopicRow]] = {}
-    for row in ctx.rows:
-        by_project.setdefault(row.project, []).append(row)
-    for project in ctx.snap.projects:
-        rows = sorted(by_project.get(project.name, []), key=lambda r: r.topic)
-        out.append(f"## {heading(project.name)}\n\n")
-        if not rows:
-            out.append(f.block("<p>No topics yet.</p>", ident=urls.project_anchor(project.name)))
-            continue
-        html_rows = []
-        for r in rows:
-            doc = r.latest
-            to = urls.topic_page(r.project, r.topic)
-            name = f.link(page, to, None, f"<strong>{text(r.topic)}</strong>")
-            version = f.link(page, to, urls.version_anchor(doc.version), f"v{doc.version}")
-            marks = f.mark_badges(r.marks, doc.proposal, doc.digest_ok)
-            marks += "".join(f.mark(m.rsplit(" ", 1)[1], m) for m in r.older_marks)
-            html_rows.append(
-                f"<tr><td>{name}</td><td>{version} of {r.count}</td><td>{text(doc.author)}</td>"
-                f"<td>{f.age(doc.written_at, ctx.now)}</td><td>{marks}</td>"
-                f"<td>{text(f.truncate(doc.summary))}</td></tr>"
-            )
-        out.append(f.block(
-            f.table(["Topic", "Latest", "Author", "Age", "Marks", "Summary"], html_rows),
-            ident=urls.project_anchor(project.name)))
-    return "".join(out)
 
 
 def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: str) -> str:
@@ -242,9 +224,11 @@ def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: 
     out = [front_matter("Home"), f"# {heading(site_name)}\n\n"]
     held = sum(1 for lease in snap.leases.leases if lease.held) if snap.leases else 0
     counts = (
-        f"{len(snap.projects)} projects, {len(ctx.rows)} topics, "
-        f"{sum(len(p.decisions) for p in snap.projects)} decisions, "
-        f"{f.link(page, urls.LEASES, None, f'{held} leases held')} at the build."
+        f"{f.count(len(snap.projects), 'project')}, "
+        f"{f.link(page, urls.ARTIFACTS, None, f.count(len(ctx.rows), 'topic'))}, "
+        f"{f.count(sum(len(p.decisions) for p in snap.projects), 'decision')}, "
+        f"{f.link(page, urls.LEASES, None, f.count(held, 'lease') + ' held')} at the build, "
+        f"{f.when(timeutil.format_time(snap.now))}."
     )
     out.append(f.block(f'<p class="atlas-meta">{counts}</p>'))
     out.append("## Projects\n\n")
@@ -253,7 +237,7 @@ def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: 
         doc = latest_status.get(project.name)
         status_link = f.link(page, urls.status_page(project.name), None, "status history")
         topics = f.link(page, urls.ARTIFACTS, urls.project_anchor(project.name),
-                        f"{len(project.topics)} topics")
+                        f.count(len(project.topics), "topic"))
         inner = [f"<h3>{text(project.name)}</h3>"]
         if doc is None:
             inner.append("<p>No status yet.</p>")
@@ -264,9 +248,9 @@ def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: 
             inner.append(
                 f'<p class="atlas-meta">{f.mark_badges(marks, False, doc.digest_ok)}'
                 f"Status v{doc.version} by <strong>{text(doc.author)}</strong>, "
-                f"{f.when(doc.written_at, ctx.now)}</p>"
+                f"{f.when(doc.written_at)}</p>"
             )
-            inner.append(f.marks_notes(marks, False, page, ctx.now))
+            inner.append(f.marks_notes(marks, False, page))
             if isinstance(doc, Withheld):
                 inner.append(withheld_note(doc))
             else:
@@ -279,7 +263,7 @@ def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: 
                                                                 e.at))
     if recent:
         rows = [
-            f"<tr><td>{f.age(e.at, ctx.now)}</td><td>{text(e.project)}</td>"
+            f"<tr><td>{f.age(e.at)}</td><td>{text(e.project)}</td>"
             f"<td>{f.link(page, e.page, e.anchor, text(e.what))}</td>"
             f"<td>{text(e.author)}</td></tr>"
             for e in recent

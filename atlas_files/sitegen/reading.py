@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from atlas_files import fsio
-from atlas_files.documents import FRONT_MATTER_ALLOWANCE, Version
+from atlas_files.documents import FRONT_MATTER_ALLOWANCE, Version, parse_version
 from atlas_files.errors import AtlasError, DamagedFile
 
 if TYPE_CHECKING:
@@ -92,8 +92,6 @@ def _header_length(data: bytes) -> int | None:
 def read_version(stream: Stream, version: int, limit: int) -> Version:
     """Version ``version`` of ``stream``, or its front matter alone if its body is over
     ``limit`` bytes. Raises one of UNREADABLE for a file that cannot be shown."""
-    from atlas_files.documents import parse_version
-
     path = stream.path(version)
     try:
         fd = os.open(path, _FLAGS)

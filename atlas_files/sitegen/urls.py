@@ -34,6 +34,19 @@ def topic_page(project: str, topic: str) -> str:
     return f"artifacts/{project}/{topic}.md"
 
 
+def topic_list_page(project: str, n: int) -> str:
+    # A topic name starts with a letter or digit, so no topic's page can take this name.
+    return f"artifacts/{project}/_topics-{n}.md"
+
+
+def mark_list_page(mark: str, n: int) -> str:
+    return f"marks/{mark}-{n}.md"
+
+
+def mark_anchor(mark: str) -> str:
+    return f"mark--{mark}"
+
+
 def version_anchor(version: int) -> str:
     # The toc extension's id for a "## v3" heading; the generator writes those headings.
     return f"v{version}"

@@ -33,7 +33,7 @@ LIMITS = (
     "than stale_after_s is stale. Telemetry shows load, never intent: a lease says who "
     "means to use a machine next."
 )
-_RESOURCE_RE = re.compile(r"^(?P<machine>.+)\.gpu(?P<index>\d{1,4})$")
+_RESOURCE_RE = re.compile(r"(?P<machine>.+)\.gpu(?P<index>\d{1,4})")
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ def ls(record: Record, machines: list[str] | None = None,
 
 def parse_resource(resource: str) -> tuple[str, int] | None:
     """``gpubox.gpu3`` -> ("gpubox", 3); None for a resource that names no GPU."""
-    m = _RESOURCE_RE.match(resource)
+    m = _RESOURCE_RE.fullmatch(resource)
     if not m or not is_name(m.group("machine")):
         return None
     return m.group("machine"), int(m.group("index"))

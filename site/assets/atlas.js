@@ -50,10 +50,15 @@
   }
 
   function ages(now) {
+    /* Pages carry times, never ages: an age written at the build would be wrong a minute
+     * later, and would make every page differ from the last build's. */
     var els = document.querySelectorAll("time[data-atlas-age]");
     for (var i = 0; i < els.length; i++) {
       var t = Date.parse(els[i].getAttribute("datetime"));
-      if (!isNaN(t)) { els[i].textContent = age((now - t) / 1000); }
+      if (isNaN(t)) { continue; }
+      var words = age((now - t) / 1000);
+      els[i].textContent = els[i].getAttribute("data-atlas-age") === "aside"
+        ? " (" + words + ")" : words;
     }
     var rows = document.querySelectorAll("[data-atlas-observed]");
     for (var j = 0; j < rows.length; j++) {
@@ -67,8 +72,19 @@
     }
   }
 
+  /* The build's time comes from assets/atlas-build.js, the one file that changes with
+   * every build, so that the pages themselves stay the same between builds. */
+  function built() {
+    var info = window.atlasBuild, el = document.querySelector(".atlas-built-at");
+    if (!info || !el) { return; }
+    var t = Date.parse(info.builtAt);
+    el.textContent = "on " + info.builtAtText +
+      (isNaN(t) ? "" : " (" + age((Date.now() - t) / 1000) + ")");
+  }
+
   function tick() {
     var now = Date.now();
+    built();
     leases(now);
     ages(now);
   }

@@ -16,7 +16,7 @@ def scene(record: Record, say: Callable[[str], None]) -> None:
     result = sitegen.build(record, out)
     say(f"built {result.docs.pages} pages: {result.docs.topics} topics with "
         f"{result.docs.versions} versions, one page per topic, in "
-        f"{result.seconds_docs + result.seconds_mkdocs:.1f}s")
+        f"{result.seconds_docs + result.seconds_engine:.1f}s")
     for problem in result.docs.problems:
         say(f"left out of the site: {problem}")
     for warning in result.warnings:

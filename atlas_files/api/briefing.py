@@ -1,0 +1,260 @@
+"""What `atlas begin` gathers from the record, section by section, most urgent first.
+
+Each section is a list of items, each item the JSON a script reads and the one line a
+session reads, plus the short name that says what was cut when the briefing runs out of
+room (``api.budget`` decides how much of each section fits).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from atlas_files import corrections, decisions, receipts, status, telemetry, timeutil
+from atlas_files.artifacts import artifacts_folder, topic_streams
+from atlas_files.documents import LatestHints, Version
+from atlas_files.errors import AtlasError, warn
+from atlas_files.leases import view as leaseview
+from atlas_files.record import Record
+
+MAX_LINE = 240  # one item's line; the whole text stays in `atlas get` and friends
+# The short form of the lease sheet's limits, said wherever the briefing lists leases.
+LEASE_ADVISORY = ("Leases are advisory: nothing enforces them, and a machine nobody "
+                  "leased may still be busy.")
+
+
+@dataclass(frozen=True)
+class Item:
+    data: dict[str, Any]  # what --json shows
+    line: str  # what the text shows
+    name: str  # how a cut names it
+
+
+@dataclass(frozen=True)
+class Section:
+    key: str  # the JSON key: new, corrections, proposals, decisions, leases, machines
+    title: str
+    items: tuple[Item, ...]
+    see: str  # the command that lists everything
+    empty: str | None = None  # the text when there is nothing; None: leave the section out
+    footer: str | None = None  # a line said under the items (the leases' advisory)
+
+
+@dataclass(frozen=True)
+class StatusPart:
+    data: dict[str, Any] | None  # None: the project has no status yet
+    head: tuple[str, ...]
+    body: str
+
+
+def one_line(text: str, limit: int = MAX_LINE) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _after(at: str, since: datetime | None) -> bool:
+    if since is None:
+        return True
+    try:
+        return timeutil.parse_time(at) > since
+    except ValueError:
+        return True  # an unreadable time is shown rather than hidden
+
+
+# -- the status -----------------------------------------------------------------------------
+
+
+def status_part(record: Record, identity: str, project: str, read_before: int) -> StatusPart:
+    """The status, read (and so marked read) for ``identity``: shown in full, it is read."""
+    doc = status.show(record, reader=identity, project=project)
+    if doc is None:
+        return StatusPart(None, (f"Status of {project}: none yet. Write the first with "
+                                 "`atlas end --status TEXT` before you stop.",), "")
+    marks = corrections.marks_json(record, project, "status", "status", doc.version)
+    age = timeutil.age_of(doc.written_at)
+    head = [f"Status of {project}: v{doc.version}, written {age} by {doc.author}"
+            + (f" ({one_line(doc.summary, 120)})" if doc.summary else "")]
+    if read_before < doc.version and doc.author != identity:
+        head.append(f"NEW to you: you had read v{read_before}." if read_before
+                    else "NEW to you: you had never read it.")
+    retracted = marks.get("retracted")
+    if retracted:
+        head.append(f"RETRACTED by {retracted['author']}: {one_line(retracted['why'])}")
+    for c in marks.get("corrected_by", []):
+        head.append(f"CORRECTED by {c['author']}: {one_line(c['what'])}")
+    data = {"version": doc.version, "author": doc.author, "written_at": doc.written_at,
+            "age": age, "summary": doc.summary, "read_before": read_before,
+            "body": doc.body, "corrected_by": marks.get("corrected_by", []),
+            "retracted": retracted}
+    return StatusPart(data, tuple(head), doc.body)
+
+
+# -- topics: what is new, and the proposals that wait --------------------------------------
+
+
+def topics(record: Record, identity: str, project: str,
+           read: dict[str, int]) -> tuple[Section, Section, dict[str, int]]:
+    """(new to you, proposals waiting, each topic's latest version): one pass over the
+    topics, reading the front matter of each latest version once, as `atlas ls` does."""
+    latest_of: dict[str, int] = {}
+    new: list[tuple[str, Item]] = []
+    waiting: list[tuple[str, Item]] = []
+    hints = LatestHints(artifacts_folder(record, project))
+    for stream in topic_streams(record, project):
+        try:
+            latest = hints.latest(stream)
+            if latest == 0:
+                continue
+            doc = stream.read(latest, head_only=True)
+        except (AtlasError, OSError) as exc:
+            warn(f"{getattr(exc, 'message', exc)} (left out of the briefing)")
+            continue
+        latest_of[stream.name] = latest
+        seen = read.get(receipts.artifact_key(project, stream.name), 0)
+        state = corrections.proposal_state(record, project, stream.name, latest, doc.proposal)
+        if latest > seen and doc.author != identity:
+            new.append((doc.written_at, _new_item(doc, seen, state)))
+        if state == "proposed":
+            waiting.append((doc.written_at, _proposal_item(doc)))
+    hints.save()
+    new.sort(key=lambda pair: pair[0], reverse=True)
+    waiting.sort(key=lambda pair: pair[0], reverse=True)
+    return (Section("new", "New to you since you last read", tuple(i for _, i in new),
+                    "atlas feed", empty="Nothing new to you."),
+            Section("proposals", "Proposals waiting for acceptance",
+                    tuple(i for _, i in waiting), "atlas ls"),
+            latest_of)
+
+
+def _new_item(doc: Version, seen: int, state: str) -> Item:
+    age = timeutil.age_of(doc.written_at)
+    tag = {"proposed": " [proposal]", "accepted": " [accepted proposal]"}.get(state, "")
+    read = f"you read v{seen}" if seen else "never read"
+    data = {"kind": "artifact", "name": doc.name, "version": doc.version, "read_version": seen,
+            "author": doc.author, "written_at": doc.written_at, "summary": doc.summary,
+            "proposal": doc.proposal}
+    line = one_line(f"{doc.name} v{doc.version}{tag} by {doc.author}, {age} ({read}): "
+                    f"{doc.summary}")
+    return Item(data, line, f"{doc.name} v{doc.version}")
+
+
+def _proposal_item(doc: Version) -> Item:
+    ref = f"{doc.name}@v{doc.version}"
+    data = {"name": doc.name, "version": doc.version, "author": doc.author,
+            "written_at": doc.written_at, "summary": doc.summary}
+    line = one_line(f"{ref} by {doc.author}, {timeutil.age_of(doc.written_at)}: "
+                    f"{doc.summary} (accept with `atlas decide ... --accepts {ref}`)")
+    return Item(data, line, ref)
+
+
+# -- entries since the last session ----------------------------------------------------------
+
+
+def correction_section(record: Record, identity: str, project: str, read: dict[str, int],
+                       since: datetime | None) -> Section:
+    """Corrections and retractions by others since the last session; first those of
+    versions this identity had read."""
+    found: list[tuple[bool, str, Item]] = []
+    if record.has_entries(project, "corrections"):
+        for c in corrections.list_corrections(record, project):
+            if c.author == identity or not _after(c.at, since):
+                continue
+            you_read = _had_read(read, project, c.ref)
+            found.append((you_read, c.at, _correction_item(c, you_read)))
+    found.sort(key=lambda t: t[1], reverse=True)  # newest first ...
+    found.sort(key=lambda t: not t[0])  # ... within: versions you had read, then the rest
+    return Section("corrections", "Corrections and retractions since your last session",
+                   tuple(i for _, _, i in found), "atlas decisions; atlas get NAME")
+
+
+def _had_read(read: dict[str, int], project: str, ref: str) -> bool:
+    name, sep, version = ref.partition("@v")
+    if not sep or not version.isdigit():
+        return False
+    key = (receipts.status_key(project) if name == "status"
+           else receipts.artifact_key(project, name))
+    return read.get(key, 0) >= int(version)
+
+
+def _correction_item(c: corrections.Correction, you_read: bool) -> Item:
+    ref = c.ref.replace("@v", " v")
+    if c.kind == "retraction":
+        text = (f"you read {ref}; {c.author} retracted it since: {c.text}" if you_read
+                else f"{c.author} retracted {ref}: {c.text}")
+    else:
+        text = (f"you read {ref}; {c.author} corrected it since: {c.text}" if you_read
+                else f"{c.author} corrected {ref}: {c.text}")
+    data = {"id": c.id, "kind": c.kind, "at": c.at, "author": c.author, "ref": c.ref,
+            "text": c.text, "you_read": you_read}
+    return Item(data, one_line(f"{text} ({c.id})"), c.id)
+
+
+def decision_section(record: Record, identity: str, project: str,
+                     since: datetime | None) -> Section:
+    items = []
+    for d in reversed(decisions.list_decisions(record, project, since=since)):
+        if d.author == identity:
+            continue
+        data = {"id": d.id, "at": d.at, "topic": d.topic, "recommended": d.recommended,
+                "chosen": d.chosen, "relation": d.relation, "why": d.why, "author": d.author}
+        line = one_line(f"{d.topic}: chose {d.chosen} ({d.relation}; by {d.author}, "
+                        f"{timeutil.age_of(d.at)}): {d.why}")
+        items.append(Item(data, line, d.id))
+    return Section("decisions", "Decisions since your last session", tuple(items),
+                   "atlas decisions")
+
+
+# -- leases and machines ---------------------------------------------------------------------
+
+
+def lease_section(record: Record, identity: str) -> tuple[Section, dict[str, int], set[str]]:
+    """(leases held now, each resource's newest generation, resources held)."""
+    problems, leases, damaged = leaseview.read_all(record)
+    for problem in problems:
+        warn(f"{problem} (left out of the briefing)")
+    items = []
+    for lease in leases:
+        if not lease.held:
+            continue
+        who = "you" if lease.holder == identity else lease.holder
+        data = {"resource": lease.resource, "holder": lease.holder, "why": lease.why,
+                "generation": lease.generation, "expires_at": lease.expires_at,
+                "expires_in_s": lease.expires_in_s, "paths": list(lease.paths)}
+        covers = f" (covers {', '.join(lease.paths)})" if lease.paths else ""
+        line = one_line(f"{lease.resource}: held by {who} for {leaseview.left_text(lease)} "
+                        f"more{covers}: {lease.why}")
+        items.append(Item(data, line, lease.resource))
+    generations = {lease.resource: lease.generation for lease in (*leases, *damaged)}
+    held = {lease.resource for lease in leases if lease.held} | {d.resource for d in damaged}
+    section = Section("leases", "Leases held now", tuple(items), "atlas lease ls",
+                      empty="No lease is held.", footer=LEASE_ADVISORY)
+    return section, generations, held
+
+
+def machine_section(record: Record, held: set[str]) -> Section:
+    """Machines whose telemetry is stale or unreachable, and GPUs busy without a lease."""
+    items = []
+    rows = telemetry.ls(record)
+    for row in rows:
+        if row.reachable and not row.stale:
+            continue
+        problem = "unreachable" if row.reachable is False else (
+            "never probed" if row.reachable is None else "stale")
+        seen = f"last seen {timeutil.age_of(row.observed_at)}" if row.observed_at else "no row"
+        data = {"machine": row.machine, "problem": problem, "observed_at": row.observed_at,
+                "age_s": row.age_s, "error": row.error}
+        line = one_line(f"{row.machine}: {problem} ({seen})"
+                        + (f": {row.error}" if row.error else ""))
+        items.append(Item(data, line, row.machine))
+    for gpu in telemetry.busy_gpus(record) if rows else ():
+        if gpu["resource"] in held:
+            continue
+        data = {"machine": gpu["machine"], "problem": "busy without a lease",
+                "resource": gpu["resource"], "memory_used_mib": gpu["memory_used_mib"],
+                "observed_at": gpu["observed_at"], "stale": gpu["stale"]}
+        line = one_line(f"{gpu['resource']}: busy without a lease "
+                        f"({gpu['memory_used_mib']} MiB in use, "
+                        f"{timeutil.age_of(str(gpu['observed_at']))})")
+        items.append(Item(data, line, gpu["resource"]))
+    return Section("machines", "Machines to know about", tuple(items), "atlas telemetry ls")

@@ -1,0 +1,304 @@
+"""`atlas setup`: wire the session ritual into an agent harness's own files.
+
+For Claude Code, Codex and Gemini CLI it merges two hook entries into the harness's JSON
+settings in DIR: at session start `atlas begin --hook H`, at each stop `atlas end --hook H`.
+Everything else in the file is kept as it was (keys, order, other tools' hooks); running
+it twice changes nothing; ``remove`` takes out only the entries it recognises as its own
+(their command is an `atlas ... begin|end --hook H` line). It also writes a section
+between markers into AGENTS.md, and a pointer to it into CLAUDE.md, with the protocol for
+an agent that reads no hook output. Nothing secret is ever written: the files hold the
+commands, and an identity name if one is given.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from atlas_files import fsio
+from atlas_files.errors import BadInput
+from atlas_files.names import check_name
+
+HARNESSES = ("claude", "codex", "gemini")
+TARGETS = (*HARNESSES, "agents-md")
+SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json"),
+            "gemini": (".gemini", "settings.json")}
+# The harness's event at session start, and the one after each turn of the agent.
+EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
+          "gemini": ("SessionStart", "AfterAgent")}
+OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end) --hook "
+                  r"(claude|codex|gemini)$")
+BEGIN_MARK = "<!-- atlas-files:begin (written by `atlas setup`; `atlas setup agents-md " \
+             "--remove` takes it out) -->"
+END_MARK = "<!-- atlas-files:end -->"
+SETTINGS_LIMIT = 4 << 20
+
+
+@dataclass(frozen=True)
+class Change:
+    path: Path
+    action: str  # created | updated | unchanged | removed
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": str(self.path), "action": self.action}
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    target: str
+    identity: str | None
+    removed: bool
+    changes: tuple[Change, ...]
+    notes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"target": self.target, "identity": self.identity, "remove": self.removed,
+                "files": [c.to_json() for c in self.changes], "notes": list(self.notes)}
+
+
+def hook_command(harness: str, verb: str, identity: str | None) -> str:
+    who = f"--as {identity} " if identity else ""
+    return f"atlas {who}{verb} --hook {harness}"
+
+
+def _handler(harness: str, verb: str, identity: str | None) -> dict[str, Any]:
+    """One hook entry in the harness's own form (Claude and Codex count timeouts in
+    seconds, Gemini in milliseconds; Gemini names its hooks)."""
+    seconds = 30 if verb == "begin" else 10
+    entry: dict[str, Any] = {"type": "command",
+                             "command": hook_command(harness, verb, identity)}
+    if harness == "gemini":
+        entry = {"name": f"atlas-{verb}", **entry, "timeout": seconds * 1000}
+    else:
+        entry["timeout"] = seconds
+    if harness == "codex":
+        entry["statusMessage"] = ("atlas: reading the record" if verb == "begin"
+                                  else "atlas: checking the status was written")
+    return entry
+
+
+def _is_ours(hook: Any) -> str | None:
+    """The verb of a hook entry `atlas setup` wrote (begin or end), else None."""
+    if isinstance(hook, dict) and isinstance(hook.get("command"), str):
+        m = OURS.match(hook["command"].strip())
+        if m:
+            return m.group(1)
+    return None
+
+
+def _shape(data: Any, path: Path) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise BadInput(f"{path} holds no JSON object; nothing was written",
+                       hint="fix the file by hand, or move it aside and run setup again")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        raise BadInput(f"{path}: its `hooks` is not an object of lists, the form this "
+                       "harness reads; nothing was written",
+                       hint="fix the file by hand, then run setup again")
+    return data
+
+
+def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dict[str, Any]:
+    """``data`` with our two hook entries in it: an entry of ours for the same event is
+    updated in place (a new identity), never added twice."""
+    hooks = data.setdefault("hooks", {})
+    for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True):
+        wanted = _handler(harness, verb, identity)
+        groups = hooks.setdefault(event, [])
+        found = False
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list):
+                continue
+            for i, hook in enumerate(handlers):
+                if _is_ours(hook) == verb and not found:
+                    handlers[i] = {**hook, "command": wanted["command"]}
+                    found = True
+        if not found:
+            groups.append({"hooks": [wanted]})
+    return data
+
+
+def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without our entries; a group or event list left empty by that goes too."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return data
+    for event in list(hooks):
+        groups = hooks[event]
+        kept = []
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(handlers, list) and any(_is_ours(h) for h in handlers):
+                rest = [h for h in handlers if not _is_ours(h)]
+                if not rest:
+                    continue
+                group = {**group, "hooks": rest}
+            kept.append(group)
+        if len(kept) != len(groups):
+            hooks[event] = kept
+        if not hooks[event] and groups:
+            del hooks[event]
+    if not hooks:
+        del data["hooks"]
+    return data
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        raw = fsio.read_nofollow(path, SETTINGS_LIMIT)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadInput(f"{path} cannot be read ({exc.strerror or exc}); nothing was written",
+                       hint="check the file, then run setup again") from None
+    try:
+        data = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(
+            f"{path} is not plain JSON ({str(exc)[:80]}); nothing was written (setup never "
+            "rewrites a file it cannot read whole, comments included)",
+            hint="add the hooks by hand: see `atlas setup --help` and docs/sessions.md",
+        ) from None
+    return _shape(data, path)
+
+
+def _write(path: Path, text: str | None, existed: bool) -> Change:
+    """Write ``text`` to ``path`` (None: remove it), through a symlink to its target."""
+    real = Path(os.path.realpath(path))
+    if text is None:
+        if existed:
+            real.unlink()
+            return Change(path, "removed")
+        return Change(path, "unchanged")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    mode = real.stat().st_mode & 0o777 if existed else 0o644
+    fsio.replace_atomic(real, text.encode("utf-8"), mode=mode)
+    return Change(path, "updated" if existed else "created")
+
+
+def _settings(directory: Path, harness: str, identity: str | None, remove: bool) -> Change:
+    folder, name = SETTINGS[harness]
+    path = directory / folder / name
+    before = _read_json(path)
+    data = json.loads(json.dumps(before)) if before is not None else {}
+    after = remove_hooks(data) if remove else merge_hooks(data, harness, identity)
+    if before is not None and after == before:
+        return Change(path, "unchanged")
+    if before is None and remove:
+        return Change(path, "unchanged")
+    if remove and not after:
+        return _write(path, None, True)  # a file left empty means what no file means
+    return _write(path, json.dumps(after, indent=2, ensure_ascii=False) + "\n",
+                  before is not None)
+
+
+def agents_section(identity: str | None) -> str:
+    who = (f"You act as `{identity}`: pass `--as {identity}` (or set ATLAS_AS={identity})."
+           if identity else "Say who you are with `--as NAME` or ATLAS_AS=NAME on every "
+           "write.")
+    lines = [
+        BEGIN_MARK,
+        "## The atlas record: read first, write last",
+        "",
+        "Workers who never meet share this project through an atlas-files record: a",
+        "status, versioned topics, leases, decisions. What is written there is all the",
+        f"next session will know. {who}",
+        "",
+        "1. Begin with `atlas begin`: the status, what is new to you, corrections,",
+        "   proposals waiting, decisions, leases and machines (a hook may run it for you).",
+        "2. Read before you write: `atlas get NAME` reads a topic, `atlas feed` lists news.",
+        "3. `atlas put NAME -f FILE --summary S` writes the next version. Exit 3 means",
+        "   someone wrote since you read: read it, merge, write again. Never edit versions.",
+        "4. Before using a shared machine: `atlas lease claim RESOURCE --for 90m --why W`.",
+        "   Leases are advisory and expire by themselves; exit 4 means another holds it.",
+        "5. Record choices: `atlas decide --topic T --recommended R --chosen C",
+        "   --relation agreed|disagreed|timed-out --why W`.",
+        "6. Your own mistakes: `atlas correct REF --what TEXT`, `atlas retract NAME@vN",
+        "   --why TEXT`. Nothing is edited away.",
+        "7. End with `atlas end --status TEXT` (or `-f FILE`): where things stand, what",
+        "   comes next. It exits 1 until the status is written, 3 if the status moved",
+        "   since you began (read it, merge, retry). A Stop hook, where set up, will not",
+        "   let a session that wrote something stop before it wrote the status.",
+        "",
+        "Exit codes: 0 ok, 1 problems (or status unwritten), 2 bad input, 3 stop sign,",
+        "4 lease held. `atlas --help` lists every command.",
+        END_MARK,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+POINTER = "\n".join([BEGIN_MARK, "@AGENTS.md", "", "The atlas record's protocol for this "
+                     "repository is in AGENTS.md (imported above).", END_MARK]) + "\n"
+
+
+def _marked(path: Path, section: str | None) -> Change:
+    """Put ``section`` between the markers of ``path`` (None: take the section out)."""
+    try:
+        text = fsio.read_nofollow(Path(os.path.realpath(path)), SETTINGS_LIMIT).decode("utf-8")
+        existed = True
+    except FileNotFoundError:
+        text, existed = "", False
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path} cannot be read as UTF-8 text ({exc}); nothing was written",
+                       hint="fix or move the file, then run setup again") from None
+    start, stop = text.find(BEGIN_MARK), text.find(END_MARK)
+    if start != -1 and stop > start:
+        head, tail = text[:start], text[stop + len(END_MARK):].removeprefix("\n")
+    elif start != -1 or stop != -1:
+        raise BadInput(f"{path} holds only one of the atlas markers; nothing was written",
+                       hint=f"remove the stray marker line ({BEGIN_MARK[:24]}... or "
+                       f"{END_MARK}) by hand")
+    else:
+        head, tail = text, ""
+    if section is None:
+        new = (head.rstrip("\n") + "\n" + ("\n" + tail if tail.strip() else "")
+               if head.strip() else tail)
+        if not new.strip():
+            return _write(path, None, existed)
+    else:
+        lead = head.rstrip("\n") + "\n\n" if head.strip() else ""
+        new = lead + section + ("\n" + tail if tail.strip() else "")
+    if new == text:
+        return Change(path, "unchanged")
+    return _write(path, new, existed)
+
+
+def setup(target: str, *, directory: str | os.PathLike[str] = ".",
+          identity: str | None = None, remove: bool = False) -> SetupResult:
+    """Wire ``target`` (claude, codex, gemini, agents-md) into ``directory``; ``remove``
+    takes out what setup wrote there for it."""
+    if target not in TARGETS:
+        raise BadInput(f"unknown harness {target!r}", hint=f"one of {', '.join(TARGETS)}")
+    if identity is not None:
+        identity = check_name(identity, "identity")
+    root = Path(directory)
+    if not root.is_dir():
+        raise BadInput(f"{root} is not a folder", hint="pass --dir with an existing folder")
+    changes: list[Change] = []
+    notes: list[str] = []
+    if target in HARNESSES:
+        changes.append(_settings(root, target, identity, remove))
+        if not remove:
+            notes.append(NOTES[target])
+    if target == "agents-md" or not remove:
+        changes.append(_marked(root / "AGENTS.md", None if remove else agents_section(identity)))
+        changes.append(_marked(root / "CLAUDE.md", None if remove else POINTER))
+    if not identity and not remove:
+        notes.append("no identity given: the hooks act as $ATLAS_AS, so set it in the "
+                     "environment the agent runs in (or run setup again with --as NAME)")
+    return SetupResult(target, identity, remove, tuple(changes), tuple(notes))
+
+
+NOTES = {
+    "claude": "Claude Code runs the hooks from .claude/settings.json; a teammate with another "
+              "identity sets ATLAS_AS instead of sharing --as",
+    "codex": "Codex asks you to review and trust new hooks before they run (older versions "
+             "also need `[features] codex_hooks = true` in .codex/config.toml)",
+    "gemini": "Gemini CLI runs hooks from .gemini/settings.json where hooks are enabled; "
+              "it reads GEMINI.md, not AGENTS.md, unless context.fileName names AGENTS.md",
+}

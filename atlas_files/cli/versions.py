@@ -1,0 +1,57 @@
+"""How versions are shown on a terminal: the header line, marks, lists and diffs; shared
+by the status and topic commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from atlas_files import timeutil
+from atlas_files.api.versions import DiffView, VersionList
+from atlas_files.cli.render import emit_json, print_warning
+
+
+def age(written_at: str) -> str:
+    return timeutil.age_of(written_at)
+
+
+def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
+    lines = [f"{label} v{doc.version}, written {age(doc.written_at)} by {doc.author} "
+             f"({doc.written_at}), based on v{doc.based_on}"]
+    if doc.summary:
+        lines.append(f"summary: {doc.summary}")
+    if doc.proposal:
+        accepted = marks.get("accepted_by")
+        lines.append(f"ACCEPTED by decision {accepted}" if accepted else
+                     "PROPOSAL: not accepted by any decision yet")
+    retracted = marks.get("retracted")
+    if retracted:
+        lines.append(f"RETRACTED by {retracted['author']} ({retracted['id']}): "
+                     f"{retracted['why']}")
+    for r in marks.get("retractions", [])[1:]:
+        lines.append(f"also retracted by {r['author']} ({r['id']}): {r['why']}")
+    for c in marks.get("corrected_by", []):
+        lines.append(f"CORRECTED by {c['author']} ({c['id']}): {c['what']}")
+    return lines
+
+
+def warn_digest(doc: Any) -> None:
+    if doc.digest_ok is False:
+        print_warning(f"{doc.path} was edited in place: its body no longer matches its digest "
+                      "(versions are immutable; run `atlas check`)")
+
+
+def print_diff(view: DiffView, as_json: bool) -> None:
+    if as_json:
+        emit_json(view.to_json())
+    else:
+        click.echo(view.diff.text, nl=False)
+
+
+def print_versions(listing: VersionList, as_json: bool) -> None:
+    if as_json:
+        emit_json(listing.to_json())
+        return
+    for d in listing.versions:
+        click.echo(f"v{d.version}  {age(d.written_at):>16}  {d.author:<16} {d.summary}")

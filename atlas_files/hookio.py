@@ -1,0 +1,74 @@
+"""The hook protocols of the agent harnesses, as `atlas begin|end --hook H` speak them.
+
+A harness runs the hook command with one JSON object on stdin and reads stdout as JSON
+only: any other byte there breaks the hook (Codex fails a Stop hook whose stdout is not a
+JSON object; Gemini CLI requires stdout to hold nothing but the final JSON). So hook mode
+prints exactly one document, or nothing where the harness reads nothing as "go on"
+(Claude Code); notes for a person go to stderr. docs/sessions.md cites the references.
+
+* Session start (Claude ``SessionStart``, Codex ``SessionStart``, Gemini ``SessionStart``):
+  ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": T}}``.
+* Turn end (Claude and Codex ``Stop``, Gemini ``AfterAgent``): allow is exit 0 with no
+  output (Claude) or ``{}`` (Codex, Gemini); block is ``{"decision": "block", "reason":
+  R}`` (Claude, Codex) or ``{"decision": "deny", "reason": R}`` (Gemini), exit 0. The
+  input's ``stop_hook_active`` is true while the agent already goes on because of a
+  block: such a stop is always allowed, so a hook can never trap the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+HARNESSES = ("claude", "codex", "gemini")
+INPUT_LIMIT = 16 << 20  # a harness sends a few hundred bytes; never read a runaway stream
+
+
+def read_event() -> dict[str, Any]:
+    """The harness's JSON event from stdin ({} when there is none or it is not JSON: a
+    person trying the command by hand, or a harness that sends nothing)."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return {}
+    try:
+        raw = sys.stdin.buffer.read(INPUT_LIMIT)
+        value = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def goes_on(event: dict[str, Any]) -> bool:
+    """A session start that continues a session: after a compaction, or a resume."""
+    return event.get("source") in ("compact", "resume")
+
+
+def stop_hook_active(event: dict[str, Any]) -> bool:
+    return event.get("stop_hook_active") is True
+
+
+def cwd(event: dict[str, Any]) -> str | None:
+    value = event.get("cwd")
+    return value if isinstance(value, str) and value else None
+
+
+def _dump(value: dict[str, Any]) -> str:
+    # ASCII only: nothing in the document can reach a terminal or a parser as a control.
+    return json.dumps(value, ensure_ascii=True)
+
+
+def context(harness: str, text: str) -> str:
+    """What a session-start hook prints to hand ``text`` to the agent."""
+    return _dump({"hookSpecificOutput": {"hookEventName": "SessionStart",
+                                         "additionalContext": text}})
+
+
+def allow(harness: str) -> str | None:
+    """What a hook prints to let the harness go on; None: nothing at all."""
+    return None if harness == "claude" else "{}"
+
+
+def block(harness: str, reason: str) -> str:
+    """What a turn-end hook prints to keep the agent working, ``reason`` its next prompt."""
+    decision = "deny" if harness == "gemini" else "block"
+    return _dump({"decision": decision, "reason": reason})

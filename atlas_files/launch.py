@@ -1,0 +1,68 @@
+"""The `atlas` command's entry point: the Stop hook's fast path, else the whole CLI.
+
+`atlas end --hook H` runs after every turn of an agent, so it must cost little more than
+starting Python. When the command line is exactly that (global options --record, --as,
+--project or -p, then `end --hook H`), it is answered here, before click, the command
+table and the API are imported. Any other command line, this one with anything added
+(--help, a typo), goes to the full CLI, whose `end --hook` runs the same ``stop_hook``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from atlas_files import hookio
+
+# The global options as click reads them, with the environment variable behind each.
+GLOBALS = {"--record": "record_path", "--as": "identity", "--project": "project",
+           "-p": "project"}
+ENVIRONMENT = {"record_path": "ATLAS_RECORD", "identity": "ATLAS_AS",
+               "project": "ATLAS_PROJECT"}
+
+
+def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:
+    """The options of an `[globals] end --hook H` command line; None for anything else."""
+    found: dict[str, str | None] = {}
+    i = 0
+    while i < len(args):
+        key, eq, value = args[i].partition("=")
+        if key not in GLOBALS or (eq and key == "-p"):
+            break
+        if eq:
+            i += 1
+        elif i + 1 < len(args):
+            value, i = args[i + 1], i + 2
+        else:
+            return None
+        found[GLOBALS[key]] = value or None
+    rest = list(args[i:])
+    if rest[:1] != ["end"]:
+        return None
+    if len(rest) == 2 and rest[1].startswith("--hook="):
+        rest = ["end", "--hook", rest[1].partition("=")[2]]
+    if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in hookio.HARNESSES:
+        return None
+    for key, variable in ENVIRONMENT.items():
+        if key not in found:
+            found[key] = os.environ.get(variable) or None
+    found["harness"] = rest[2]
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    request = parse_stop_hook(args)
+    if request is not None:
+        harness = request.pop("harness") or ""
+        # Loaded by name, like the command table loads its commands: this module must
+        # import neither the hook's machinery nor the CLI, or each would pay for the other
+        # (and `atlas --version` for both).
+        stop_hook: Callable[..., None] = importlib.import_module(
+            "atlas_files.cli.stophook").stop_hook
+        stop_hook(harness, **request)
+        sys.exit(0)
+    cli_main: Callable[[list[str]], None] = importlib.import_module("atlas_files.cli").main
+    cli_main(args)

@@ -1,0 +1,137 @@
+"""Tool results: the document `atlas ... --json` prints, or an error the model can act on.
+
+A success carries the document twice, as MCP asks: structured (checked by the client
+against the tool's output schema) and as JSON text for clients that read only text. The
+library's warnings (a retracted link, a long status, a damaged file left out) follow as
+further text blocks, as the CLI prints them on stderr.
+
+A failure is an ``isError`` result whose text starts with what kind of stop it is
+(``stop:``, ``held:``, ``bad input:``, ``not found:``), then the CLI's message and hint;
+its structured part is the document `atlas ... --json` prints on failure. A model reads the
+first word and knows what to do next: read and merge, wait, fix the call, or look again.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import threading
+import warnings
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from mcp_types import CallToolResult, ContentBlock, TextContent
+
+from atlas_files.errors import (
+    AtlasError,
+    AtlasWarning,
+    BadInput,
+    LeaseHeld,
+    NotFound,
+    VersionConflict,
+)
+
+T = TypeVar("T")
+
+# (class, first word of the text, `kind` of the CLI's JSON error document), most specific
+# first. DamagedFile is a BadInput: the record needs fixing, not the call, but the message
+# says so and the CLI reports it with the same exit code.
+_KINDS: tuple[tuple[type[AtlasError], str, str], ...] = (
+    (VersionConflict, "stop", "version_conflict"),
+    (LeaseHeld, "held", "lease_held"),
+    (NotFound, "not found", "not_found"),
+    (BadInput, "bad input", "bad_input"),
+    (AtlasError, "error", "error"),
+)
+
+# The warnings of the call running in this context; None outside a tool call.
+_CAUGHT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "atlas_mcp_warnings", default=None)
+_lock = threading.Lock()
+
+
+def _json_safe(doc: Any) -> Any:
+    # The same values the CLI prints (its json.dumps uses default=str for paths).
+    return json.loads(json.dumps(doc, default=str))
+
+
+def ok(doc: Any, notes: list[str] | tuple[str, ...] = ()) -> CallToolResult:
+    data = _json_safe(doc)
+    content: list[ContentBlock] = [TextContent(type="text",
+                                               text=json.dumps(data, ensure_ascii=False))]
+    content += [TextContent(type="text", text=f"warning: {n}") for n in dict.fromkeys(notes)]
+    return CallToolResult(content=content, structured_content=data)
+
+
+def failure(word: str, kind: str, message: str, hint: str | None,
+            exit_code: int = 2) -> CallToolResult:
+    # The stop sign's own message already starts with "stop:".
+    lead = message if message.startswith(f"{word}:") else f"{word}: {message}"
+    text = lead + (f"\nhint: {hint}" if hint else "")
+    error = {"kind": kind, "message": message, "hint": hint, "exit_code": exit_code}
+    content: list[ContentBlock] = [TextContent(type="text", text=text)]
+    return CallToolResult(content=content, structured_content={"error": error}, is_error=True)
+
+
+def from_error(exc: AtlasError) -> CallToolResult:
+    word, kind = next((w, k) for cls, w, k in _KINDS if isinstance(exc, cls))
+    return failure(word, kind, exc.message, exc.hint, exc.exit_code)
+
+
+def from_os_error(exc: OSError) -> CallToolResult:
+    """The environment refused (permissions, a full disk): nothing half-done is left."""
+    where = f": {exc.filename}" if exc.filename else ""
+    return failure("error", "environment", f"{exc.strerror or exc}{where}",
+                   "check that the record's folders exist, are writable by the server, and "
+                   "that the disk has room")
+
+
+def bad_input(message: str, hint: str | None = None) -> CallToolResult:
+    return failure("bad input", "bad_input", message, hint)
+
+
+def install_warning_capture() -> None:
+    """Route the library's warnings to the tool call that raised them (a context variable
+    follows each call into its worker thread); other warnings go where they went.
+
+    Checked at every call, not set once: whoever else sets ``warnings.showwarning`` or the
+    filters later (a test runner, ``catch_warnings``) would otherwise take them away."""
+    with _lock:
+        if not getattr(warnings.showwarning, "atlas_mcp", False):
+            shown = warnings.showwarning
+
+            def show(message: Warning | str, category: type[Warning], filename: str,
+                     lineno: int, file: Any = None, line: str | None = None) -> None:
+                caught = _CAUGHT.get()
+                if caught is not None and issubclass(category, AtlasWarning):
+                    caught.append(str(message))
+                else:
+                    shown(message, category, filename, lineno, file, line)
+
+            show.atlas_mcp = True  # type: ignore[attr-defined]
+            warnings.showwarning = show
+        if _first_action() != "always":  # each call hears its own warnings, not once
+            warnings.simplefilter("always", AtlasWarning)
+
+
+def _first_action() -> str | None:
+    for action, message, category, module, lineno in warnings.filters:
+        if issubclass(AtlasWarning, category) and message is None and module is None \
+                and not lineno:
+            return action
+    return None
+
+
+def capturing(call: Callable[[], T]) -> Callable[[], tuple[T, list[str]]]:
+    """``call`` made to return what it warned, too (run it in the call's own context)."""
+
+    def run() -> tuple[T, list[str]]:
+        install_warning_capture()
+        caught: list[str] = []
+        token = _CAUGHT.set(caught)
+        try:
+            return call(), caught
+        finally:
+            _CAUGHT.reset(token)
+
+    return run

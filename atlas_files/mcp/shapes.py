@@ -1,0 +1,55 @@
+"""Output schemas: the JSON documents `atlas ... --json` prints, as each tool declares them.
+
+The SDK's client checks every result against its tool's schema, so a schema that is wrong
+fails loudly in the tests of each tool. They name the top-level keys and their types only:
+the whole tools/list must stay small (peers load 10,000 to 25,000 tokens of tool
+definitions before any work; this server's list is measured by a test).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_TYPES = {"s": "string", "i": "integer", "n": "number", "b": "boolean", "a": "array",
+          "o": "object"}
+
+
+def shape(required: str, optional: str = "") -> dict[str, Any]:
+    """A JSON schema for an object from ``"name:s version:i retracted:o?"``: each word is a
+    key and its type (s string, i integer, n number, b boolean, a array, o object; ``?``
+    also allows null). Keys in ``required`` must be present; those in ``optional`` may be."""
+    props: dict[str, Any] = {}
+    for word in f"{required} {optional}".split():
+        key, _, code = word.partition(":")
+        kind = {"type": _TYPES[code.rstrip("?")]}
+        # anyOf rather than a list of types: clients that map schemas onto one-type
+        # dialects (the MCP Inspector's portability check names them) read it.
+        props[key] = {"anyOf": [kind, {"type": "null"}]} if code.endswith("?") else kind
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required.split():
+        schema["required"] = [w.partition(":")[0] for w in required.split()]
+    return schema
+
+
+_VERSION = ("name:s version:i author:s? written_at:s? based_on:i? summary:s body:s "
+            "corrected_by:a retracted:o?")
+_VERSION_MORE = "proposal:b links:a digest_ok:b? retractions:a accepted_by:s?"
+# A lease's keys scripts rely on; the rest of a lease row (last_holder, ended, read_at,
+# ...) is in the document too, undeclared, to keep the list small.
+_LEASE = "resource:s generation:i state:s holder:s? why:s? expires_at:s? expires_in_s:n?"
+
+WRITTEN = shape("name:s version:i path:s", "warnings:a")
+STATUS = shape(_VERSION, f"project:s {_VERSION_MORE}")
+TOPIC = shape(f"{_VERSION} {_VERSION_MORE}")
+FEED = shape("as:s? new:a marked_read:b")
+LEASE = shape("", f"{_LEASE} action:s? advisory:s history:a leases:a unleased_busy:a "
+              "problems:a limits:s machines:a")
+DECISION = shape("id:s at:s topic:s recommended:s chosen:s relation:s why:s author:s "
+                 "recommended_by:s? links:a accepts:s? corrected_by:a project:s path:s "
+                 "digest_ok:b?")
+TOPICS = shape("", "project:s topics:a unreadable:a name:s versions:a from:i to:i diff:s")
+DECISIONS = shape("project:s decisions:a unreadable:a")
+CORRECTION = shape("id:s kind:s at:s author:s project:s ref:s path:s digest_ok:b?",
+                   "what:s why:s retractions:a")
+CHECK = shape("ok:b findings:a fixed:a files:i")
+SEARCH = shape("query:s results:a")

@@ -1,0 +1,246 @@
+"""The tools: each one calls one function of :mod:`atlas_files.api` and returns its
+``to_json()``, the document the matching `atlas ... --json` prints.
+
+A tool never takes an identity: it acts as the connection's (``--as`` for stdio, the
+bearer token's over HTTP), so a model cannot write in someone else's name. Each signature
+is the tool's input schema; each call runs in a worker thread, since the library does
+blocking file work and the server answers other clients meanwhile.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import anyio.to_thread
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from atlas_files import sync
+from atlas_files.api import Worker, checks
+from atlas_files.api import core as api
+from atlas_files.api import decisions as api_decisions
+from atlas_files.api import leases as api_leases
+from atlas_files.api import search as api_search
+from atlas_files.api import status as api_status
+from atlas_files.api import telemetry as api_telemetry
+from atlas_files.errors import AtlasError
+from atlas_files.mcp import ritual
+from atlas_files.mcp.results import (
+    bad_input,
+    capturing,
+    failure,
+    from_error,
+    from_os_error,
+    ok,
+)
+
+Name = Annotated[str, Field(description="topic name")]
+Version = Annotated[int | None, Field(ge=1, description="an earlier version; default latest")]
+Expect = Annotated[int | None, Field(
+    ge=0, description="the version you read (0: new topic); default: the one you last read")]
+Body = Annotated[str, Field(description="the full text (Markdown)")]
+Summary = Annotated[str | None, Field(description="one line saying what changed")]
+Links = Annotated[list[str], Field(description="refs it builds on: NAME@vN, status@vN, ids")]
+Resource = Annotated[str | None, Field(description="e.g. gpubox.gpu0")]
+Duration = Annotated[str | None, Field(description="e.g. 45s, 90m, 1h30m")]
+Generation = Annotated[int | None, Field(ge=0, description="act only at this generation")]
+LeaseAction = Literal["list", "show", "machines", "claim", "renew", "release", "break"]
+SearchKind = Literal["status", "artifact", "decision", "correction", "retraction"]
+Relation = Literal["agreed", "disagreed", "timed-out"]
+
+log = logging.getLogger("atlas.mcp")
+
+
+def _empty(body: str, field: str) -> CallToolResult | None:
+    # As the CLI refuses an empty body: an immutable empty version helps nobody.
+    if body.strip():
+        return None
+    return bad_input(f"the {field} is empty; nothing was written",
+                     f"pass the text in `{field}`")
+
+
+class Toolbox:
+    """The tools of one server: its record, project, and fixed identity (stdio) if any."""
+
+    def __init__(self, root: str | os.PathLike[str], project: str | None,
+                 identity: str | None) -> None:
+        self.root = Path(root)
+        self.project = project
+        self.identity = identity
+
+    def identity_of_call(self) -> str | None:
+        """Who acts in this call: the bearer token's identity over HTTP, else the server's."""
+        token = get_access_token()
+        if token is not None:
+            return token.subject or token.client_id
+        return self.identity
+
+    async def call(self, fn: Callable[[Worker], Any]) -> CallToolResult:
+        identity = self.identity_of_call()  # here: the token lives in this task's context
+
+        def work() -> Any:
+            # Opened per call: a change to atlas.yaml (a new project) is seen at once.
+            return fn(Worker.open(self.root, identity, self.project, env={}))
+
+        try:
+            result, caught = await anyio.to_thread.run_sync(capturing(work))
+        except AtlasError as exc:
+            return from_error(exc)
+        except OSError as exc:
+            return from_os_error(exc)
+        except Exception as exc:  # a bug: said as one, never a bare "Error executing tool"
+            log.exception("atlas mcp: a tool call failed")
+            return failure("error", "bug", f"atlas failed unexpectedly "
+                           f"({type(exc).__name__}): this is a bug in atlas, not in the call",
+                           "the server's log (stderr) has the traceback; please report it", 1)
+        doc = result if isinstance(result, dict) else result.to_json()
+        notes = [*(getattr(result, "warnings", None) or ()), *caught]
+        return ok(doc, notes)
+
+    async def write(self, what: str, fn: Callable[[Worker], Any]) -> CallToolResult:
+        """A writing call: synced with the git remote when atlas.yaml says `sync: {auto:
+        true}` (fetch first, push after; a lost race is `stop:` or `held:`), like the CLI's
+        write commands."""
+        return await self.call(
+            lambda w: sync.write(w, f"{what} ({w.identity})", lambda: fn(w)))
+
+    # -- the session ritual -------------------------------------------------------------
+
+    async def begin(self) -> CallToolResult:
+        return await self.call(ritual.begin)
+
+    async def end(self, status: Annotated[str | None, Field(
+            description="where things stand now, what is next, what is open; written as "
+            "the next status version first (omit it if you already wrote the status)")] = None,
+            summary: Summary = None,
+            release_leases: Annotated[bool, Field(
+                description="give back every lease you still hold")] = False,
+            ) -> CallToolResult:
+        if status is not None:
+            refused = _empty(status, "status")
+            if refused:
+                return refused
+        return await self.write("end", lambda w: ritual.end(w, status, summary, release_leases))
+
+    # -- status and topics --------------------------------------------------------------
+
+    async def status_read(self, version: Version = None) -> CallToolResult:
+        return await self.call(lambda w: api_status.status_show(w, version))
+
+    async def status_write(self, body: Body, expect: Expect = None,
+                           summary: Summary = None) -> CallToolResult:
+        return _empty(body, "body") or await self.write(
+            "status write",
+            lambda w: api_status.status_write(w, body, expect=expect, summary=summary))
+
+    async def get(self, name: Name, version: Version = None) -> CallToolResult:
+        return await self.call(lambda w: api.get(w, name, version))
+
+    async def put(self, name: Name, body: Body, expect: Expect = None, summary: Summary = None,
+                  proposal: bool = False, links: Links = []) -> CallToolResult:  # noqa: B006
+        return _empty(body, "body") or await self.write(
+            "put", lambda w: api.put(w, name, body, expect=expect, summary=summary,
+                                     proposal=proposal, links=links))
+
+    async def feed(self, mark_read: bool = False) -> CallToolResult:
+        return await self.call(lambda w: api.feed(w, mark_read))
+
+    async def topics(self, action: Literal["list", "history", "diff"] = "list",
+                     name: Annotated[str | None, Field(
+                         description="topic, or status for the status stream")] = None,
+                     old: Annotated[int | None, Field(ge=0)] = None,
+                     new: Annotated[int | None, Field(ge=1)] = None,
+                     accepted: bool = False) -> CallToolResult:
+        if action == "list":
+            return await self.call(lambda w: api.ls(w, accepted))
+        if not name:
+            return bad_input(f"topics {action} needs a name",
+                             "pass name: a topic, or status for the status stream")
+        if action == "history":
+            return await self.call(
+                lambda w: api_status.status_log(w) if name == "status" else api.history(w, name))
+        return await self.call(lambda w: api_status.status_diff(w, old, new) if name == "status"
+                               else api.diff(w, name, old, new))
+
+    # -- leases -------------------------------------------------------------------------
+
+    async def lease(self, action: LeaseAction, resource: Resource = None,
+                    duration: Duration = None, why: str | None = None,
+                    generation: Generation = None) -> CallToolResult:
+        if action == "list":
+            return await self.call(api_leases.ls)
+        if action == "machines":
+            return await self.call(lambda w: api_telemetry.ls(w))
+        if not resource:
+            return bad_input(f"lease {action} needs a resource", "e.g. resource: gpubox.gpu0")
+        if action == "show":
+            return await self.call(lambda w: api_leases.show(w, resource))
+        if action == "claim":
+            if not duration or not why:
+                return bad_input("lease claim needs a duration and why; nothing was claimed",
+                                 "e.g. duration: 90m, why: one line saying what for")
+            return await self.write(
+                "lease claim", lambda w: api_leases.claim(w, resource, duration, why))
+        if action == "renew":
+            return await self.write(
+                "lease renew", lambda w: api_leases.renew(w, resource, duration, generation))
+        if action == "release":
+            return await self.write(
+                "lease release", lambda w: api_leases.release(w, resource, generation))
+        if not why:
+            return bad_input("lease break needs why; nothing was changed",
+                             "say why the holder's lease is taken over (e.g. its run is gone)")
+        return await self.write(
+            "lease break", lambda w: api_leases.break_(w, resource, why, duration, generation))
+
+    async def lease_read(self, action: Literal["list", "show", "machines"],
+                         resource: Resource = None) -> CallToolResult:
+        """`lease` of a read-only server: only looks."""
+        return await self.lease(action, resource)
+
+    # -- decisions and corrections ------------------------------------------------------
+
+    async def decide(self, topic: Annotated[str, Field(description="what it is about")],
+                     recommended: str, chosen: str, relation: Relation, why: str,
+                     recommended_by: str | None = None, links: Links = [],  # noqa: B006
+                     accepts: Annotated[str | None, Field(
+                         description="NAME@vN of a proposal this accepts")] = None,
+                     ) -> CallToolResult:
+        return await self.write("decide", lambda w: api_decisions.decide(
+            w, topic=topic, recommended=recommended, chosen=chosen, relation=relation,
+            why=why, recommended_by=recommended_by, links=links, accepts=accepts))
+
+    async def decisions(self, topic: str | None = None, relation: Relation | None = None,
+                        since: Annotated[str | None, Field(
+                            description="RFC 3339 time, date, or age like 7d")] = None,
+                        ) -> CallToolResult:
+        return await self.call(lambda w: api_decisions.decisions(
+            w, topic=topic, relation=relation, since=since))
+
+    async def correct(self, ref: Annotated[str, Field(
+            description="NAME@vN, status@vN or a decision id")],
+            text: Annotated[str, Field(description="what is right (retract: why)")],
+            retract: bool = False) -> CallToolResult:
+        if retract:
+            return await self.write("retract", lambda w: api_decisions.retract(w, ref, text))
+        return await self.write("correct", lambda w: api_decisions.correct(w, ref, text))
+
+    # -- machines and the record's health -----------------------------------------------
+
+    async def search(self, query: Annotated[str, Field(
+            description='words (all must match), "quoted phrases", prefix*')],
+            kinds: list[SearchKind] = [],  # noqa: B006
+            all_versions: Annotated[bool, Field(
+                description="every version, not only the newest of each topic")] = False,
+            limit: Annotated[int, Field(ge=1, le=1000)] = 20) -> CallToolResult:
+        return await self.call(lambda w: api_search.search(
+            w, query, kinds=kinds, all_versions=all_versions, limit=limit))
+
+    async def check(self) -> CallToolResult:
+        root = self.root.resolve()
+        return await self.call(lambda w: checks.check(root, base=root))

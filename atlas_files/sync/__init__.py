@@ -1,0 +1,94 @@
+"""Many machines: a git remote as the record's transport (`atlas sync`).
+
+A front end over the record, beside the CLI and the MCP server. Every version, entry and
+lease generation is a new file whose name only a true collision can collide on, so the
+record travels by git without merges of shared files: commit what atlas wrote here,
+fetch, refuse if either side changed published history, keep a local file that collides
+with the remote's as a draft, rebuild local commits on the fetched head, and push without
+force. The push is the compare-and-set across machines.
+
+* :func:`atlas_files.sync.run.sync`: one `atlas sync`.
+* :func:`atlas_files.sync.run.synced_write`: a write (any API call) that fetches first and
+  pushes after; a lost version becomes a draft and raises VersionConflict (exit 3), a lost
+  lease change raises LeaseHeld (exit 4).
+* :func:`write` (here): the switch every front end's writes go through; it calls
+  ``synced_write`` when atlas.yaml says ``sync: {auto: true}`` or the caller asks.
+* :func:`refresh` (here): what a read calls: a sync when the last fetch is older than
+  ``fetch_every``, and a warning, never an error, when it cannot.
+
+This module is light on purpose (the engine is imported only when a record syncs).
+
+What never travels: receipts, session rows and telemetry are live rows of one machine
+(see NOT_TRAVELLING).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from atlas_files.api import Worker
+from atlas_files.config import SyncConfig
+from atlas_files.errors import AtlasError, warn
+from atlas_files.record import Record
+from atlas_files.sync.errors import Busy
+from atlas_files.sync.state import Local
+
+__all__ = ["NOT_TRAVELLING", "refresh", "settings", "write"]
+
+T = TypeVar("T")
+
+NOT_TRAVELLING = (
+    "What does not travel: read receipts, session rows and telemetry are live rows of one "
+    "machine and stay on it (another machine reads telemetry through the MCP server of the "
+    "machine that probes, or runs a prober itself). A machine that never syncs is "
+    "invisible to the others; lease expiry is still judged by each reader's clock."
+)
+# A read waits this long for a sync of the same checkout already running, then reads the
+# record as it is.
+READ_LOCK_WAIT_S = 2.0
+
+
+def settings(record: Record, override: bool | None = None) -> SyncConfig | None:
+    """The sync settings that apply to a write: None when it does not sync (no ``auto``
+    in atlas.yaml and no ``--sync``, or ``--no-sync``)."""
+    cfg = record.config.sync
+    if override is False:
+        return None
+    if override is True:
+        return cfg or SyncConfig()
+    return cfg if cfg is not None and cfg.auto else None
+
+
+def write(worker: Worker, what: str, fn: Callable[[], T], sync: bool | None = None) -> T:
+    """``fn()``, synced when ``sync`` is True, or when it is None and atlas.yaml says
+    ``sync: {auto: true}``. The one switch every front end's writes go through."""
+    cfg = settings(worker.record, sync)
+    if cfg is None:
+        return fn()
+    # The engine (subprocess and git's output parsing, ~18 ms of imports) loads only for
+    # a record that syncs: a write or read of any other record pays nothing for it.
+    from atlas_files.sync import run  # noqa: PLC0415 - optional and heavy, see above
+
+    return run.synced_write(worker, what, fn, cfg)
+
+
+def refresh(worker: Worker) -> None:
+    """Before a read of a record with ``sync: {auto: true}``: sync if the last fetch is
+    older than ``fetch_every``. Never fails the read: a problem is a warning, and the read
+    shows the record as it is here."""
+    cfg = worker.record.config.sync
+    if cfg is None or not cfg.auto:
+        return
+    age = Local(worker.record).fetch_age()
+    if age is not None and age < cfg.fetch_every_s:
+        return
+    from atlas_files.sync import run  # noqa: PLC0415 - optional and heavy, as in write()
+
+    try:
+        run.sync(worker, cfg, lock_wait_s=READ_LOCK_WAIT_S)
+    except Busy:
+        return  # another sync of this checkout is at it right now
+    except AtlasError as exc:
+        warn(f"could not sync before reading ({exc.message}); this shows the record as "
+             "of its last sync")

@@ -1,0 +1,33 @@
+"""What can stop a sync, each with the exit code of the CLI contract.
+
+Beside these, a sync raises the record's own VersionConflict (exit 3: a version lost the
+race and is kept as a draft) and LeaseHeld (exit 4: a lease change lost the race).
+"""
+
+from __future__ import annotations
+
+from atlas_files.errors import AtlasError
+
+
+class GitFailed(AtlasError):
+    """git refused or could not reach the remote (network, credentials, a damaged
+    repository): an environment problem, not a bug and not a lost race."""
+
+    exit_code = 2
+
+
+class SyncRefused(AtlasError):
+    """History would be rewritten (a published file changed or deleted, a remote that
+    rewrote its history) or a config file changed on both sides: nothing is pushed."""
+
+    exit_code = 1
+
+
+class NotPushed(GitFailed):
+    """The remote kept moving for longer than the retries allow."""
+
+
+class Busy(AtlasError):
+    """Another sync of this checkout held the lock for longer than the wait."""
+
+    exit_code = 2

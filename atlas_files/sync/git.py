@@ -1,0 +1,209 @@
+"""The `git` command line, run through subprocess.
+
+No Python git library: they cost 135-255 ms to import and bypass the user's credential
+helpers, ssh config and `insteadOf` rules, which the command line honours. Every call is
+non-interactive (a prompt would hang an agent forever), reads nothing from stdin unless
+given, and speaks C locale so that the few messages parsed here read the same everywhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from atlas_files.errors import BadInput
+from atlas_files.sync.errors import GitFailed
+
+# merge-tree --write-tree (a merge computed without touching the work tree) came in 2.38.
+MIN_VERSION = (2, 38)
+# Network steps (fetch, push) get this long before they are called failed; local steps
+# are quick, but a huge record's status may take a while on a cold disk.
+NETWORK_TIMEOUT_S = 120.0
+LOCAL_TIMEOUT_S = 300.0
+
+_ENV_OVERRIDES = {
+    "GIT_TERMINAL_PROMPT": "0",  # fail instead of asking for a password on a terminal
+    "LC_ALL": "C",
+    "LANGUAGE": "C",
+}
+# What git says when it knows no user name or email to commit with.
+_NO_IDENTITY = ("tell me who you are", "unable to auto-detect", "empty ident")
+_VERSION_RE = re.compile(r"git version (\d+)\.(\d+)")
+_checked: dict[str, tuple[int, int]] = {}
+
+
+@dataclass(frozen=True)
+class Done:
+    code: int
+    out: bytes
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out.decode("utf-8", "surrogateescape").strip()
+
+
+def executable() -> str:
+    found = shutil.which("git")
+    if found is None:
+        raise BadInput("`git` is not installed (or not on PATH); atlas sync runs it",
+                       hint="install git 2.38 or newer")
+    return found
+
+
+def _binary_key(exe: str) -> str:
+    st = os.stat(os.path.realpath(exe))
+    return f"{exe} {st.st_mtime_ns} {st.st_size}"
+
+
+def check_version(cache: Path | None = None) -> tuple[int, int]:
+    """The installed git's (major, minor); BadInput if older than 2.38. Asked once per
+    process and git binary, and remembered in ``cache`` (a file) while the binary stays
+    the same file: a process spawn saved on every synced write."""
+    exe = executable()
+    if exe in _checked:
+        return _checked[exe]
+    key = _binary_key(exe)
+    found = _cached(cache, key)
+    if found is None:
+        done = subprocess.run([exe, "--version"], capture_output=True,
+                              stdin=subprocess.DEVNULL, timeout=LOCAL_TIMEOUT_S, check=False)
+        match = _VERSION_RE.search(done.stdout.decode("ascii", "replace"))
+        if done.returncode != 0 or match is None:
+            raise BadInput(f"could not tell the version of {exe} (`git --version` said "
+                           f"{done.stdout[:80]!r})", hint="install git 2.38 or newer")
+        found = (int(match.group(1)), int(match.group(2)))
+        if cache is not None and found >= MIN_VERSION:
+            with contextlib.suppress(OSError):
+                cache.write_text(f"{key}\t{found[0]}.{found[1]}\n")
+    if found < MIN_VERSION:
+        raise BadInput(
+            f"atlas sync needs git {MIN_VERSION[0]}.{MIN_VERSION[1]} or newer (for "
+            f"`git merge-tree --write-tree`); {exe} is {found[0]}.{found[1]}",
+            hint="upgrade git, or put a newer git first on PATH",
+        )
+    _checked[exe] = found
+    return found
+
+
+def _cached(cache: Path | None, key: str) -> tuple[int, int] | None:
+    if cache is None:
+        return None
+    try:
+        line = cache.read_text().strip()
+    except OSError:
+        return None
+    cached_key, _, version = line.rpartition("\t")
+    major, _, minor = version.partition(".")
+    if cached_key != key or not (major.isdigit() and minor.isdigit()):
+        return None
+    return int(major), int(minor)
+
+
+class Git:
+    """Runs git in one work tree."""
+
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None,
+                 identity: str | None = None) -> None:
+        self.cwd = cwd
+        self.exe = executable()
+        self.env = {**os.environ, **_ENV_OVERRIDES, **(env or {})}
+        self.identity = identity
+        self._ident_env: dict[str, str] = {}
+
+    def run(self, *args: str, input: bytes | None = None, ok: Sequence[int] = (0,),
+            timeout: float = LOCAL_TIMEOUT_S, env: dict[str, str] | None = None) -> Done:
+        """Run ``git ARGS``; GitFailed unless it exits with a code in ``ok``."""
+        try:
+            proc = subprocess.run(
+                [self.exe, *args], cwd=self.cwd, input=input, capture_output=True,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                env={**self.env, **env} if env else self.env, timeout=timeout, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise GitFailed(f"`git {args[0]}` took over {timeout:.0f} s and was stopped",
+                            hint="check the network and the remote, then run `atlas sync`"
+                            ) from None
+        done = Done(proc.returncode, proc.stdout,
+                    proc.stderr.decode("utf-8", "replace").strip())
+        if done.code not in ok:
+            raise failed(args, done)
+        return done
+
+    def committing(self, *args: str, input: bytes | None = None,
+                   env: dict[str, str] | None = None) -> Done:
+        """Run a command that makes a commit; where git knows no user, commit as the
+        acting identity rather than fail."""
+        done = self.run(*args, input=input, env={**(env or {}), **self._ident_env},
+                        ok=(0, 128))
+        if done.code != 0 and not self._ident_env and \
+                any(m in done.err.lower() for m in _NO_IDENTITY):
+            who = self.identity or "atlas"
+            self._ident_env = {"GIT_COMMITTER_NAME": who, "GIT_AUTHOR_NAME": who,
+                               "GIT_COMMITTER_EMAIL": f"{who}@atlas.invalid",
+                               "GIT_AUTHOR_EMAIL": f"{who}@atlas.invalid"}
+            done = self.run(*args, input=input, env={**(env or {}), **self._ident_env},
+                            ok=(0, 128))
+        if done.code != 0:
+            raise failed(args, done)
+        return done
+
+    def start(self, *args: str) -> Started:
+        """Start ``git ARGS`` and return at once (``finish`` collects it): a fetch runs
+        while the checkout's own changes are committed."""
+        proc = subprocess.Popen([self.exe, *args], cwd=self.cwd, env=self.env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        return Started(proc, args)
+
+    def out(self, *args: str, input: bytes | None = None,
+            env: dict[str, str] | None = None) -> str:
+        return self.run(*args, input=input, env=env).text
+
+
+class Started:
+    """A git command running in the background."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], args: tuple[str, ...]) -> None:
+        self.proc = proc
+        self.args = args
+
+    def finish(self, ok: Sequence[int] = (0,), timeout: float = NETWORK_TIMEOUT_S) -> Done:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise GitFailed(f"`git {self.args[0]}` took over {timeout:.0f} s and was stopped",
+                            hint="check the network and the remote, then run `atlas sync`"
+                            ) from None
+        done = Done(self.proc.returncode, out, err.decode("utf-8", "replace").strip())
+        if done.code not in ok:
+            raise failed(self.args, done)
+        return done
+
+    def stop(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        self.proc.communicate()
+
+
+def failed(args: Sequence[str], done: Done) -> GitFailed:
+    """git's own words as a GitFailed: its fatal and error lines (the cause), else its
+    last lines."""
+    lines = [line.strip() for line in done.err.splitlines() if line.strip()]
+    causes = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    said = " / ".join(causes[:2] or lines[-3:])
+    return GitFailed(f"`git {' '.join(args[:2])}` failed (exit {done.code}): "
+                     f"{said or 'no message'}",
+                     hint="fix what git says, then run `atlas sync` again")
+
+
+def split_z(data: bytes) -> list[str]:
+    """NUL-separated output as paths (git quotes nothing with -z)."""
+    return [p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p]

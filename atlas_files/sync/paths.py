@@ -1,0 +1,96 @@
+"""Which paths of a record travel by git, which of them are history, and where a draft goes.
+
+A path here is relative to the record's root, with '/' separators, as git prints it.
+History (versions, decisions, corrections, lease generations) is append-only: a new file,
+never a changed or deleted one. A few files are mutable config (atlas.yaml, the README,
+the .gitignore). Everything else (receipts, telemetry, session rows, caches, a stray file
+someone dropped in) never travels.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from atlas_files import guide, layout
+from atlas_files.names import ENTRY_ID_PATTERN, NAME_PATTERN
+
+_NAME = NAME_PATTERN.strip("^$")
+_VERSION = re.compile(
+    rf"{layout.PROJECTS}/(?P<project>{_NAME})/"
+    rf"(?:(?P<status>{layout.STATUS})/status|{layout.ARTIFACTS}/(?P<topic>{_NAME})/(?P=topic))"
+    r"\.v(?P<number>[0-9]{4,})\.md"
+)
+_ENTRY = re.compile(
+    rf"{layout.PROJECTS}/(?P<project>{_NAME})/(?P<kind>{layout.DECISIONS}|{layout.CORRECTIONS})"
+    rf"/(?P<id>{ENTRY_ID_PATTERN.strip('^$')})\.md"
+)
+_LEASE = re.compile(rf"{layout.LEASES}/(?P<resource>{_NAME})/g(?P<number>[0-9]{{8,}})\.json")
+CONFIG_FILES = frozenset({layout.CONFIG_NAME, "README.md", guide.BESIDE_NAME, ".gitignore"})
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What a record path is: ``version``, ``entry``, ``lease``, ``config`` or ``other``."""
+
+    what: str
+    project: str = ""
+    name: str = ""  # topic ("status" for the status stream), entry id, or lease resource
+    number: int = 0  # version or generation
+
+    @property
+    def history(self) -> bool:
+        """Append-only: never changed or deleted once published."""
+        return self.what in ("version", "entry", "lease")
+
+    @property
+    def travels(self) -> bool:
+        return self.what != "other"
+
+    def describe(self) -> str:
+        if self.what == "version":
+            if self.name == "status":
+                return f"status v{self.number} of {self.project}"
+            return f"{self.name} v{self.number} ({self.project})"
+        if self.what == "entry":
+            what = "decision" if self.name.startswith("dec-") else "correction"
+            return f"{what} {self.name} ({self.project})"
+        if self.what == "lease":
+            return f"lease {self.name} generation {self.number}"
+        return "a record file"
+
+
+def kind(path: str) -> Kind:
+    m = _VERSION.fullmatch(path)
+    if m:
+        if layout.is_canonical_number(m["number"]):
+            name = "status" if m["status"] else m["topic"]
+            return Kind("version", m["project"], name, int(m["number"]))
+    m = _ENTRY.fullmatch(path)
+    if m:
+        return Kind("entry", m["project"], m["id"])
+    m = _LEASE.fullmatch(path)
+    if m:
+        return Kind("lease", "", m["resource"], int(m["number"]))
+    if path in CONFIG_FILES:
+        return Kind("config")
+    return Kind("other")
+
+
+def draft_path(path: str, identity: str) -> str:
+    """Where a colliding version (or entry) is kept, relative to the record's root:
+    ``.atlas-drafts/<project>/<topic>/<name>.v0004.<identity>.md``."""
+    k = kind(path)
+    base = path.rsplit("/", 1)[-1]
+    stem, _, ext = base.rpartition(".")
+    if k.what == "version":
+        return f"{layout.DRAFTS}/{k.project}/{k.name}/{stem}.{identity}.{ext}"
+    if k.what == "entry":
+        return f"{layout.DRAFTS}/{k.project}/{path.split('/')[2]}/{stem}.{identity}.{ext}"
+    return f"{layout.DRAFTS}/other/{path.replace('/', '~')}.{identity}"
+
+
+def listing(paths: list[str], limit: int = 5) -> str:
+    """The first few paths, then how many more: a message stays a line or two."""
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

@@ -1,0 +1,132 @@
+"""What git says about the checkout: where the record lies in it, its branch and heads,
+what changed in the work tree, and what changed between two commits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from atlas_files.errors import BadInput
+from atlas_files.sync.git import Git, split_z
+
+ZERO = "0" * 40
+
+
+@dataclass(frozen=True)
+class Facts:
+    top: Path  # the work tree's root
+    prefix: str  # the record's folder inside it, '' or 'sub/dir/'
+    git_dir: Path  # this work tree's own git dir (a linked worktree has its own)
+    common_dir: Path  # refs and objects, shared by every worktree
+    branch: str  # the local branch checked out, without refs/heads/
+
+    def to_record(self, git_path: str) -> str | None:
+        """A path git printed (relative to the top) as relative to the record; None if
+        it lies outside the record."""
+        if not self.prefix:
+            return git_path
+        return git_path[len(self.prefix):] if git_path.startswith(self.prefix) else None
+
+
+def read_facts(git: Git, root: Path) -> Facts:
+    done = git.run("rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
+                   "--git-common-dir", "--show-prefix", ok=(0, 128))
+    if done.code != 0:
+        raise BadInput(
+            f"the record at {root} is not in a git work tree, so it cannot sync",
+            hint="give the record its own repository (`git init` in it, then `git remote add "
+            "origin URL`), or check out a dedicated branch as a worktree; see docs/sync.md",
+        )
+    lines = done.out.decode("utf-8", "surrogateescape").split("\n")
+    top, git_dir, common_dir, prefix = (lines + ["", "", "", ""])[:4]
+    # HEAD read as git writes it (`ref: refs/heads/NAME`, or a bare commit id when
+    # detached): one process fewer than asking git.
+    try:
+        ref = (Path(git_dir) / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        ref = ""
+    ref = ref[len("ref: "):] if ref.startswith("ref: ") else ""
+    if not ref.startswith("refs/heads/"):
+        raise BadInput(
+            "the record's checkout is on no branch (a detached HEAD), so there is nothing "
+            "to sync it to",
+            hint="check out the record's branch (`git switch BRANCH`), then `atlas sync`",
+        )
+    return Facts(Path(top), prefix, Path(git_dir), Path(common_dir),
+                 ref[len("refs/heads/"):])
+
+
+def heads(git: Git, refs: list[str]) -> dict[str, str]:
+    """Each of ``refs`` that exists, with the commit it points to."""
+    out = git.run("for-each-ref", "--format=%(refname) %(objectname)", *refs).text
+    found = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition(" ")
+        found[name] = sha
+    return found
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path of a work-tree status (``xy`` is git's two status letters) or of a diff
+    (``xy`` is one letter: A, M, D, T), with its new blob when a diff gives one."""
+
+    path: str
+    xy: str
+    mode: str = ""
+    blob: str = ""
+    old_blob: str = ""
+
+
+def status(git: Git) -> list[Change]:
+    """The work tree's changes, untracked files each listed (ignored ones never)."""
+    out = git.run("status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames",
+                  "--ignore-submodules").out
+    return [Change(item[3:], item[:2]) for item in split_z(out)]
+
+
+def diff(git: Git, old: str, new: str) -> list[Change]:
+    """What changed from commit ``old`` to ``new``, with blob ids, no rename detection."""
+    out = git.run("diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", old,
+                  new).out
+    items = out.split(b"\0")
+    changes = []
+    i = 0
+    while i + 1 < len(items):
+        head = items[i].decode("ascii", "replace")
+        if not head.startswith(":"):
+            i += 1
+            continue
+        _, new_mode, old_blob, new_blob, letter = head[1:].split(" ")
+        path = items[i + 1].decode("utf-8", "surrogateescape")
+        changes.append(Change(path, letter[:1], new_mode, new_blob, old_blob))
+        i += 2
+    return changes
+
+
+def merge_base(git: Git, a: str, b: str) -> str | None:
+    done = git.run("merge-base", a, b, ok=(0, 1))
+    return done.text or None
+
+
+def is_ancestor(git: Git, a: str, b: str) -> bool:
+    return git.run("merge-base", "--is-ancestor", a, b, ok=(0, 1)).code == 0
+
+
+def blob_bytes(git: Git, commit: str, path: str) -> bytes:
+    return git.run("cat-file", "blob", f"{commit}:{path}").out
+
+
+def tree_of(git: Git, commit: str) -> str:
+    return git.out("rev-parse", f"{commit}^{{tree}}")
+
+
+def require_clean_index(changes: list[Change]) -> None:
+    unmerged = [c.path for c in changes if "U" in c.xy or c.xy in ("AA", "DD")]
+    if unmerged:
+        raise BadInput(
+            f"the checkout is in the middle of a merge ({len(unmerged)} unmerged path(s), "
+            f"such as {unmerged[0]})",
+            hint="finish it (`git commit`) or abort it (`git merge --abort`), then sync",
+        )
+

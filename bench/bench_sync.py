@@ -1,0 +1,246 @@
+"""The record over a git remote. Run: python bench/bench_sync.py [--clones 50] [--seconds 60]
+
+1. A sync with nothing to do on a record of FILES files (`atlas sync`, the whole command)
+   against `git fetch` + `git status` on the same clone. Target: <= 3x.
+2. `atlas put` with auto sync to a local bare remote (the whole command: interpreter,
+   fetch, write, commit, push) against the floor of the same exchange done with git alone
+   for one new file: `git fetch` + `git add` + `git commit` + `git push`. Target: <= 1.5x.
+   The library call (what an MCP server, a long-lived caller, pays) is shown beside it.
+3. CLONES clones writing to one remote for SECONDS s, each a new version of its own topic
+   as fast as it can (a synced write: fetch, write, commit, push; retry after a lost
+   race): writes landed per second, retries per write (p50, p99), and whether every write
+   a clone was told landed is on the remote.
+
+Medians of interleaved runs; a ratio is two figures from the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _common import atlas_argv, clean_env  # noqa: E402
+
+from atlas_files import frontmatter  # noqa: E402
+from atlas_files.api import Worker, core  # noqa: E402
+from atlas_files.record import Record  # noqa: E402
+from atlas_files.sync import run  # noqa: E402
+from atlas_files.sync.engine import Engine  # noqa: E402
+
+GITCONFIG = "[user]\n\tname = bench\n\temail = bench@example.invalid\n[gc]\n\tauto = 0\n"
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL).stdout.strip()
+
+
+def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, check=True, stdout=subprocess.DEVNULL, env=env,
+                   stdin=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def make_team(root: Path, files: int, auto: bool) -> tuple[Path, Path]:
+    """A bare remote holding a record of ``files`` version files; returns (remote, clone)."""
+    root.mkdir(parents=True, exist_ok=True)
+    remote = root / "remote.git"
+    git(root, "init", "-q", "--bare", "-b", "main", str(remote))
+    seed = root / "seed"
+    git(root, "clone", "-q", str(remote), str(seed))
+    record = Record.init(seed, ["main"])
+    record.update_config(lambda d: {**d, "sync": {"auto": auto, "fetch_every": "30s"}})
+    per_topic = 10
+    for t in range(files // per_topic):
+        folder = seed / "projects" / "main" / "artifacts" / f"topic-{t:05d}"
+        folder.mkdir(parents=True)
+        for v in range(1, per_topic + 1):
+            body = f"topic {t} version {v}\n".encode() * 20
+            meta = {"name": f"topic-{t:05d}", "version": v, "based_on": v - 1,
+                    "author": "seed", "written_at": "2026-01-01T00:00:00Z",
+                    "summary": f"v{v}", "digest": frontmatter.digest_of(body)}
+            (folder / f"topic-{t:05d}.v{v:04d}.md").write_bytes(frontmatter.render(meta, body))
+    git(seed, "add", "-A")
+    git(seed, "commit", "-qm", "seed")
+    git(seed, "push", "-q", "origin", "main")
+    clone = root / "clone"
+    git(root, "clone", "-q", str(remote), str(clone))
+    return remote, clone
+
+
+def noop_sync(root: Path, files: int, rounds: int, env: dict[str, str]) -> None:
+    _, clone = make_team(root / "noop", files, auto=False)
+    atlas = atlas_argv()
+    subprocess.run([*atlas, "--record", str(clone), "sync"], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    tracked = int(git(clone, "ls-files").count("\n")) + 1
+    sync_t, fetch_t, status_t, lib_t = [], [], [], []
+    worker = Worker.open(clone, "bench")
+    for _ in range(rounds):
+        sync_t.append(timed([*atlas, "--record", str(clone), "sync"], clone, env))
+        start = time.perf_counter()
+        run.sync(worker)  # the library alone: what a long-lived caller pays
+        lib_t.append(time.perf_counter() - start)
+        fetch_t.append(timed(["git", "fetch", "-q", "origin"], clone, env))
+        status_t.append(timed(["git", "status", "--porcelain"], clone, env))
+    s, f, st, lib = (statistics.median(x) for x in (sync_t, fetch_t, status_t, lib_t))
+    print(f"no-op sync on a record of {tracked:,} tracked files: `atlas sync` {s * 1000:.0f} "
+          f"ms; `git fetch` {f * 1000:.0f} ms + `git status` {st * 1000:.0f} ms = "
+          f"{(f + st) * 1000:.0f} ms; ratio {s / (f + st):.2f} (target <= 3); the library's "
+          f"sync alone {lib * 1000:.0f} ms, ratio {lib / (f + st):.2f} (median of {rounds})")
+
+
+def put_auto(root: Path, rounds: int, env: dict[str, str]) -> None:
+    remote, clone = make_team(root / "put", 0, auto=True)
+    plain = root / "put" / "plain"
+    git(root, "clone", "-q", str(remote), str(plain))
+    atlas = atlas_argv()
+    body = root / "body.txt"
+    body.write_text("the next version\n")
+    put_t, floor_t, lib_t = [], [], []
+    worker = Worker.open(clone, "bench")
+    for i in range(rounds):
+        put_t.append(timed([*atlas, "--record", str(clone), "--as", "bench", "put", "plan",
+                            "-f", str(body), "--expect", str(2 * i)], clone, env))
+        start = time.perf_counter()
+        # What the library pays: the same synced write, minus the interpreter's start.
+        run.synced_write(worker, "put plan", lambda i=i: core.put(
+            worker, "plan", "library version\n", expect=2 * i + 1))
+        lib_t.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        git(plain, "fetch", "-q", "origin")
+        (plain / f"file-{i}.md").write_text("one new file\n")
+        git(plain, "add", f"file-{i}.md")
+        git(plain, "commit", "-qm", f"file {i}")
+        git(plain, "push", "-q", "origin", "HEAD:refs/heads/floor")
+        floor_t.append(time.perf_counter() - start)
+    p, fl, lib = (statistics.median(x) for x in (put_t, floor_t, lib_t))
+    print(f"`atlas put` with auto sync to a local bare remote: {p * 1000:.0f} ms; floor "
+          f"(git fetch + add + commit + push of one file) {fl * 1000:.0f} ms; ratio "
+          f"{p / fl:.2f} (target <= 1.5); the library's synced write alone {lib * 1000:.0f} "
+          f"ms, ratio {lib / fl:.2f}; `atlas --version` {version_ms(env):.0f} ms "
+          f"(median of {rounds})")
+
+
+def version_ms(env: dict[str, str]) -> float:
+    return statistics.median(timed([*atlas_argv(), "--version"], Path.cwd(), env)
+                             for _ in range(5)) * 1000
+
+
+def _writer(clone: str, who: str, seconds: float, start: Any, out: str) -> None:
+    worker = Worker.open(clone, who)
+    cfg = worker.record.config.sync
+    assert cfg is not None
+    retries: list[int] = []
+    landed: list[int] = []
+    lost = 0
+    failures: list[str] = []
+    start.wait()
+    stop = time.monotonic() + seconds
+    while time.monotonic() < stop:
+        # synced_write's own steps, kept open here to read how many pushes lost the race.
+        engine = Engine(worker.record, cfg, who)
+        try:
+            with engine.local.session(60) as died_at:
+                engine.start(died_at)
+                engine.commit_and_pull("sync")
+                engine.exchange()
+                n = len(landed)
+                written = core.put(worker, f"t-{who}", f"write {n} of {who}\n", expect=n)
+                engine.commit_local(f"put t-{who} v{written.version}")
+                engine.exchange()
+        except Exception as exc:  # noqa: BLE001 - counted and reported, never hidden
+            failures.append(f"{type(exc).__name__}: {exc}")
+            if len(failures) > 20:
+                break
+            continue
+        if engine.tally.collisions:
+            lost += 1
+        retries.append(engine.tally.retries)
+        landed.append(written.version)
+    Path(out).write_text(json.dumps({"retries": retries, "landed": landed, "lost": lost,
+                                     "failures": failures[:3]}))
+
+
+def simulation(root: Path, clones: int, seconds: float) -> None:
+    remote, first = make_team(root / "sim", 0, auto=True)
+    paths = []
+    for i in range(clones):
+        path = root / "sim" / f"c{i:02d}"
+        git(root, "clone", "-q", str(remote), str(path))
+        paths.append(path)
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Event()
+    outs = [root / "sim" / f"out{i}.json" for i in range(clones)]
+    procs = [ctx.Process(target=_writer, args=(str(p), f"w{i:02d}", seconds, start,
+                                               str(o)))
+             for i, (p, o) in enumerate(zip(paths, outs, strict=True))]
+    for p in procs:
+        p.start()
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    start.set()
+    for p in procs:
+        p.join()
+    elapsed = time.monotonic() - t0
+    results = [json.loads(o.read_text()) for o in outs]
+    retries = sorted(r for res in results for r in res["retries"])
+    landed = sum(len(res["landed"]) for res in results)
+    failures = [f for res in results for f in res["failures"]]
+    check = root / "sim" / "check"
+    git(root, "clone", "-q", str(remote), str(check))
+    missing = 0
+    for i, res in enumerate(results):
+        topic = check / "projects" / "main" / "artifacts" / f"t-w{i:02d}"
+        on_remote = {int(f.name.split(".v")[1][:-3]) for f in topic.glob("*.md")}
+        missing += len(set(res["landed"]) - on_remote)
+    merges = git(check, "rev-list", "--min-parents=2", "--count", "HEAD")
+    p50 = retries[len(retries) // 2] if retries else 0
+    p99 = retries[min(len(retries) - 1, int(len(retries) * 0.99))] if retries else 0
+    print(f"{clones} clones writing to one remote for {seconds:.0f} s ({elapsed:.0f} s with "
+          f"the stragglers' last write): {landed / elapsed:.1f} writes landed/s ({landed:,} "
+          f"in all); retries per write p50 {p50}, p99 {p99}, max {retries[-1] if retries else 0}; "
+          f"{missing} landed writes missing from the remote, {merges} merge commits, "
+          f"{sum(r['lost'] for r in results)} drafts; {len(failures)} writes failed"
+          + (f" (e.g. {failures[0]})" if failures else "") + f"; {os.cpu_count()} CPUs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--clones", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--skip", default="", help="comma-separated: noop,put,sim")
+    args = parser.parse_args()
+    skip = set(args.skip.split(","))
+    with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
+        root = Path(tmp)
+        home = root / "home"
+        home.mkdir()
+        (home / "gitconfig").write_text(GITCONFIG)
+        os.environ.update({"GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
+                           "GIT_CONFIG_NOSYSTEM": "1"})
+        env = clean_env()
+        print(f"git {git(root, 'version')}; {os.cpu_count()} CPUs; under {root}")
+        if "noop" not in skip:
+            noop_sync(root, args.files, args.rounds, env)
+        if "put" not in skip:
+            put_auto(root, args.rounds, env)
+        if "sim" not in skip:
+            simulation(root, args.clones, args.seconds)
+
+
+if __name__ == "__main__":
+    main()

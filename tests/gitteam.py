@@ -1,0 +1,152 @@
+"""A team on one git remote for the sync tests: a bare remote (or one served by `git
+daemon` on 127.0.0.1), clones of it in temp folders, and `atlas` run in this process."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from atlas_files.cli import main
+from atlas_files.record import Record
+
+GITCONFIG = """\
+[user]
+\tname = Test Team
+\temail = team@example.invalid
+[init]
+\tdefaultBranch = main
+[gc]
+\tauto = 0
+[advice]
+\tdetachedHead = false
+"""
+
+
+def isolate_git(home: Path) -> dict[str, str]:
+    """Environment that keeps git away from this machine's own config (set it in
+    os.environ: atlas's git children inherit it)."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "gitconfig"
+    config.write_text(GITCONFIG)
+    return {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": str(home)}
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          check=False, stdin=subprocess.DEVNULL)
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
+    return done.stdout.strip()
+
+
+def cli(root: Path, *args: str, identity: str | None = None) -> tuple[int, str, str]:
+    """Run `atlas` in this process against the record at ``root``: (exit, stdout, stderr)."""
+    argv = ["--record", str(root)] + (["--as", identity] if identity else [])
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([*argv, *args])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        else:  # pragma: no cover - main always exits
+            code = 0
+    return code, out.getvalue(), err.getvalue()
+
+
+class Team:
+    """A remote at ``url`` and the clones made of it under ``root``."""
+
+    def __init__(self, root: Path, url: str) -> None:
+        self.root = root
+        self.url = url
+
+    def clone(self, name: str) -> Path:
+        path = self.root / name
+        git(self.root, "clone", "-q", self.url, str(path))
+        return path
+
+    def remote_head(self) -> str:
+        line = git(self.root, "ls-remote", self.url, "refs/heads/main")
+        return line.split()[0] if line else ""
+
+    def inspect(self) -> Path:
+        """A fresh clone of the remote as it is now, for reading what landed."""
+        path = self.root / f"inspect-{time.monotonic_ns()}"
+        git(self.root, "clone", "-q", self.url, str(path))
+        return path
+
+
+def bare_remote(where: Path) -> Path:
+    where.mkdir(parents=True, exist_ok=True)
+    git(where, "init", "-q", "--bare", "-b", "main", "remote.git")
+    return where / "remote.git"
+
+
+def start_team(root: Path, url: str, *, auto: bool = True, fetch_every: str = "0s",
+               projects: tuple[str, ...] = ("main",)) -> tuple[Team, Path]:
+    """A team whose first clone made the record and pushed it; returns (team, that clone)."""
+    team = Team(root, url)
+    first = team.clone("first")
+    record = Record.init(first, list(projects))
+    sync_cfg: dict[str, Any] = {"remote": "origin", "branch": "main", "auto": auto,
+                                "fetch_every": fetch_every}
+    record.update_config(lambda data: {**data, "sync": sync_cfg})
+    code, out, err = cli(first, "sync")
+    assert code == 0, err
+    return team, first
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def git_daemon(base: Path) -> Iterator[str]:
+    """Serve the bare repositories under ``base`` (push enabled) on 127.0.0.1 at a free
+    port; yields the URL prefix ``git://127.0.0.1:PORT/``."""
+    port = free_port()
+    proc = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+         "--enable=receive-pack", "--listen=127.0.0.1", f"--port={port}",
+         "--informative-errors", str(base)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise AssertionError(f"git daemon did not start: {err}")
+            time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def racer_command(*args: str) -> list[str]:
+    """The racer script (tests/sync_racer.py) in a child process."""
+    return [sys.executable, str(Path(__file__).with_name("sync_racer.py")), *args]
+
+
+def child_env() -> dict[str, str]:
+    """os.environ for a child atlas: no ATLAS_ variables of the caller's own."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}

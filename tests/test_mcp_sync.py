@@ -1,0 +1,49 @@
+"""A chat session's writes through `atlas mcp` travel like the CLI's: on a record with
+`sync: {auto: true}`, a put fetches first and pushes after, and a lost race is `stop:`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from gitteam import Team, bare_remote, cli, git, isolate_git, start_team
+from mcp_support import call, text
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in isolate_git(tmp_path / "home").items():
+        monkeypatch.setenv(key, value)
+    for key in [k for k in os.environ if k.startswith("ATLAS_")]:
+        monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def team(tmp_path: Path) -> tuple[Team, Path]:
+    return start_team(tmp_path, str(bare_remote(tmp_path / "served")))
+
+
+def test_an_mcp_put_reaches_the_remote(team: tuple[Team, Path]) -> None:
+    remote, alice = team
+    result = call(alice, "put", {"name": "plan", "body": "written in a chat\n"})
+    assert not result.is_error, text(result)
+    landed = remote.inspect()
+    assert (landed / "projects/main/artifacts/plan/plan.v0001.md").is_file()
+    assert git(landed, "log", "-1", "--format=%s")  # pushed as a commit of its own
+
+
+def test_an_mcp_put_fetches_first_so_a_stale_expect_is_the_stop_sign(
+        team: tuple[Team, Path], tmp_path: Path) -> None:
+    remote, alice = team
+    bob = remote.clone("bob")
+    body = tmp_path / "bob.txt"
+    body.write_text("bob's plan\n")
+    assert cli(bob, "put", "plan", "-f", str(body), identity="bob")[0] == 0
+    # Alice's checkout has not fetched bob's v1; the write fetches before it checks.
+    assert not (alice / "projects/main/artifacts/plan").exists()
+    result = call(alice, "put", {"name": "plan", "body": "alice's plan\n", "expect": 0})
+    assert result.is_error and text(result).startswith("stop:"), text(result)
+    assert "bob" in text(result)
+    assert sorted(p.name for p in (alice / "projects/main/artifacts/plan").iterdir()
+                  if not p.name.startswith(".")) == ["plan.v0001.md"]

@@ -1,0 +1,220 @@
+"""The hook commands as the harnesses run them: the exact JSON each harness sends on stdin,
+the real `atlas` in a child process, stdout parsed as the harness parses it, exit codes
+as the harness reads them. The process boundary is the subject here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from conftest import Result
+from conftest import run_atlas as run_in_process_or_child
+
+from atlas_files import launch, sessions
+from atlas_files.cli.app import cli
+from atlas_files.record import Record
+
+
+def run_atlas(*args: str, **kwargs: Any) -> Result:
+    """A harness runs its hooks as processes of the installed entry point, whose fast path
+    answers `end --hook` before the CLI loads: that process is the subject here."""
+    return run_in_process_or_child(*args, process=True, **kwargs)
+
+
+def claude_session_start(cwd: Path, source: str = "startup") -> dict[str, Any]:
+    return {"session_id": "8d2c1f", "transcript_path": str(cwd / "t.jsonl"), "cwd": str(cwd),
+            "hook_event_name": "SessionStart", "source": source}
+
+
+def claude_stop(cwd: Path, active: bool = False) -> dict[str, Any]:
+    return {"session_id": "8d2c1f", "transcript_path": str(cwd / "t.jsonl"), "cwd": str(cwd),
+            "permission_mode": "default", "hook_event_name": "Stop",
+            "stop_hook_active": active}
+
+
+def codex_event(cwd: Path, event: str, **extra: Any) -> dict[str, Any]:
+    return {"session_id": "0199a1", "transcript_path": None, "cwd": str(cwd),
+            "hook_event_name": event, "model": "gpt-5-codex", **extra}
+
+
+def gemini_event(cwd: Path, event: str, **extra: Any) -> dict[str, Any]:
+    return {"session_id": "g-1", "transcript_path": str(cwd / "chat.json"), "cwd": str(cwd),
+            "hook_event_name": event, "timestamp": "2026-01-31T12:00:00.000Z", **extra}
+
+
+def hook(record: Record, verb: str, harness: str, event: dict[str, Any],
+         identity: str | None = "bob", cwd: Path | None = None) -> Result:
+    """Run `atlas [--as bob] begin|end --hook H` from ``cwd`` (default: somewhere outside
+    the record, so the record is found through the event's cwd, as a harness sends it)."""
+    args = (["--as", identity] if identity else []) + [verb, "--hook", harness]
+    return run_atlas(*args, input=json.dumps(event), cwd=cwd or record.root.parent)
+
+
+def put(record: Record, who: str, name: str, body: str = "text\n") -> None:
+    assert run_atlas("--as", who, "put", name, record=record.root, input=body).returncode == 0
+
+
+@pytest.fixture
+def started(record: Record) -> Record:
+    """ann wrote the status and a plan; bob's session began through Claude's hook."""
+    assert run_atlas("--as", "ann", "status", "write", record=record.root,
+                     input="Ship the loader by Friday.\n").returncode == 0
+    put(record, "ann", "plan")
+    out = hook(record, "begin", "claude", claude_session_start(record.root))
+    assert out.returncode == 0, out.stderr
+    return record
+
+
+def test_claude_session_start_hands_the_briefing_to_the_agent(started: Record) -> None:
+    out = hook(started, "begin", "claude", claude_session_start(started.root))
+    assert out.returncode == 0
+    doc = json.loads(out.stdout)  # stdout is one JSON document and nothing else
+    assert list(doc) == ["hookSpecificOutput"]
+    specific = doc["hookSpecificOutput"]
+    assert specific["hookEventName"] == "SessionStart"
+    assert "Ship the loader by Friday." in specific["additionalContext"]
+    assert "plan v1 by ann" in specific["additionalContext"]
+
+
+def test_the_scripted_session(started: Record) -> None:
+    """begin, put, try to stop (blocked, with the reason), end with a status, stop."""
+    stop = claude_stop(started.root)
+    assert hook(started, "end", "claude", stop).stdout == ""  # nothing written yet
+    put(started, "bob", "notes")
+    blocked = hook(started, "end", "claude", stop)
+    assert blocked.returncode == 0
+    doc = json.loads(blocked.stdout)
+    assert doc["decision"] == "block"
+    assert "notes v1" in doc["reason"] and "atlas --as bob end --status" in doc["reason"]
+    ended = run_atlas("--as", "bob", "end", "--status", "Notes written; loader next.",
+                      record=started.root)
+    assert ended.returncode == 0, ended.stderr
+    allowed = hook(started, "end", "claude", stop)
+    assert (allowed.returncode, allowed.stdout) == (0, "")
+
+
+def test_a_stop_the_hook_already_blocked_is_always_allowed(started: Record) -> None:
+    put(started, "bob", "notes")
+    out = hook(started, "end", "claude", claude_stop(started.root, active=True))
+    assert (out.returncode, out.stdout) == (0, "")
+
+
+def test_a_reading_only_session_is_never_blocked(started: Record) -> None:
+    assert run_atlas("--as", "bob", "get", "plan", record=started.root).returncode == 0
+    assert run_atlas("--as", "bob", "feed", "--mark-read", record=started.root).returncode == 0
+    out = hook(started, "end", "claude", claude_stop(started.root))
+    assert (out.returncode, out.stdout) == (0, "")
+
+
+def test_a_status_that_moved_under_the_session_stops_end(started: Record) -> None:
+    assert run_atlas("--as", "ann", "status", "write", record=started.root,
+                     input="Loader shipped.\n").returncode == 0
+    before = sorted(p.name for p in (started.root / "projects/web/status").iterdir())
+    out = run_atlas("--as", "bob", "end", "--status", "My view.", record=started.root)
+    assert out.returncode == 3
+    assert "ann" in out.stderr and "v2" in out.stderr
+    assert sorted(p.name for p in (started.root / "projects/web/status").iterdir()) == before
+
+
+def test_compaction_keeps_the_session_and_its_writes(started: Record) -> None:
+    row = sessions.read(started, "bob")
+    assert row is not None
+    put(started, "bob", "notes")
+    out = hook(started, "begin", "claude", claude_session_start(started.root, "compact"))
+    assert "hookSpecificOutput" in json.loads(out.stdout)
+    again = sessions.read(started, "bob")
+    assert again is not None and again.started_at == row.started_at
+    blocked = hook(started, "end", "claude", claude_stop(started.root))
+    assert json.loads(blocked.stdout)["decision"] == "block"
+
+
+def test_without_a_session_row_the_stop_is_allowed_and_says_why(record: Record) -> None:
+    put(record, "bob", "notes")
+    out = hook(record, "end", "claude", claude_stop(record.root))
+    assert (out.returncode, out.stdout) == (0, "")
+    assert "no session row for bob" in out.stderr
+
+
+@pytest.mark.parametrize("harness", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("verb", ["begin", "end"])
+def test_outside_a_record_hooks_do_nothing(tmp_path: Path, harness: str, verb: str) -> None:
+    event = claude_session_start(tmp_path) if verb == "begin" else claude_stop(tmp_path)
+    out = run_atlas("--as", "bob", verb, "--hook", harness, input=json.dumps(event),
+                    cwd=tmp_path)
+    assert out.returncode == 0 and out.stderr == ""
+    # Claude reads no output as "go on"; Codex and Gemini read the empty object.
+    assert out.stdout == ("" if harness == "claude" else "{}\n")
+
+
+def test_codex_hooks(started: Record) -> None:
+    out = hook(started, "begin", "codex", codex_event(started.root, "SessionStart",
+                                                      source="startup"))
+    specific = json.loads(out.stdout)["hookSpecificOutput"]
+    assert specific["hookEventName"] == "SessionStart"
+    assert "Ship the loader" in specific["additionalContext"]
+    stop = codex_event(started.root, "Stop", turn_id="t1", stop_hook_active=False,
+                       last_assistant_message="done")
+    allowed = hook(started, "end", "codex", stop)
+    assert (allowed.returncode, json.loads(allowed.stdout)) == (0, {})
+    put(started, "bob", "notes")
+    blocked = json.loads(hook(started, "end", "codex", stop).stdout)
+    assert blocked["decision"] == "block" and "notes v1" in blocked["reason"]
+
+
+def test_gemini_hooks(started: Record) -> None:
+    out = hook(started, "begin", "gemini", gemini_event(started.root, "SessionStart",
+                                                        source="startup"))
+    assert "Ship the loader" in json.loads(out.stdout)["hookSpecificOutput"][
+        "additionalContext"]
+    after = gemini_event(started.root, "AfterAgent", prompt="do it", prompt_response="done",
+                         stop_hook_active=False)
+    assert json.loads(hook(started, "end", "gemini", after).stdout) == {}
+    put(started, "bob", "notes")
+    denied = json.loads(hook(started, "end", "gemini", after).stdout)
+    assert denied["decision"] == "deny" and "notes v1" in denied["reason"]
+    retry = {**after, "stop_hook_active": True}
+    assert json.loads(hook(started, "end", "gemini", retry).stdout) == {}
+
+
+def test_a_hook_without_an_identity_tells_the_agent_so(started: Record) -> None:
+    out = hook(started, "begin", "claude", claude_session_start(started.root), identity=None)
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert out.returncode == 0 and "ATLAS_AS" in text
+    stop = hook(started, "end", "claude", claude_stop(started.root), identity=None)
+    assert (stop.returncode, stop.stdout) == (0, "") and "no identity" in stop.stderr
+
+
+@pytest.mark.parametrize(("args", "taken"), [
+    (["end", "--hook", "claude"], True),
+    (["--as", "bob", "-p", "web", "--record", "r", "end", "--hook", "codex"], True),
+    (["--as=bob", "end", "--hook=gemini"], True),
+    (["end", "--hook", "claude", "--json"], False),
+    (["end", "--hook", "vim"], False),
+    (["--as", "bob", "begin", "--hook", "claude"], False),
+    (["--help", "end", "--hook", "claude"], False),
+    (["end", "--status", "x"], False),
+])
+def test_only_the_stop_hook_command_line_takes_the_fast_path(args: list[str],
+                                                             taken: bool) -> None:
+    assert (launch.parse_stop_hook(args) is not None) is taken
+
+
+def test_the_full_cli_answers_the_stop_hook_like_the_fast_path(started: Record) -> None:
+    put(started, "bob", "notes")
+    event = json.dumps(claude_stop(started.root))
+    fast = hook(started, "end", "claude", claude_stop(started.root))
+    slow = CliRunner().invoke(cli, ["--as", "bob", "end", "--hook", "claude"], input=event,
+                              catch_exceptions=False)
+    assert slow.exit_code == 0 and json.loads(slow.stdout) == json.loads(fast.stdout)
+
+
+def test_a_harness_that_sends_no_json_is_let_through(started: Record) -> None:
+    put(started, "bob", "notes")
+    out = run_atlas("--as", "bob", "end", "--hook", "claude", input="not json",
+                    cwd=started.root)
+    assert out.returncode == 0 and json.loads(out.stdout)["decision"] == "block"
+    out = run_atlas("--as", "Bob!", "end", "--hook", "claude", input="{}", cwd=started.root)
+    assert (out.returncode, out.stdout) == (0, "") and "not an identity" in out.stderr

@@ -1,0 +1,286 @@
+"""The search index is derived and disposable: kept up to date by each search, rebuilt
+when damaged, replaced by a scan when it cannot be written, never touched by writers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from atlas_files import artifacts, corrections, decisions, status
+from atlas_files.errors import AtlasWarning
+from atlas_files.record import Record
+from atlas_files.search import index, search, store
+
+
+def ids(doc: dict[str, Any]) -> list[str]:
+    return [r["id"] for r in doc["results"]]
+
+
+def quiet(record: Record, query: str, **kw: Any) -> tuple[list[str], list[str]]:
+    """(result ids, warnings) of one search."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", AtlasWarning)
+        doc = search(record, query, **kw)
+    return ids(doc), [str(w.message) for w in caught]
+
+
+def seeded(record: Record) -> None:
+    artifacts.put(record, "plan", "the kestrel plan, first draft\n", author="ann")
+    artifacts.put(record, "plan", "the kestrel plan, second draft\n", author="ann", expect=1)
+    artifacts.put(record, "notes", "a kestrel was seen\n", author="bob")
+    status.write(record, "hunting kestrel bugs\n", author="ann")
+    d = decisions.decide(record, topic="birds", recommended="kestrel", chosen="kestrel",
+                         relation="agreed", why="kestrel fits", author="ann")
+    corrections.correct(record, d.id, what="a kestrel is a falcon", author="bob")
+
+
+def test_index_lives_in_the_ignored_cache_and_git_never_sees_it(record: Record) -> None:
+    seeded(record)
+    search(record, "kestrel")
+    path = index.index_path(record)
+    assert path == record.root / ".atlas-cache" / "search.sqlite" and path.is_file()
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q"], cwd=record.root, check=True)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                                cwd=record.root, capture_output=True, text=True, check=True)
+        assert ".atlas-cache" not in status.stdout and "projects/" in status.stdout
+
+
+def test_writers_never_touch_the_index(record: Record) -> None:
+    seeded(record)
+    search(record, "kestrel")
+    path = index.index_path(record)
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    artifacts.put(record, "plan", "third\n", author="ann", expect=2)
+    decisions.decide(record, topic="t", recommended="a", chosen="b", relation="agreed",
+                     why="w", author="ann")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+def test_each_search_sees_what_changed_since(record: Record) -> None:
+    seeded(record)
+    assert ids(search(record, "kestrel", kinds=["artifact"])) != []
+    artifacts.put(record, "plan", "an osprey now\n", author="ann", expect=2)
+    artifacts.put(record, "fresh", "osprey too\n", author="ann")
+    assert sorted(ids(search(record, "osprey"))) == ["fresh@v1", "plan@v3"]
+    # A topic removed by hand is gone from the results; so is its folder's row.
+    for p in (record.root / "projects/web/artifacts/fresh").iterdir():
+        p.chmod(0o644)
+    shutil.rmtree(record.root / "projects/web/artifacts/fresh")
+    assert ids(search(record, "osprey")) == ["plan@v3"]
+
+
+def test_a_file_added_in_the_same_clock_tick_is_not_missed(record: Record) -> None:
+    artifacts.put(record, "plan", "first\n", author="ann")
+    folder = record.root / "projects/web/artifacts/plan"
+    search(record, "first")  # the folder changed just now: its fingerprint is not trusted
+    st = folder.stat()
+    artifacts.put(record, "plan", "second heron\n", author="ann", expect=1)
+    os.utime(folder, ns=(st.st_atime_ns, st.st_mtime_ns))  # as if in the same tick
+    assert ids(search(record, "heron")) == ["plan@v2"]
+
+
+def test_a_file_replaced_under_its_name_is_read_again(record: Record) -> None:
+    v = artifacts.put(record, "plan", "old words\n", author="ann")
+    assert ids(search(record, "old")) == ["plan@v1"]
+    data = v.path.read_bytes().replace(b"old words", b"new heron")
+    tmp = v.path.with_name("replacement")
+    tmp.write_bytes(data)
+    os.replace(tmp, v.path)  # a new inode, as `atlas check --fix` or a git restore makes
+    time.sleep(0.01)
+    assert ids(search(record, "heron")) == ["plan@v1"]
+    assert ids(search(record, "old")) == []
+
+
+def test_a_version_that_vanished_after_the_update_is_never_shown(record: Record) -> None:
+    artifacts.put(record, "plan", "heron one\n", author="ann")
+    v2 = artifacts.put(record, "plan", "heron two\n", author="ann", expect=1)
+    folder = record.root / "projects/web/artifacts/plan"
+    old = time.time_ns() - 10**10
+    os.utime(folder, ns=(old, old))  # settled: the next search trusts the fingerprint
+    assert ids(search(record, "heron", all_versions=True)) == ["plan@v2", "plan@v1"]
+    v2.path.unlink()
+    os.utime(folder, ns=(old, old))  # the removal hidden from the fingerprint
+    assert ids(search(record, "heron", all_versions=True)) == ["plan@v1"]
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "last-page", "empty", "garbage",
+                                    "other-atlas"])
+def test_damaged_index_is_rebuilt_and_answers_the_same(record: Record, damage: str) -> None:
+    seeded(record)
+    first = search(record, "kestrel", all_projects=True)
+    path = index.index_path(record)
+    if damage == "delete":
+        path.unlink()
+    elif damage == "truncate":
+        with open(path, "r+b") as fh:
+            fh.truncate(path.stat().st_size // 2)
+    elif damage == "last-page":
+        with open(path, "r+b") as fh:
+            fh.truncate(path.stat().st_size - 4096)
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(path.stat().st_size))
+    else:
+        conn = sqlite3.connect(path)
+        conn.execute("UPDATE meta SET value = '1/0.0.1' WHERE key = 'format'")
+        conn.commit()
+        conn.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", AtlasWarning)  # a rebuild is silent
+        again = search(record, "kestrel", all_projects=True)
+    assert again == first and len(first["results"]) == 5
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()[0] \
+        == index.FORMAT
+    conn.close()
+
+
+def test_an_unwritable_index_falls_back_to_a_scan_and_says_so(record: Record) -> None:
+    seeded(record)
+    expected = search(record, "kestrel", all_versions=True)
+    shutil.rmtree(record.root / ".atlas-cache")
+    (record.root / ".atlas-cache").write_text("not a folder")  # nothing can be written there
+    found, said = quiet(record, "kestrel", all_versions=True)
+    assert found == ids(expected)
+    assert len(said) == 1 and "cannot be written" in said[0] and "read directly" in said[0]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes to read-only folders")
+def test_a_read_only_record_falls_back_to_a_scan(record: Record) -> None:
+    seeded(record)
+    modes = {}
+    for folder, _, _ in os.walk(record.root):
+        modes[folder] = os.stat(folder).st_mode
+        os.chmod(folder, 0o555)
+    try:
+        found, said = quiet(record, "kestrel")
+    finally:
+        for folder, mode in modes.items():
+            os.chmod(folder, mode)
+    assert len(found) == 5 and len(said) == 1 and "cannot be written" in said[0]
+
+
+def test_without_fts5_every_file_is_scanned_with_the_same_matches(
+        record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded(record)
+    artifacts.put(record, "long", "kestrel " + "filler " * 300 + "\n", author="ann")
+    queries = ["kestrel", '"kestrel plan"', "kest*", "falcon", "draft kestrel"]
+    expected = [ids(search(record, q, all_versions=True)) for q in queries]
+    monkeypatch.setattr(store, "has_fts5", lambda: False)
+    for q, want in zip(queries, expected, strict=True):
+        found, said = quiet(record, q, all_versions=True)
+        assert found == want, q
+        assert len(said) == 1 and "no FTS5" in said[0]
+
+
+def test_a_damaged_version_is_left_out_with_a_warning(record: Record) -> None:
+    artifacts.put(record, "plan", "kestrel\n", author="ann")
+    bad = artifacts.put(record, "other", "kestrel too\n", author="ann")
+    bad.path.chmod(0o644)
+    bad.path.write_bytes(b"no front matter at all, kestrel\n")
+    found, said = quiet(record, "kestrel")
+    assert found == ["plan@v1"]
+    assert said == ["1 file in the searched projects cannot be read and is left out of the "
+                    "search (`atlas check` says which)"]
+
+
+def test_a_rebuild_killed_halfway_leaves_nothing_that_matters(record: Record) -> None:
+    seeded(record)
+    search(record, "kestrel")
+    leftover = index.cache_dir(record) / (index.INDEX_NAME + ".tmp-999999-dead")
+    leftover.write_bytes(b"half")
+    index.index_path(record).unlink()
+    assert len(ids(search(record, "kestrel"))) == 5
+    assert not leftover.exists()
+
+
+def test_the_index_reads_only_changed_folders(record: Record,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(5):
+        artifacts.put(record, f"t{i}", f"kestrel {i}\n", author="ann")
+    old = time.time_ns() - 10**10
+    for folder in (record.root / "projects/web").rglob("*"):
+        if folder.is_dir():
+            os.utime(folder, ns=(old, old))
+    search(record, "kestrel")
+    from atlas_files.search import collect
+
+    read: list[str] = []
+    real = collect.read
+
+    def spy(folder: collect.Folder, file: str, ino: int) -> collect.Doc:
+        read.append(file)
+        return real(folder, file, ino)
+
+    monkeypatch.setattr(collect, "read", spy)
+    assert len(ids(search(record, "kestrel"))) == 5
+    assert read == []
+    artifacts.put(record, "t3", "kestrel again\n", author="ann", expect=1)
+    assert len(ids(search(record, "kestrel"))) == 5
+    assert read == ["t3.v0002.md"]
+
+
+def test_index_size_stays_small(record: Record, tmp_path: Path) -> None:
+    seeded(record)
+    search(record, "kestrel", all_versions=True)
+    assert index.index_path(record).stat().st_size < 1_000_000
+
+
+KILLED = r"""
+import os, sys
+from atlas_files.record import Record
+from atlas_files.search import search, store
+real = store._Writer.flush
+def flush_then_die(self):
+    real(self)
+    os._exit(9)  # killed inside the transaction: rows written, nothing committed
+store._Writer.flush = flush_then_die
+search(Record(sys.argv[1]), "kestrel")
+"""
+
+
+def test_a_search_killed_while_writing_the_index_harms_nothing(record: Record) -> None:
+    import sys
+
+    seeded(record)
+    before = search(record, "kestrel")
+    artifacts.put(record, "plan", "a kestrel again\n", author="ann", expect=2)
+    artifacts.put(record, "late", "kestrel late\n", author="ann")
+    done = subprocess.run([sys.executable, "-c", KILLED, str(record.root)], check=False)
+    assert done.returncode == 9
+    assert (index.cache_dir(record) / "search.sqlite-journal").exists()  # a hot journal
+    after = search(record, "kestrel")
+    want = [i for i in ids(before) if i != "plan@v2"] + ["plan@v3", "late@v1"]
+    assert sorted(ids(after)) == sorted(want)
+
+
+def test_an_index_that_cannot_be_updated_falls_back_to_a_scan(
+        record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
+    seeded(record)
+    expected = ids(search(record, "kestrel"))
+
+    def full(*args: Any, **kwargs: Any) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    artifacts.put(record, "late", "kestrel late\n", author="ann")
+    monkeypatch.setattr(store, "sync", full)  # the module index.py writes with
+    real_open_scan = index.open_scan
+
+    def open_scan(*args: Any, **kwargs: Any) -> store.Store:
+        monkeypatch.undo()  # the scan reads files with the real sync
+        return real_open_scan(*args, **kwargs)
+
+    monkeypatch.setattr(index, "open_scan", open_scan)
+    found, said = quiet(record, "kestrel")
+    assert sorted(found) == sorted(expected + ["late@v1"])
+    assert len(said) == 1 and "disk is full" in said[0]

@@ -1,0 +1,139 @@
+"""`atlas setup`: the harness's files gain the two hooks and lose nothing else; twice is
+once; --remove gives back what the file meant; AGENTS.md gets a short marked section."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from atlas_files.api.setup import BEGIN_MARK, END_MARK, setup
+from atlas_files.cli import main
+from atlas_files.errors import BadInput
+
+OTHERS: dict[str, Any] = {
+    "permissions": {"allow": ["Bash(npm test)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                                                       "command": "./guard.sh"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "say done", "timeout": 5}]}],
+    },
+    "model": "opus",
+}
+
+
+def run(*args: str) -> int:
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return 0
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
+
+
+def commands(data: dict[str, Any], event: str) -> list[str]:
+    return [h["command"] for g in data["hooks"].get(event, []) for h in g["hooks"]]
+
+
+def test_claude_setup_keeps_other_hooks_and_is_idempotent(tmp_path: Path) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(OTHERS, indent=4))
+    assert run("setup", "claude", "--as", "bob", "--dir", str(tmp_path)) == 0
+    data = json.loads(settings.read_text())
+    assert commands(data, "SessionStart") == ["atlas --as bob begin --hook claude"]
+    assert commands(data, "Stop") == ["say done", "atlas --as bob end --hook claude"]
+    assert data["permissions"] == OTHERS["permissions"] and data["model"] == "opus"
+    assert data["hooks"]["PreToolUse"] == OTHERS["hooks"]["PreToolUse"]
+    first = files(tmp_path)
+    assert run("setup", "claude", "--as", "bob", "--dir", str(tmp_path)) == 0
+    assert files(tmp_path) == first  # twice changes nothing, byte for byte
+    assert run("setup", "claude", "--as", "bob", "--dir", str(tmp_path), "--remove") == 0
+    assert json.loads(settings.read_text()) == OTHERS
+
+
+def test_remove_takes_away_a_file_setup_created(tmp_path: Path) -> None:
+    setup("codex", directory=tmp_path, identity="bob")
+    data = json.loads((tmp_path / ".codex" / "hooks.json").read_text())
+    assert commands(data, "Stop") == ["atlas --as bob end --hook codex"]
+    assert data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 30  # seconds
+    result = setup("codex", directory=tmp_path, remove=True)
+    assert [c.action for c in result.changes] == ["removed"]
+    assert not (tmp_path / ".codex" / "hooks.json").exists()
+
+
+def test_gemini_gets_its_own_event_names_and_units(tmp_path: Path) -> None:
+    setup("gemini", directory=tmp_path)
+    data = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
+    end = data["hooks"]["AfterAgent"][0]["hooks"][0]
+    assert end == {"name": "atlas-end", "type": "command", "command": "atlas end --hook gemini",
+                   "timeout": 10000}
+    assert commands(data, "SessionStart") == ["atlas begin --hook gemini"]
+
+
+def test_a_new_identity_replaces_ours_and_never_duplicates(tmp_path: Path) -> None:
+    setup("claude", directory=tmp_path, identity="bob")
+    setup("claude", directory=tmp_path, identity="carol")
+    data = json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert commands(data, "Stop") == ["atlas --as carol end --hook claude"]
+
+
+def test_a_file_that_is_not_plain_json_is_left_alone(tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{\n  // my comment\n  "theme": "dark"\n}\n')
+    before = files(tmp_path)
+    assert run("setup", "gemini", "--dir", str(tmp_path)) == 2
+    assert files(tmp_path) == before
+
+
+def test_agents_md_gets_a_short_marked_section_and_claude_md_points_to_it(
+        tmp_path: Path) -> None:
+    agents = tmp_path / "AGENTS.md"
+    agents.write_text("# Project rules\n\nUse tabs.\n")
+    original = agents.read_text()
+    setup("agents-md", directory=tmp_path, identity="bob")
+    text = agents.read_text()
+    assert text.startswith(original)
+    section = text[text.index(BEGIN_MARK):text.index(END_MARK) + len(END_MARK)]
+    assert len(section.splitlines()) < 40
+    assert "atlas begin" in section and "atlas end --status" in section and "bob" in section
+    assert "@AGENTS.md" in (tmp_path / "CLAUDE.md").read_text()
+    before = files(tmp_path)
+    setup("agents-md", directory=tmp_path, identity="bob")
+    assert files(tmp_path) == before
+    setup("agents-md", directory=tmp_path, remove=True)
+    assert agents.read_text() == original
+    assert not (tmp_path / "CLAUDE.md").exists()
+
+
+def test_a_harness_remove_leaves_agents_md_for_the_others(tmp_path: Path) -> None:
+    setup("claude", directory=tmp_path)
+    setup("codex", directory=tmp_path)
+    setup("claude", directory=tmp_path, remove=True)
+    assert BEGIN_MARK in (tmp_path / "AGENTS.md").read_text()
+    assert (tmp_path / ".codex" / "hooks.json").exists()
+
+
+def test_no_secret_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    secrets = {"ATLAS_TOKEN": "tok-5ec2e7-aaaa", "ANTHROPIC_API_KEY": "sk-ant-5ec2e7",
+               "OPENAI_API_KEY": "sk-5ec2e7", "GEMINI_API_KEY": "g-5ec2e7"}
+    for key, value in secrets.items():
+        monkeypatch.setenv(key, value)
+    for target in ("claude", "codex", "gemini", "agents-md"):
+        assert run("--as", "bob", "setup", target, "--dir", str(tmp_path)) == 0
+    written = b"".join(files(tmp_path).values())
+    assert b"5ec2e7" not in written
+    assert b"atlas --as bob begin --hook claude" in written
+
+
+def test_a_bad_identity_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    with pytest.raises(BadInput):
+        setup("claude", directory=tmp_path, identity="Bob; rm -rf ~")
+    assert files(tmp_path) == {}
