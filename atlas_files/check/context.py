@@ -3,7 +3,6 @@ the record's limits, and whether to fix what is safe to fix."""
 
 from __future__ import annotations
 
-import errno
 import functools
 import os
 from collections.abc import Callable

@@ -37,6 +37,8 @@ NOT_RUN = frozenset({
 # Extensions whose output holds no id and no relative link, left out for speed (the emoji
 # index alone takes longer to load than most pages take to render).
 NOT_NEEDED = frozenset({"pymdownx.emoji"})
+# Extensions that need their generator's build around them (Zensical's own).
+BUILD_ONLY = ("zensical.",)
 # Directives (`::: name`) these make at build time: mkdocstrings (a plugin) and mkdocs-click.
 DIRECTIVE_MAKERS = frozenset({"mkdocstrings", "mkdocs-click", "mkdocs_click"})
 
@@ -135,6 +137,10 @@ class Renderer:
         base = markdown.Markdown()
         for name, raw in site.extensions:
             if name in NOT_NEEDED:
+                continue
+            if name.startswith(BUILD_ONLY):
+                problem(name, f"markdown extension {name} works only inside its own site "
+                        "generator's build: pages are read without it")
                 continue
             if name in NOT_RUN:
                 problem(name, f"markdown extension {name} is not run by atlas check (it runs "

@@ -17,8 +17,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from atlas_files.fsio import read_nofollow
-
 
 class Source(Protocol):
     def read(self, path: Path) -> bytes:
