@@ -7,7 +7,8 @@ Four entry points, one report format (see findings.py for the codes):
 * ``check_staged``: for a commit (git's index): the record checks on the changed files of
   any record in the repository, immutable files changed, deleted or renamed, and Markdown
   moved or deleted while still linked.
-* ``check_links``: broken relative links and anchors in any Markdown files.
+* ``check_links``: broken relative links and anchors in any Markdown files, judged as
+  the MkDocs site that governs them will build them, where one does.
 * ``check_versions``: version skips in any ``*.vN.*`` family (and, staged, edits to them).
 
 Every check reads one file at a time and turns what it cannot read into a finding: one
@@ -20,7 +21,14 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from atlas_files.check import gitmodes, machines, staged
+from atlas_files.check.families import check_families, is_versioned
 from atlas_files.check.findings import CODES, ERROR, WARNING, Finding, Report
+from atlas_files.check.links import is_markdown
+from atlas_files.check.routing import Links
+from atlas_files.check.run import start_run
+from atlas_files.check.sources import DiskSource
+from atlas_files.check.walk import Scope, check_tree
 from atlas_files.errors import BadInput, NotFound
 from atlas_files.record import locate
 
@@ -60,10 +68,6 @@ def check_record(
     root: Path, paths: Sequence[str | os.PathLike[str]] = (), *, fix: bool = False,
     on_finding: OnFinding = None, base: Path | None = None,
 ) -> Report:
-    from atlas_files.check.run import start_run
-    from atlas_files.check.sources import DiskSource
-    from atlas_files.check.walk import Scope, check_tree
-
     root = _abs(root)
     wanted = [_given(p) for p in paths]
     for p in wanted:
@@ -76,8 +80,6 @@ def check_record(
     report = Report(base=base, on_finding=on_finding)
     check_tree(start_run(root, report, DiskSource(nofollow=True), fix),
                Scope(wanted or None))
-    from atlas_files.check import machines
-
     machines.check_worktree(report, root, wanted)
     return report
 
@@ -98,23 +100,29 @@ def _expand(paths: Iterable[Path], keep: Callable[[str], bool]) -> list[Path]:
 
 
 def check_links(paths: Sequence[str | os.PathLike[str]] = (), *, on_finding: OnFinding = None,
-                base: Path | None = None) -> Report:
+                base: Path | None = None, mkdocs: Path | None = None) -> Report:
     """Broken relative links and anchors in the Markdown files among ``paths`` (default:
-    the current folder's tree), record or not."""
-    from atlas_files.check.links import LinkChecker, is_markdown
-
+    the current folder's tree), record or not; in a MkDocs site's docs_dir, as the site
+    (its mkdocs.yml found upward, or ``mkdocs``) will build them."""
     report = Report(base=base, on_finding=on_finding)
     files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_markdown)
-    LinkChecker(report).check_files(f for f in files if is_markdown(f))
+    Links(report, mkdocs=_site_config(mkdocs)).check_files(f for f in files if is_markdown(f))
     return report
+
+
+def _site_config(mkdocs: Path | None) -> Path | None:
+    if mkdocs is None:
+        return None
+    config = _abs(mkdocs)
+    if not config.is_file():
+        raise NotFound(f"{config} does not exist", hint="name a MkDocs configuration file "
+                       "(mkdocs.yml); without --mkdocs it is found upward from each file")
+    return config
 
 
 def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
                    on_finding: OnFinding = None, base: Path | None = None) -> Report:
     """Version skips in the ``*.vN.*`` families of the files among ``paths``."""
-    from atlas_files.check.families import check_families, is_versioned
-    from atlas_files.check.sources import DiskSource
-
     report = Report(base=base, on_finding=on_finding)
     files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_versioned)
     check_families(report, DiskSource(), files)
@@ -124,28 +132,22 @@ def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
 def check_staged(
     cwd: Path | None = None, *, mode: str = "record", record_path: str | None = None,
     paths: Sequence[str | os.PathLike[str]] = (), on_finding: OnFinding = None,
-    base: Path | None = None,
+    base: Path | None = None, mkdocs: Path | None = None,
 ) -> Report:
     """What the commit being made (git's index) gets wrong. ``mode``: "record" (the record
     checks on changed files, immutable files, moved links), "links" (links in ``paths`` or
     the staged Markdown, moved links) or "versions" (``*.vN.*`` families)."""
-    from atlas_files.check import staged
-
     here = (cwd or Path.cwd()).resolve()
     repo = staged.repo_root(here)
     report = Report(base=base, on_finding=on_finding)
     changes = staged.staged_changes(repo)
     given = [_abs(p) for p in paths]
-    from atlas_files.check import gitmodes
-
     if mode == "links":
-        gitmodes.staged_links(report, repo, changes, given)
+        gitmodes.staged_links(report, repo, changes, given, _site_config(mkdocs))
     elif mode == "versions":
         gitmodes.staged_versions(report, repo, changes, given)
     else:
         explicit = find_record(record_path) if record_path else None
         gitmodes.staged_record(report, repo, changes, given, explicit)
-        from atlas_files.check import machines
-
         machines.check_staged(report, repo, changes, given, explicit)
     return report

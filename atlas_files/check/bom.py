@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from atlas_files import frontmatter
+from atlas_files.check import fix
 from atlas_files.check.context import CheckRun
 
 BOM = b"\xef\xbb\xbf"
@@ -29,8 +30,6 @@ def strip_bom(ctx: CheckRun, path: Path, data: bytes, what: str) -> bytes:
     except frontmatter.FrontMatterError:
         stamped = None  # no front matter behind it either: not for --fix to judge
     if stamped is False and ctx.fix:
-        from atlas_files.check import fix
-
         if fix.remove_bom(ctx, path, data, rest):
             return rest
     if stamped is False:

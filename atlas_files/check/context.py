@@ -11,11 +11,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from atlas_files import config as configmod
 from atlas_files import layout, timeutil
 from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
 from atlas_files.check.links import LinkChecker
-from atlas_files.check.sources import Source, why_unreadable
+from atlas_files.check.sources import DiskSource, Source, why_unreadable
 from atlas_files.errors import AtlasError
 
 
@@ -31,8 +32,6 @@ class Limits:
 def limits_of(config_path: Path) -> Limits:
     """The record's limits; defaults where atlas.yaml cannot be read (that is reported
     by the config check, and must not stop the other checks)."""
-    from atlas_files import config as configmod
-
     try:
         cfg = configmod.load(config_path)
     except Exception:  # noqa: BLE001 - any damage is reported by the config check
@@ -112,8 +111,6 @@ def per_file(fn: F) -> F:
 def list_folder(ctx: CheckRun, folder: Path) -> list[str]:
     """The names in a record folder; [] if there is none. One that cannot be listed is a
     finding (ATL038), and the check goes on with the rest of the record."""
-    from atlas_files.check.sources import DiskSource
-
     if not isinstance(ctx.source, DiskSource):
         return ctx.source.listdir(folder)
     try:

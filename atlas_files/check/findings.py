@@ -55,6 +55,17 @@ _TABLE = (
          "`atlas ls`, `atlas history NAME` and `atlas decisions` show what exists"),
     Code("ATL015", WARNING, "an entry builds on a retracted version",
          "if the decision no longer stands, record a new decision or a correction of it"),
+    Code("ATL016", WARNING, "broken link in a reference definition that no link uses",
+         "fix or remove the definition: nothing links through it, so nobody meets it yet"),
+    Code("ATL017", WARNING, "link cannot be checked from source: the build makes its target",
+         "build the site to check it (`mkdocs build --strict` with validation set); a "
+         "plugin, hook or directive makes that page's anchors or file"),
+    Code("ATL018", WARNING, "mkdocs.yml names what atlas check cannot load or run",
+         "install the extension where atlas runs (its pages are read without it meanwhile); "
+         "what atlas never runs (plugins, hooks, code-running extensions) stays a build check"),
+    Code("ATL019", WARNING, "link to a folder or an unrecognized path, not to a page",
+         "link the page itself (the folder's index.md or README.md): a site has no page at a "
+         "folder's path, and MkDocs leaves such a link as it is"),
     Code("ATL020", ERROR, "lease longer than the record's cap",
          "leases cap at lease_cap in atlas.yaml; claim again for a shorter time"),
     Code("ATL021", ERROR, "lease claimed in the future beyond the clock tolerance",
@@ -149,7 +160,10 @@ class Report:
                 return text
         return text
 
-    def add(self, path: Path | str, line: int, code: str, message: str, hint: str = "") -> None:
+    def add(self, path: Path | str, line: int, code: str, message: str, hint: str = "",
+            severity: str = "") -> None:
+        """Record a finding. ``severity`` overrides the code's own, where the project says
+        how much a kind of problem weighs (a MkDocs site's ``validation:`` block)."""
         # A message may quote what a hostile file holds: one finding stays one short line.
         if len(message) > MAX_MESSAGE:
             message = message[:MAX_MESSAGE - 3] + "..."
@@ -159,7 +173,7 @@ class Report:
             return
         self._seen.add(key)
         self.flagged.add(shown)
-        finding = Finding(shown, max(int(line), 1), code, message, hint)
+        finding = Finding(shown, max(int(line), 1), code, message, hint, severity)
         self.findings.append(finding)
         if self.on_finding is not None:
             self.on_finding(finding)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from atlas_files import frontmatter, fsio
+from atlas_files import entries, frontmatter, fsio
 from atlas_files.check.context import CheckRun
 
 
@@ -56,8 +56,6 @@ def stamp_version(ctx: CheckRun, path: Path, data: bytes, parsed: frontmatter.Pa
 
 
 def stamp_entry(ctx: CheckRun, path: Path, data: bytes, parsed: frontmatter.Parsed) -> None:
-    from atlas_files import entries
-
     digest = entries.digest_of_entry(dict(parsed.meta), parsed.body)
 
     def ok(new: bytes) -> bool:

@@ -7,10 +7,13 @@ from pathlib import Path
 
 from atlas_files import layout
 from atlas_files.check import moves, staged
-from atlas_files.check.families import is_versioned
+from atlas_files.check.families import check_families, is_versioned
 from atlas_files.check.findings import Report
-from atlas_files.check.links import LinkChecker, is_markdown
+from atlas_files.check.links import is_markdown
+from atlas_files.check.routing import Links
+from atlas_files.check.run import start_run
 from atlas_files.check.sources import IndexSource
+from atlas_files.check.walk import check_changed
 
 
 def _in_scope(path: Path, given: list[Path]) -> bool:
@@ -58,9 +61,6 @@ class _Records:
 
 def staged_record(report: Report, repo: Path, changes: list[staged.Change], given: list[Path],
                   explicit: Path | None) -> None:
-    from atlas_files.check.run import start_run
-    from atlas_files.check.walk import check_changed
-
     source = staged.index_source(repo, changes)
     records = _Records(repo, source, explicit)
     changed: dict[Path, list[Path]] = defaultdict(list)
@@ -90,11 +90,11 @@ def staged_record(report: Report, repo: Path, changes: list[staged.Change], give
 
 
 def staged_links(report: Report, repo: Path, changes: list[staged.Change],
-                 given: list[Path]) -> None:
+                 given: list[Path], mkdocs: Path | None = None) -> None:
     source = staged.index_source(repo, changes)
     files = given or _present(repo, changes, [])
     try:
-        LinkChecker(report, source).check_files(f for f in files if is_markdown(f))
+        Links(report, source, mkdocs=mkdocs).check_files(f for f in files if is_markdown(f))
         moves.check_moves(report, repo, changes, source)
     finally:
         source.close()
@@ -102,8 +102,6 @@ def staged_links(report: Report, repo: Path, changes: list[staged.Change],
 
 def staged_versions(report: Report, repo: Path, changes: list[staged.Change],
                     given: list[Path]) -> None:
-    from atlas_files.check.families import check_families
-
     source = staged.index_source(repo, changes)
     files = given or _present(repo, changes, [])
     try:

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from atlas_files import layout
+from atlas_files import corrections, layout
 from atlas_files.check.sources import Source
-from atlas_files.names import ENTRY_ID_PATTERN
+from atlas_files.names import ENTRY_ID_PATTERN, is_entry_id, is_name
+from atlas_files.record import Record
 
 VERSION_FILE_RE = layout.VERSION_FILE
 # An entry file: ``<id>.md`` (as entries.is_entry_file, without importing entries).
@@ -88,9 +89,6 @@ class RecordIndex:
 
     def _retracted_uncached(self, project: str) -> frozenset[str]:
         try:
-            from atlas_files import corrections
-            from atlas_files.record import Record
-
             return frozenset(corrections.retracted_refs(Record(self.root), project))
         except Exception:  # noqa: BLE001 - damaged entries are reported where they lie
             return frozenset()
@@ -117,8 +115,6 @@ class RecordIndex:
     def ref_state(self, project: str, text: object, *, current: bool) -> RefState:
         """How a reference stands. Staleness is asked for only where ``current`` (it can be
         acted on there: an old version's references are history)."""
-        from atlas_files.names import is_entry_id, is_name
-
         if not isinstance(text, str):
             return RefState("bad", f"{text!r} is not a reference")
         value = text.strip()

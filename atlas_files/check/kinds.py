@@ -8,8 +8,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frontmatter, fsio, timeutil
-from atlas_files.check import debris, refs
+from atlas_files import entries, frontmatter, fsio, timeutil
+from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import DAMAGE, CheckRun, list_folder, per_file
 from atlas_files.check.index import is_entry_file
@@ -130,8 +130,6 @@ def check_stray_entry(ctx: CheckRun, path: Path, kind: str) -> None:
 
 @per_file
 def check_entry(ctx: CheckRun, path: Path, project: str, kind: str) -> None:
-    from atlas_files import entries
-
     report = ctx.report
     report.files += 1
     try:
@@ -176,8 +174,6 @@ def check_entry(ctx: CheckRun, path: Path, project: str, kind: str) -> None:
                        "this entry was edited after it was written: its fields or body no "
                        "longer match its digest (entries are immutable; write a correction)")
     elif ctx.fix and clean and not report.has_findings(path):
-        from atlas_files.check import fix
-
         fix.stamp_entry(ctx, path, data, parsed)
     else:
         report.add(path, 1, "ATL006", "this entry has no digest yet: an edit of it cannot "

@@ -17,22 +17,22 @@ import os
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import yaml
 
 from atlas_files import layout
+from atlas_files.check.findings import Report
 from atlas_files.check.sources import git
-
-if TYPE_CHECKING:
-    from atlas_files.check.findings import Report
-    from atlas_files.check.staged import Change
+from atlas_files.check.staged import Change
+from atlas_files.fsio import read_nofollow
+from atlas_files.telemetry.trust import shown
 
 CODE = "ATL050"
 LOCAL = "local"
 
 
 def _load(data: bytes) -> Any:
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(data.decode("utf-8"), Loader=loader)  # noqa: S506 - a safe loader
 
@@ -66,8 +66,6 @@ def new_probes(old: dict[str, str], new: dict[str, str]) -> list[tuple[str, str 
 
 def _line_of(data: bytes, machine: str) -> int:
     """The line of ``machine:`` under ``machines:`` (1 if it cannot be found)."""
-    import yaml
-
     try:
         root = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)
     except Exception:  # noqa: BLE001 - the line is a courtesy, never a failure
@@ -86,8 +84,6 @@ def report_changes(report: Report, path: Path, old: bytes | None, new: bytes,
                    lead: str) -> None:
     """Report each new or changed probe of ``new`` (compared with ``old``, None for no file
     before); ``lead`` says who changes it ("this commit", ...)."""
-    from atlas_files.telemetry.trust import shown
-
     before, after = probes_of(old), probes_of(new)
     if before is None or after is None:
         return
@@ -129,8 +125,6 @@ def check_staged(report: Report, repo: Path, changes: Sequence[Change],
 def check_worktree(report: Report, root: Path, wanted: Sequence[Path] = ()) -> None:
     """atlas.yaml on disk against HEAD's, when the record lies in a git work tree and its
     atlas.yaml is tracked or staged; nothing otherwise (git cannot vouch for anything)."""
-    from atlas_files.fsio import read_nofollow
-
     path = root / layout.CONFIG_NAME
     if wanted and not any(p in (root, path) for p in wanted):
         return

@@ -1,35 +1,28 @@
-"""Just enough Markdown reading for link checks: the links a file makes, the anchors it has.
+"""Just enough Markdown reading for link checks, as Python-Markdown (what MkDocs uses)
+reads it: the links a file makes, its headings, and the other ids its page will have.
 
-Anchors are the ids Python-Markdown's ``toc`` extension gives headings (what MkDocs
-uses): the heading's visible text, NFKD-folded to ASCII, everything but word characters,
-spaces and hyphens dropped, lowercased, runs of spaces and hyphens joined by one ``-``; a
-repeated anchor gets ``_1``, ``_2``; an explicit ``{#id}`` (attr_list) wins. A plain-text
-heading is slugified here; one with inline markup (emphasis, code, links, escapes,
-``{...}``) is rendered by Python-Markdown itself, so its id is exactly the site's. HTML
-``id``/``name`` attributes count as anchors too. Fenced code blocks and inline code are
-skipped for both links and headings. Limits: indented code blocks are read as text, a
-heading inside a list item is not seen, and links written as raw HTML (``<a href>``) are
-not checked.
+The blocks come from blocks.py (containers, code, raw HTML and comments). On lines of
+prose: inline links and images, reference definitions (a line that is nothing but
+``[label]: target "title"``; of two definitions of one label the last counts), and which
+labels are used; ATX and setext headings; ids set inline with attr_list (``{ #id }``);
+footnote ids (``fn:LABEL``, ``fnref:LABEL``); HTML ``id`` attributes and ``<a name>``;
+snippet includes (``--8<-- "file"``) and build-time directives (``::: package.module``,
+mkdocstrings and mkdocs-click), whose content only the site build can see. Links written
+as raw HTML (``<a href>``) are not checked, as MkDocs does not check them.
 
 Every file read here is untrusted, so every scan is linear in the length of the text: no
 regular expression may backtrack over a line (a line of 16,000 backticks once took a
-minute and a half). Python-Markdown itself is not linear on some heading sources (a
-heading of many ``[`` is quadratic), so it renders a page's headings only when there are
-at most ``MAX_RENDERED_HEADINGS`` of at most ``MAX_RENDERED_CHARS`` characters each;
-beyond that, headings are slugified here (the same ids, except where inline markup would
-change the visible text) and ``anchors`` says the result is approximate.
+minute and a half).
 """
 
 from __future__ import annotations
 
-import functools
 import re
-import unicodedata
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from collections import Counter
+from dataclasses import dataclass, field
 
-_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})")
+from atlas_files.check.blocks import RAW, TEXT, scan
+
 _BACKTICKS_RE = re.compile(r"`+")
 # Possessive quantifiers (*+, ++): whitespace can be matched one way only, so a failed
 # match never retries every split of a run of spaces.
@@ -37,20 +30,41 @@ _INLINE_LINK_RE = re.compile(
     r"\]\(\s*+(<[^<>\n]*>|[^\s()<>]*+(?:\([^\s()]*+\)[^\s()]*+)*+)"
     r"(?:\s++(?:\"[^\"]*+\"|'[^']*+'|\([^()]*+\)))?\s*+\)"
 )
-_REF_DEF_RE = re.compile(r"^ {0,3}\[([^\]^][^\]]*)\]:\s*(<[^<>\n]*>|\S+)")
-MAX_RENDERED_HEADINGS = 500
-MAX_RENDERED_CHARS = 200
-_QUOTES_RE = re.compile(r"^(?:>[ ]*+)++")
-_SETEXT_RE = re.compile(r"^(=+|-+)[ ]*$")
-_ATTR_ID_RE = re.compile(r"(?:^|\s)#([^\s}#]+)")
-_HTML_ID_RE = re.compile(r"<[a-zA-Z][^<>]*?\s(?:id|name)\s*=\s*[\"']([^\"'<>]+)[\"']")
-_UNIQUE_RE = re.compile(r"^(.*)_([0-9]+)$")
+_REF_DEF_RE = re.compile(r" {0,3}\[([^\[\]\n]*+)\]:[ ]*+(<[^<>\n]*>|\S++)")
+_FOOTNOTE_DEF_RE = re.compile(r" {0,3}\[\^([^\]\s]++)\]:")
+_FOOTNOTE_REF_RE = re.compile(r"\[\^([^\]\s]++)\](?!:)")
+_BRACKETS_RE = re.compile(r"\[([^\[\]\n]*+)\]")
+_INLINE_ATTR_RE = re.compile(r"\{:?[ ]*+([^{}\n]*+)\}")
+_ATTR_ID_RE = re.compile(r"(?:^|\s)#([^\s}#]++)")
+_BLOCK_ATTR_RE = re.compile(r"[ ]*+\{:?[ ]*+([^}\n ][^\n}]*+)\}[ ]*+")
+_HTML_ID_RE = re.compile(
+    r"<([a-zA-Z][a-zA-Z0-9]*+)\b[^<>]*?\s(id|name)\s*=\s*[\"']([^\"'<>]+)[\"']")
+_SETEXT_RE = re.compile(r"(=+|-+)[ ]*")
+_SNIPPET_RE = re.compile(r"(;?)-{1,}8<-{1,}[ \t]*+(?:([\"'])([^\"'\n]*+)\2)?[ \t]*")
+_DIRECTIVE_RE = re.compile(r":::[ \t]+(\S.*)")
+_COMMENT_RE = re.compile(r"<!--.*?(?:-->|$)")
+# A line without any character that starts a link, a heading, an id or a directive.
+_PLAIN_PROSE_RE = re.compile(r"[^\[\]{#<:=\-8`]*+")
 
 
 @dataclass(frozen=True)
 class Link:
     line: int
     target: str  # as written, without <> around it
+    definition: bool = False  # a reference definition, not an inline link
+    used: bool = True  # for a definition: whether a link uses it (the last of its label)
+
+
+@dataclass
+class Page:
+    """What one Markdown text holds, as far as links and ids go."""
+
+    links: list[Link] = field(default_factory=list)
+    headings: list[tuple[int, str]] = field(default_factory=list)  # (level, source)
+    reserved: set[str] = field(default_factory=set)  # attr_list ids on other blocks
+    ids: set[str] = field(default_factory=set)  # inline attr_list, footnote and HTML ids
+    snippets: list[tuple[int, str]] = field(default_factory=list)  # (line, file named)
+    directives: list[tuple[int, str]] = field(default_factory=list)  # (line, `::: x`)
 
 
 def _blank_code_spans(text: str) -> str:
@@ -130,160 +144,145 @@ def _atx(line: str) -> tuple[int, str] | None:
     return level, rest[:at]
 
 
-def _lines_outside_code(text: str, first_line: int = 1) -> Iterator[tuple[int, str]]:
-    """(line number, line) for each line that is not inside a fenced code block."""
-    fence: str | None = None
-    for number, line in enumerate(text.split("\n"), start=first_line):
-        m = _FENCE_RE.match(line)
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                if not line.strip()[len(m.group(1)):].strip():
-                    fence = None
+def _blank_comments(line: str) -> str:
+    """Inline HTML comments replaced by spaces (what they hold is not rendered)."""
+    if "<!--" not in line:
+        return line
+    return _COMMENT_RE.sub(lambda m: " " * len(m.group(0)), line)
+
+
+def label_key(label: str) -> str:
+    """A reference label as Python-Markdown compares them: case and runs of spaces aside."""
+    return " ".join(label.split()).lower()
+
+
+def _definition(plain: str) -> tuple[str, str] | None:
+    """(label, target) if the line is a reference definition and nothing else: a wrapped
+    paragraph line that merely starts with ``[text]: words`` is prose."""
+    m = _REF_DEF_RE.match(plain)
+    if m is None or m.group(1).startswith("^"):
+        return None
+    rest = plain[m.end():].strip()
+    if rest and not (len(rest) >= 2 and (
+            (rest[0] in "\"'" and rest[-1] == rest[0]) or (rest[0] == "(" and rest[-1] == ")"))):
+        return None
+    return m.group(1), m.group(2).strip("<>")
+
+
+def _uses(plain: str, used: set[str]) -> None:
+    """Note the labels this line's reference links use: ``[text][label]``, ``[label][]``
+    and ``[label]`` alone (more than are used, never fewer: an unused definition is only
+    ever let off more lightly)."""
+    for m in _BRACKETS_RE.finditer(plain):
+        after = plain[m.end():m.end() + 1]
+        if after != "(":
+            used.add(label_key(m.group(1)))
+
+
+def _html_ids(line: str, ids: set[str]) -> None:
+    if "id" not in line and "name" not in line:
+        return
+    for tag, attr, value in _HTML_ID_RE.findall(line):
+        if attr.lower() == "id" or tag.lower() == "a":
+            ids.add(value)
+
+
+def read(text: str, first_line: int = 1) -> Page:
+    """One pass over ``text``: its links, headings and ids."""
+    page = Page()
+    definitions: list[tuple[int, str, str]] = []  # (line, label key, target)
+    used: set[str] = set()
+    footnotes: list[str] = []
+    references: Counter[str] = Counter()
+    previous = ""  # the prose line before, if it could be a setext heading's text
+    snippet_block = False  # between two lines of --8<--: one file named per line
+    for line in scan(text, first_line):
+        if line.kind == RAW:
+            _html_ids(line.text, page.ids)
+        if line.kind != TEXT:
+            previous = ""
             continue
-        if m:
-            fence = m.group(1)
+        content = line.text
+        if not content.strip():
+            previous = ""
             continue
-        yield number, line.rstrip("\r")
+        if snippet_block:
+            if _SNIPPET_RE.fullmatch(content.strip()):
+                snippet_block = False
+            elif not content.lstrip().startswith(";"):
+                page.snippets.append((line.number, content.strip()))
+            continue
+        if _PLAIN_PROSE_RE.fullmatch(content):  # most lines: nothing to find in them
+            previous = content if line.after_blank else ""
+            continue
+        plain = _blank_comments(_blank_code_spans(content)) if "`" in content or "<!--" in \
+            content else content
+        _html_ids(plain, page.ids)
+        heading = _atx(content)
+        if heading is not None:
+            page.headings.append(heading)
+            previous = ""
+            continue
+        if previous and _SETEXT_RE.fullmatch(content):
+            page.headings.append((1 if content.startswith("=") else 2, previous))
+            previous = ""
+            continue
+        previous = content if line.after_blank else ""
+        block_attr = _BLOCK_ATTR_RE.fullmatch(plain)
+        if block_attr:
+            page.reserved.update(_ATTR_ID_RE.findall(block_attr.group(1)))
+            continue
+        if "{" in plain:
+            for attrs in _INLINE_ATTR_RE.findall(plain):
+                page.ids.update(_ATTR_ID_RE.findall(attrs))
+        if plain.startswith(":::"):
+            m = _DIRECTIVE_RE.fullmatch(plain.rstrip())
+            if m:
+                page.directives.append((line.number, m.group(1).strip()))
+                continue
+        if "8<" in plain:
+            m = _SNIPPET_RE.fullmatch(plain.strip())
+            if m and not m.group(1):
+                if m.group(3):
+                    page.snippets.append((line.number, m.group(3).strip()))
+                else:
+                    snippet_block = True
+                continue
+        if "[^" in plain:
+            m = _FOOTNOTE_DEF_RE.match(plain)
+            if m:
+                footnotes.append(m.group(1))
+            for ref in _FOOTNOTE_REF_RE.findall(plain):
+                references[ref] += 1
+        if "](" not in plain and "]:" not in plain and "[" not in plain:
+            continue
+        found = _definition(plain)
+        if found is not None:
+            definitions.append((line.number, label_key(found[0]), found[1]))
+            continue
+        if "[" in plain:
+            _uses(plain, used)
+        if "](" in plain:
+            for m in _INLINE_LINK_RE.finditer(plain):
+                target = m.group(1)
+                if target.startswith("<"):
+                    target = target[1:-1]
+                page.links.append(Link(line.number, target))
+    for label in footnotes:
+        page.ids.add(f"fn:{label}")
+        for n in range(1, min(references[label], 1000) + 1):
+            page.ids.add(f"fnref{'' if n == 1 else n}:{label}")
+    last = {label: number for number, label, _ in definitions}
+    for number, label, target in definitions:
+        live = last[label] == number and label in used
+        page.links.append(Link(number, target, definition=True, used=live))
+    page.links.sort(key=lambda link: link.line)
+    return page
 
 
 def links(text: str, first_line: int = 1) -> list[Link]:
     """Every inline link, image and reference definition outside code, in order."""
-    found: list[Link] = []
-    for number, line in _lines_outside_code(text, first_line):
-        if "](" not in line and "]:" not in line:
-            continue
-        plain = _blank_code_spans(line)
-        m = _REF_DEF_RE.match(plain)
-        if m:
-            found.append(Link(number, m.group(2).strip("<>")))
-            continue
-        for m in _INLINE_LINK_RE.finditer(plain):
-            target = m.group(1)
-            if target.startswith("<"):
-                target = target[1:-1]
-            found.append(Link(number, target))
-    return found
-
-
-def slugify(value: str, separator: str = "-") -> str:
-    folded = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode("ascii")
-    kept = re.sub(r"[^\w\s-]", "", folded).strip().lower()
-    return re.sub(rf"[{re.escape(separator)}\s]+", separator, kept)
-
-
-def _next_id(slug: str) -> str:
-    m = _UNIQUE_RE.match(slug)
-    return f"{m.group(1)}_{int(m.group(2)) + 1}" if m else f"{slug}_1"
-
-
-def _unique(slug: str, used: set[str], skip: dict[str, str] | None = None) -> str:
-    """The id toc gives a heading whose slug is ``slug``: the first of ``slug``, its
-    ``_1``, ``_2``... not yet used. ``skip`` remembers, for each id tried, the first free
-    one found after it, so a thousand equal headings cost a thousand steps, not half a
-    million (every id skipped over stays used, so the jump is always right)."""
-    skip = {} if skip is None else skip
-    tried: list[str] = []
-    while slug in used or not slug:
-        tried.append(slug)
-        slug = skip.get(slug) or _next_id(slug)
-    for passed in tried:
-        skip[passed] = slug
-    used.add(slug)
-    return slug
-
-
-def anchors(text: str) -> set[str]:
-    """The ids a rendered page of this Markdown has: headings, ``{#id}``, HTML id/name."""
-    return anchors_exact(text)[0]
-
-
-def anchors_exact(text: str) -> tuple[set[str], bool]:
-    """``anchors``, and whether they are exact: False when the page's headings hold
-    markup but are too many or too long to give to Python-Markdown (see the module's
-    docstring), so that an anchor found missing is reported with that caveat."""
-    headings: list[tuple[int, str]] = []  # (level, heading source)
-    reserved: set[str] = set()  # ids set by attr_list on other blocks: toc avoids them
-    html_ids: set[str] = set()
-    previous = ""
-    before_previous_blank = True
-    for _, line in _lines_outside_code(text):
-        if line.startswith(">"):  # block quotes hold headings too
-            line = _QUOTES_RE.sub("", line, count=1)
-        if "id" in line or "name" in line:
-            html_ids.update(_HTML_ID_RE.findall(_blank_code_spans(line)))
-        m = _atx(line)
-        setext = (
-            _SETEXT_RE.match(line) and previous.strip() and before_previous_blank
-            and _atx(previous) is None
-        )
-        if m:
-            headings.append(m)
-        elif setext:
-            headings.append((1 if line.startswith("=") else 2, previous))
-        else:
-            attrs = _BLOCK_ATTR_RE.match(line)
-            if attrs:
-                named = _ATTR_ID_RE.search(attrs.group(1))
-                if named:
-                    reserved.add(named.group(1))
-        before_previous_blank = not previous.strip()
-        previous = "" if m or setext else line
-    exact = True
-    if any(not _MARKUP.isdisjoint(raw) for _, raw in headings):
-        ids = _rendered_ids(headings, reserved) if renderable(headings) else None
-        if ids is not None:
-            return ids | reserved | html_ids, True
-        exact = False
-    used = set(reserved)
-    skip: dict[str, str] = {}
-    for _, raw in headings:
-        _unique(slugify(raw.strip()), used, skip)
-    return used | html_ids, exact
-
-
-def renderable(headings: list[tuple[int, str]]) -> bool:
-    """Whether Python-Markdown may render these headings: it is not linear in a heading's
-    length, so only few and short ones are given to it."""
-    return len(headings) <= MAX_RENDERED_HEADINGS and all(
-        len(raw) <= MAX_RENDERED_CHARS for _, raw in headings)
-
-
-# Characters that can make a heading's visible text, or its id, differ from its source.
-_MARKUP = set("*_`[]<>&\\!{}")
-_BLOCK_ATTR_RE = re.compile(r"^[ ]*\{:?[ ]*([^}\n ][^\n]*)\}[ ]*$")
-
-
-def _rendered_ids(headings: list[tuple[int, str]], reserved: set[str]) -> set[str] | None:
-    """The heading ids Python-Markdown itself gives (the renderer MkDocs uses, so emphasis,
-    code, escapes and attr_list come out exactly as on the site), from a document holding
-    just the headings. None if Python-Markdown is missing or a source does not render as
-    one heading."""
-    import html
-
-    try:
-        md = _renderer()
-    except ImportError:  # pragma: no cover - markdown comes with mkdocs
-        return None
-    parts = [f"x\n{{: #{ident} }}" for ident in sorted(reserved)]
-    parts += ["#" * level + " " + " ".join(raw.split("\n")) for level, raw in headings]
-    md.reset()
-    md.convert("\n\n".join(parts))
-    ids: set[str] = set()
-    count = 0
-    stack = list(getattr(md, "toc_tokens", []))
-    while stack:
-        token = stack.pop()
-        ids.add(html.unescape(token["id"]))
-        count += 1
-        stack.extend(token.get("children", []))
-    return ids if count == len(headings) else None
-
-
-@functools.cache
-def _renderer() -> Any:
-    import markdown
-
-    return markdown.Markdown(extensions=["toc", "attr_list"])
+    return read(text, first_line).links
 
 
 def split_front_matter(text: str) -> tuple[str, int]:

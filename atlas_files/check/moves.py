@@ -19,7 +19,7 @@ from atlas_files.check import markdown
 from atlas_files.check.findings import Report
 from atlas_files.check.links import is_markdown, resolve, split_target
 from atlas_files.check.sources import IndexSource, git
-from atlas_files.check.staged import Change
+from atlas_files.check.staged import Change, index_source
 
 
 def _candidates(repo: Path, names: set[str]) -> list[str]:
@@ -38,8 +38,6 @@ def _candidates(repo: Path, names: set[str]) -> list[str]:
 
 def check_moves(report: Report, repo: Path, changes: list[Change],
                 source: IndexSource | None = None) -> None:
-    from atlas_files.check.staged import index_source
-
     source = source or index_source(repo, changes)
     removed: dict[str, Change] = {}
     for change in changes:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import timeutil
+from atlas_files.check import validators
 from atlas_files.check.findings import Report
 
 MAX_MESSAGE = 240
@@ -67,14 +68,11 @@ def validate(
     ``lines`` is called only when there is something to report, so a valid file never pays
     for finding line numbers.
     """
-    from atlas_files.check.fastschema import checker
-
     instance = clip(kind, instance)
-    if checker(kind)(instance):  # sure it is valid: no need to ask jsonschema
+    if validators.fast_verdict(kind, instance):
         return True
-    from atlas_files import schemas
-
-    errors = list(schemas.validator(kind).iter_errors(instance))
+    # Found invalid (or not JSON at all): jsonschema has the final word and the messages.
+    errors = list(validators.messages(kind).iter_errors(instance))
     if not errors:
         return True
     where = lines()
@@ -106,9 +104,7 @@ def load_json(report: Report, path: Path, data: bytes) -> Any | None:
 @functools.cache
 def _bounds(kind: str) -> dict[str, tuple[int | None, int | None, int | None]]:
     """Top-level key -> (maxLength, maxItems, the items' maxLength) from ``kind``'s schema."""
-    from atlas_files import schemas
-
-    props = schemas.load(kind).get("properties") or {}
+    props = validators.load(kind).get("properties") or {}
     out: dict[str, tuple[int | None, int | None, int | None]] = {}
     for key, sub in props.items():
         if not isinstance(sub, dict):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import frontmatter, fsio, layout
-from atlas_files.check import debris, refs
+from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import CheckRun, list_folder, per_file
 from atlas_files.check.index import VERSION_FILE_RE, canonical_number
@@ -154,8 +154,6 @@ def check_version_file(ctx: CheckRun, path: Path, project: str, name: str, numbe
         # Last, so that any other finding on this file (from here or from its folder's
         # numbering) keeps --fix from stamping it.
         if ctx.fix and clean and body_text is not None and not report.has_findings(path):
-            from atlas_files.check import fix
-
             fix.stamp_version(ctx, path, data, parsed)
         else:
             report.add(path, 1, "ATL006",

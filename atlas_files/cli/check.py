@@ -34,15 +34,19 @@ def _print(finding: Any) -> None:
 @click.option("--versions-only", is_flag=True,
               help="Only version skips in any *.vN.* file family among PATHs (default: this "
               "folder's tree), record or not; with --staged also edits of committed ones.")
+@click.option("--mkdocs", "mkdocs", metavar="FILE", type=click.Path(),
+              help="With --links-only: judge links as the MkDocs site of this mkdocs.yml will "
+              "build them (default: the mkdocs.yml found upward from each file, if any).")
 @json_option
 @pass_ctx
 def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
-          versions_only: bool, as_json: bool) -> None:
+          versions_only: bool, mkdocs: str | None, as_json: bool) -> None:
     """Check the record (or PATHs in it) for what a hand edit gets wrong.
 
     Each finding is one line `path:line: CODE message`, then its severity and a hint.
     Exit 1 if any finding is an error; warnings alone exit 0. Codes are stable (ATL001...);
-    the table is in the docs (check.md). Limits: links are checked offline, so links with
+    the table is in the docs (check.md). Links in a MkDocs site's docs_dir are judged as
+    the site's mkdocs.yml builds them. Limits: links are checked offline, so links with
     a scheme (https:) and site-absolute links (/x) are skipped; links in superseded
     versions are history and are not checked; leases are judged by the writer's
     timestamps and this machine's clock; a version larger than body_limit is measured,
@@ -54,7 +58,7 @@ def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, link
                        hint="run the two checks one after the other")
     mode = "links" if links_only else "versions" if versions_only else "record"
     report = api.check(ctx.record_path, paths, mode=mode, staged=staged, fix=fix,
-                       on_finding=None if as_json else _print)
+                       on_finding=None if as_json else _print, mkdocs=mkdocs)
     if as_json:
         emit_json(report.to_json())
     else:

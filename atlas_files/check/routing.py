@@ -1,0 +1,68 @@
+"""Which reader judges a Markdown file's links: the MkDocs site that governs it (its
+``mkdocs.yml`` found upward, or the one named with ``--mkdocs``: sitelinks.py), or, outside
+every site's ``docs_dir``, atlas's own reader (links.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from atlas_files.check import siteconfig
+from atlas_files.check.findings import Report
+from atlas_files.check.links import LinkChecker, TargetHook
+from atlas_files.check.sources import Source
+
+if TYPE_CHECKING:
+    from atlas_files.check.sitelinks import SiteLinks
+
+
+class Links:
+    """Each file to the MkDocs site that governs it (its mkdocs.yml found upward, or the
+    one named), or to atlas's own reader."""
+
+    def __init__(self, report: Report, source: Source | None = None,
+                 on_target: TargetHook | None = None, mkdocs: Path | None = None,
+                 sites: bool = True) -> None:
+        self.report = report
+        self.fast = LinkChecker(report, source, on_target)
+        self.mkdocs = mkdocs
+        self.sites = sites or mkdocs is not None
+        self._found: dict[Path, Path | None] = {}
+        self._loaded: dict[Path, SiteLinks | None] = {}
+
+    def site_for(self, path: Path) -> SiteLinks | None:
+        if not self.sites:
+            return None
+        config = self.mkdocs or siteconfig.find(path.parent, self._found)
+        if config is None:
+            return None
+        if config not in self._loaded:
+            self._loaded[config] = self._load(config)
+        site = self._loaded[config]
+        return site if site is not None and site.contains(path) else None
+
+    def _load(self, config: Path) -> SiteLinks | None:
+        # Python-Markdown and its extensions cost ~150 ms to import: only a check that
+        # meets a mkdocs.yml pays for them.
+        from atlas_files.check.sitelinks import SiteLinks  # noqa: PLC0415 - see above
+
+        try:
+            site = siteconfig.load(config)
+        except (OSError, ValueError, RecursionError) as exc:
+            self.report.add(config, 1, "ATL018", f"this MkDocs configuration cannot be read "
+                            f"({exc}); the links of its pages were checked without it"[:400])
+            return None
+        return SiteLinks(site, self.report, self.fast.source, self.fast)
+
+    def check_file(self, path: Path) -> None:
+        site = self.site_for(path)
+        if site is not None:
+            site.check_file(path)
+        else:
+            self.fast.check_file(path)
+
+    def check_files(self, paths: Iterable[Path]) -> None:
+        for path in paths:
+            self.report.files += 1
+            self.check_file(path)

@@ -1,0 +1,336 @@
+"""Links judged as a MkDocs site will build them.
+
+Each link is resolved as MkDocs resolves it: relative to the page's place in ``docs_dir``,
+to a file of ``docs_dir`` (a folder, or a file outside ``docs_dir``, is no page of the
+site), and its ``#anchor`` to an id of the page as rendered. How much each kind of problem
+weighs is the site's ``validation:`` block (siteconfig.py).
+
+atlas's own reader proposes, the site's parser confirms: the links and ids a page has are
+first read by markdown.py (linear, no import of Python-Markdown), and only a link that looks
+broken is confirmed by rendering the pages concerned with the site's own Markdown setup
+(sitepages.py): the linking page (does it really make that link?) and, for an anchor, the
+target (does it really lack that id?). Every error reported is the real parser's verdict;
+a site whose links are fine costs a read of each page, not a build.
+
+What the build alone can see is said, not guessed: an anchor missing from a page that a
+plugin, a hook or an extension atlas does not run changes as it is built (mkdocstrings'
+``::: package.module``, mkdocs-click, a hook that edits pages) is a warning, ATL017,
+"cannot be checked from source", never an error.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from functools import cached_property
+from importlib import metadata, util
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from atlas_files.check import anchors, markdown
+from atlas_files.check.findings import WARNING, Report
+from atlas_files.check.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
+from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
+from atlas_files.check.sitepages import (
+    DIRECTIVE_MAKERS,
+    NOT_RUN,
+    Rendered,
+    Renderer,
+    unresolved_message,
+)
+from atlas_files.check.sources import Source
+
+# Plugins that add pages (a link to a file not in docs_dir may be to one of them).
+_FILE_MAKERS = frozenset({"gen-files", "blog", "mkdocs-gen-files", "redirects"})
+_PAGE_EVENTS = ("on_page_markdown", "on_page_content", "on_post_page", "on_page_read_source")
+_MAX_RENDERED = 2 << 20  # bytes: past this a page is read by atlas's own reader (linear)
+_MAX_FOUND = 200  # suspect links confirmed by rendering, per page; past that, as read
+_AMP_SUBSTITUTE = "\x02amp\x03"
+
+
+@dataclass(frozen=True)
+class Page:
+    """A page as atlas's reader sees it."""
+
+    body: str
+    first: int  # the body's first line in the file
+    read: markdown.Page
+    anchors: Anchors  # the ids the reader finds (snippets followed where it can)
+    why: str | None  # why some of its anchors cannot be seen from source
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A link that looks broken, before the site's parser confirms it."""
+
+    link: markdown.Link
+    code: str
+    level: str | None
+    message: str
+    hint: str = ""
+    target: str | None = None  # for an anchor: the page that should have it
+    fragment: str = ""
+
+
+class SiteLinks:
+    def __init__(self, site: SiteConfig, report: Report, source: Source,
+                 fast: LinkChecker) -> None:
+        self.site = site
+        self.report = report
+        self.source = source
+        self.fast = fast
+        self._renderer: Renderer | None = None
+        self._files: set[str] | None = None
+        self._pages: dict[str, Page | None] = {}
+        self._rendered: dict[str, Rendered | None] = {}
+        self._said: set[str] = set()
+        self._hooks = self._page_hooks()
+        self._missing_extensions()
+        # Its own reader, with the site's toc (the ids it proposes are the site's).
+        self.reader = LinkChecker(report, source, toc=self._toc())
+
+    def contains(self, path: Path) -> bool:
+        return path.is_relative_to(self.site.docs_dir)
+
+    def _problem(self, key: str, message: str) -> None:
+        if key not in self._said:  # each said once per run
+            self._said.add(key)
+            self.report.add(self.site.path, self.site.line_of(key.split(":")[0]), "ATL018",
+                            message)
+
+    def _missing_extensions(self) -> None:
+        """Say at once which configured extensions are not installed (without importing
+        Python-Markdown, which a site whose links are fine never needs)."""
+        for name, _ in self.site.extensions:
+            module = name.split(":")[0].split(".")[0]  # found, not imported
+            if name in NOT_RUN or name in self._entry_points:
+                continue
+            try:
+                found = util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            if not found:
+                self._problem(name, f"markdown extension {name} is not installed here: pages "
+                              "are read without it (install it where atlas runs to check them "
+                              "as built)")
+        for name, raw in self.site.extensions:
+
+            def unresolved(value: Unresolved, name: str = name) -> None:
+                self._problem(f"{name}:{value.what}", unresolved_message(name, value))
+
+            resolve_relative(raw, self.site.root, self.site.docs_dir, unresolved)
+
+    def _toc(self) -> anchors.Toc:
+        config = dict(self.site.extensions).get("toc", {})
+        slugify = config.get("slugify")
+        separator = config.get("separator", "-")
+        return anchors.Toc(slugify if callable(slugify) else None,
+                           separator if isinstance(separator, str) else "-")
+
+    @cached_property
+    def _entry_points(self) -> set[str]:
+        return {e.name for e in metadata.entry_points(group="markdown.extensions")}
+
+    def _page_hooks(self) -> str | None:
+        for hook in self.site.hooks:
+            try:
+                text = hook.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            if any(event in text for event in _PAGE_EVENTS):
+                return f"the site's hook {hook.name} changes pages as the site is built"
+        return None
+
+    @property
+    def files(self) -> set[str]:
+        if self._files is None:
+            found: set[str] = set()
+            for folder, _, names in os.walk(self.site.docs_dir):
+                rel = Path(folder).relative_to(self.site.docs_dir).as_posix()
+                prefix = "" if rel == "." else rel + "/"
+                found.update(prefix + n for n in names)
+            self._files = found
+        return self._files
+
+    def page(self, uri: str) -> Page | None:
+        if uri not in self._pages:
+            self._pages[uri] = self._read(self.site.docs_dir / uri)
+        return self._pages[uri]
+
+    def _read(self, path: Path) -> Page | None:
+        try:
+            text = self.source.read(path).decode("utf-8", "replace")
+        except OSError:
+            return None
+        body, first = markdown.split_front_matter(text)
+        read = markdown.read(body, first)
+        why = self._hooks or self._made_at_build(read, body)
+        return Page(body, first, read, self.reader.anchors_of(path, read), why)
+
+    def rendered(self, uri: str) -> Rendered | None:
+        """The page as the site's parser renders it; None if it cannot be (then atlas's
+        reader has the last word, and says so once)."""
+        if uri in self._rendered:
+            return self._rendered[uri]
+        page = self.page(uri)
+        out = None
+        if page is not None and len(page.body) <= _MAX_RENDERED:
+            if self._renderer is None:
+                self._renderer = Renderer(self.site, self._problem)
+            try:
+                out = self._renderer.render("\n" * (page.first - 1) + page.body)
+            except Exception as exc:  # noqa: BLE001 - an extension's bug: say it, go on
+                self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
+                              f"extensions ({type(exc).__name__}: {exc}); atlas's own reader "
+                              "judged its links"[:400])
+        self._rendered[uri] = out
+        return out
+
+    def _made_at_build(self, page: markdown.Page, body: str) -> str | None:
+        names = dict(self.site.extensions)
+        makers = sorted(n for n in DIRECTIVE_MAKERS if n in self.site.plugins or n in names)
+        if page.directives and makers:
+            line, what = page.directives[0]
+            return f"`::: {cut(what)}` (line {line}) is expanded by {makers[0]}"
+        if "macros" in self.site.plugins and ("{{" in body or "{%" in body):
+            return "the macros plugin expands it as the site is built"
+        if "include-markdown" in self.site.plugins and "{%" in body:
+            return "include-markdown includes files into it as the site is built"
+        if page.snippets and ("pymdownx.snippets" not in names
+                              or "pymdownx.snippets" in self._said):
+            line, name = page.snippets[0]
+            return f"it includes the snippet {cut(name)!r} (line {line}), and the site's " \
+                   "snippets extension is not loaded here"
+        return None
+
+    def check_file(self, path: Path) -> None:
+        uri = path.relative_to(self.site.docs_dir).as_posix()
+        page = self.page(uri)
+        if page is None:
+            self.fast.check_file(path)
+            return
+        suspects = []
+        for link in page.read.links:
+            suspect = self._judge(uri, link, page)
+            if suspect is not None:
+                suspects.append(suspect)
+        if self._makes_links(page):
+            suspects += self._made_links(uri, page)
+        for suspect in suspects[:_MAX_FOUND]:
+            self._confirm(path, uri, suspect)
+        for suspect in suspects[_MAX_FOUND:]:
+            self._report(path, suspect, suspect.link.used)
+
+    def _makes_links(self, page: Page) -> bool:
+        """Whether the site's parser may make links the page's source does not show that
+        could be broken: a footnote's way back (to a reference that may not exist), and a
+        heading's permalink where the heading sets its own id (an escape in it shows)."""
+        return any(label.startswith("fn:") for label in page.read.ids) or any(
+            "{" in raw and "#" in raw for _, raw in page.read.headings)
+
+    def _made_links(self, uri: str, page: Page) -> list[Suspect]:
+        rendered = self.rendered(uri)
+        if rendered is None:
+            return []
+        written = {link.target for link in page.read.links}
+        out = []
+        for url in dict.fromkeys(rendered.links):
+            if url in written or not url.startswith("#"):
+                continue
+            at = page.body.find(url[1:])
+            line = page.first + page.body.count("\n", 0, at) if at >= 0 else page.first
+            suspect = self._judge(uri, markdown.Link(line, url), page)
+            if suspect is not None:
+                out.append(suspect)
+        return out
+
+    def _confirm(self, path: Path, uri: str, suspect: Suspect) -> None:
+        """Report ``suspect`` if the site's parser agrees: the page makes that link, and
+        (for an anchor) its target lacks that id."""
+        rendered = self.rendered(uri)
+        used = suspect.link.used
+        if rendered is not None:
+            made = set(rendered.links) | {unquote(u) for u in rendered.links}
+            url = suspect.link.target
+            used = url in made or unquote(url) in made
+            if not used and not suspect.link.definition:
+                return  # the site makes no such link (code, raw HTML, a comment...)
+        if suspect.target is not None:
+            target = self.rendered(suspect.target)
+            if target is not None and (suspect.fragment in target.ids
+                                       or unquote(suspect.fragment) in target.ids):
+                return
+        self._report(path, suspect, used)
+
+    def _report(self, path: Path, suspect: Suspect, used: bool) -> None:
+        if suspect.level is None:
+            return
+        if not used:  # a broken link nobody can follow: worth a warning, not an error
+            self.report.add(path, suspect.link.line, "ATL016",
+                            suspect.message + "; no link uses this definition")
+            return
+        self.report.add(path, suspect.link.line, suspect.code, suspect.message, suspect.hint,
+                        severity=suspect.level)
+
+    def _judge(self, uri: str, link: markdown.Link, page: Page) -> Suspect | None:
+        levels = self.site.levels
+        url = link.target
+        try:
+            parts = urlsplit(url)
+        except ValueError:
+            return None
+        if parts.scheme or parts.netloc or _AMP_SUBSTITUTE in url:
+            return None
+        if url.startswith(("/", "\\")):
+            return Suspect(link, "ATL010", levels["absolute_links"],
+                           f"absolute link '{cut(url)}': MkDocs leaves it as is")
+        if not parts.path:
+            if not parts.fragment:
+                return None
+            return self._anchor(link, parts.fragment, uri, page, "this page")
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(uri),
+                                                   unquote(parts.path))).lstrip("/")
+        if target not in self.files:
+            return self._missing(link, parts.path, target)
+        if parts.fragment and target.lower().endswith(PAGE_SUFFIXES):
+            found = self.page(target)
+            if found is not None:
+                return self._anchor(link, parts.fragment, target, found, target)
+        return None
+
+    def _missing(self, link: markdown.Link, written: str, target: str) -> Suspect | None:
+        levels = self.site.levels
+        url = link.target
+        if self.site.plugins & _FILE_MAKERS:
+            makers = ", ".join(sorted(self.site.plugins & _FILE_MAKERS))
+            return Suspect(link, "ATL017", WARNING, f"link '{cut(url)}' cannot be checked from "
+                           f"source: {cut(target)} is not among the documentation files, and "
+                           f"the site's plugins ({makers}) may make it as the site is built")
+        on_disk = self.site.docs_dir / target
+        if target.startswith("../"):
+            where = "lies outside docs_dir: it is not part of the site" \
+                if os.path.exists(on_disk) else "does not exist"
+        elif os.path.isdir(on_disk):
+            where = "is a folder, not a page: MkDocs leaves the link as is (a 404 with " \
+                    "directory URLs); link its index.md"
+        else:
+            where = "is not among the documentation files"
+        code, level = ("ATL019", levels["unrecognized_links"]) \
+            if not posixpath.splitext(written)[1] else ("ATL010", levels["not_found"])
+        return Suspect(link, code, level, f"broken link '{cut(url)}': {cut(target)} {where}")
+
+    def _anchor(self, link: markdown.Link, fragment: str, target: str, page: Page,
+                where: str) -> Suspect | None:
+        # The target's ids as the site renders it (its reader's where it cannot be): a page
+        # the reader misjudges (a fence the site's parser refuses) must not hide a break.
+        rendered = self.rendered(target)
+        ids = rendered.ids if rendered is not None else page.anchors.ids
+        if fragment in ids or unquote(fragment) in ids:
+            return None
+        if page.why is not None:
+            return Suspect(link, "ATL017", WARNING, f"anchor '{cut(link.target)}' cannot be "
+                           f"checked from source: {page.why}")
+        return Suspect(link, "ATL011", self.site.levels["anchors"],
+                       f"broken anchor '{cut(link.target)}': {where} has no anchor "
+                       f"#{cut(fragment)}", suggestion(fragment, ids), target, fragment)

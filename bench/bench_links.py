@@ -1,0 +1,339 @@
+"""`atlas check --links-only` against MkDocs' own link validation, on public docs.
+
+Each corpus is the documentation of a public MkDocs project, brought in at bench time from
+its source distribution on PyPI (`pip download --no-deps --no-binary PROJECT`), never
+vendored. Its configuration (mkdocs.yml, or the same settings as zensical.yml,
+properdocs.yml or zensical.toml) is reduced to what this machine can build: Markdown
+extensions that are not installed, plugins, hooks and theme overrides are left out (both
+tools then judge the same site), and every link problem is made a warning:
+
+    validation: {links: {not_found: warn, anchors: warn, unrecognized_links: warn}}
+
+MkDocs' warnings are the truth. For each corpus it prints recall (the share of MkDocs'
+warnings that atlas reports as errors), precision (the share of atlas's errors that MkDocs
+also reports), and both tools' times; also `atlas check --links-only` on the same pages
+without a mkdocs.yml (atlas's own reader, the fast path). Targets: recall 1.0, precision
+>= 0.95, atlas at least 5x faster than `mkdocs build`.
+
+    python bench/bench_links.py                 # all corpora (a few minutes)
+    python bench/bench_links.py --cache DIR -v  # keep the downloads; list every mismatch
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CORPORA = [  # (PyPI project, version): its sdist holds docs/ and a MkDocs configuration
+    ("mkdocs-rss-plugin", "1.19.0"),
+    ("mkdocstrings-python", "2.0.11"),
+    ("pymdown-extensions", "13.1.2"),
+    ("cibuildwheel", "4.3.5"),
+    ("griffe", "2.4.1"),
+    ("mkdocstrings", "1.0.8"),
+    ("mkdocs-autorefs", "1.4.5"),
+]
+CONFIGS = ("mkdocs.yml", "mkdocs.yaml", "zensical.yml", "properdocs.yml", "zensical.toml")
+STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn",
+                    "absolute_links": "info"}}
+WARNING_RE = re.compile(r"Doc file '(?P<page>[^']+)' contains (?:a link|an unrecognized "
+                        r"relative link) '(?P<link>.*?)'(?:, but| ?, it was left)")
+QUOTED_RE = re.compile(r"'(.*?)'(?::| cannot)")
+NEVER_RUN = {"mkdocs-click", "mkdocs_click", "markdown_exec", "plantuml_markdown"}
+
+
+class Tagged:
+    """A YAML tag kept as written (python/name, !relative...): MkDocs resolves it, not us."""
+
+    def __init__(self, tag: str, value: Any) -> None:
+        self.tag, self.value = tag, value
+
+
+class _Loader(yaml.SafeLoader):
+    pass
+
+
+def _tagged(loader: _Loader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        value: Any = loader.construct_mapping(node, deep=True)
+    elif isinstance(node, yaml.SequenceNode):
+        value = loader.construct_sequence(node, deep=True)
+    else:
+        value = loader.construct_scalar(node)
+    if suffix == "!ENV":
+        items = value if isinstance(value, list) else [value]
+        return items[-1] if len(items) > 1 else None
+    return Tagged(suffix, value)
+
+
+_Loader.add_multi_constructor("", _tagged)
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _represent(dumper: _Dumper, data: Tagged) -> yaml.Node:
+    if isinstance(data.value, dict):
+        return dumper.represent_mapping(data.tag, data.value)
+    if isinstance(data.value, list):
+        return dumper.represent_sequence(data.tag, data.value)
+    return dumper.represent_scalar(data.tag, str(data.value))
+
+
+_Dumper.add_representer(Tagged, _represent)
+
+
+def _importable(dotted: str) -> bool:
+    module = dotted.rpartition(".")[0] or dotted
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _extension_ok(name: str) -> bool:
+    import markdown
+
+    if name in NEVER_RUN or name.startswith("zensical."):  # needs Zensical's own build
+        return False
+    try:
+        markdown.Markdown().build_extension(name, {})
+    except Exception:  # noqa: BLE001 - not installed, or not an extension
+        return False
+    return True
+
+
+def _clean(value: Any) -> Any:
+    """``value`` without python names this machine cannot import; a custom fence whose
+    code is not installed stays a fence, shown as code (as atlas itself reads it)."""
+    if isinstance(value, Tagged):
+        name = value.tag.rpartition(":")[2]
+        if "python/" in value.tag and not _importable(name):
+            return None
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            cleaned = _clean(v)
+            if cleaned is not None or v is None:
+                out[k] = cleaned
+        if "name" in out and "format" not in out and "format" in value:
+            out["format"] = Tagged("tag:yaml.org,2002:python/name:"
+                                   "pymdownx.superfences.fence_code_format", "")
+        return out
+    if isinstance(value, list):
+        return [c for c in (_clean(v) for v in value) if c is not None]
+    return value
+
+
+_CALLABLE_KEYS = ("format", "validator", "emoji_index", "emoji_generator", "slugify")
+
+
+def _toml_names(value: Any) -> Any:
+    """zensical.toml writes a Python name as a plain string: tag it as mkdocs.yml would."""
+    if isinstance(value, dict):
+        return {k: Tagged(f"tag:yaml.org,2002:python/name:{v}", "")
+                if k in _CALLABLE_KEYS and isinstance(v, str) else _toml_names(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_toml_names(v) for v in value]
+    return value
+
+
+def _toml_extensions(node: dict[str, Any], prefix: str = "") -> list[Any]:
+    out: list[Any] = []
+    for key, value in node.items():
+        name = f"{prefix}{key}"
+        if not isinstance(value, dict):
+            continue
+        if _extension_ok(name) or not any(isinstance(v, dict) for v in value.values()):
+            out.append({name: _toml_names(value)} if value else name)
+        else:
+            out.extend(_toml_extensions(value, name + "."))
+    return out
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    if path.suffix == ".toml":
+        project = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
+        project["markdown_extensions"] = _toml_extensions(
+            project.get("markdown_extensions", {}))
+        return dict(project)
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader)  # noqa: S506
+    return data if isinstance(data, dict) else {}
+
+
+def reduce_config(data: dict[str, Any], root: Path) -> tuple[dict[str, Any], list[str]]:
+    """The corpus's configuration as this machine can build it, and what was left out."""
+    left: list[str] = []
+    kept: list[Any] = []
+    for item in data.get("markdown_extensions") or []:
+        name, cfg = (item, None) if isinstance(item, str) else next(iter(item.items()))
+        if not _extension_ok(name):
+            left.append(name)
+            continue
+        cfg = _clean(cfg) if isinstance(cfg, dict) else cfg
+        if isinstance(cfg, dict) and name == "pymdownx.snippets":
+            cfg.pop("auto_append", None)
+            cfg["check_paths"] = False
+        if isinstance(cfg, dict) and name == "pymdownx.emoji":
+            cfg = {k: v for k, v in cfg.items() if isinstance(v, Tagged)}
+        kept.append({name: cfg} if cfg else name)
+    theme = data.get("theme")
+    theme_name = theme.get("name") if isinstance(theme, dict) else theme
+    out = {
+        "site_name": str(data.get("site_name") or root.name),
+        "docs_dir": str(data.get("docs_dir") or "docs"),
+        "use_directory_urls": data.get("use_directory_urls", True) is not False,
+        "theme": {"name": theme_name if theme_name in ("material", "mkdocs", "readthedocs")
+                  else "material"},
+        "markdown_extensions": kept,
+        "plugins": ["search"],
+        "validation": STRICT,
+    }
+    if isinstance(data.get("nav"), list):
+        out["nav"] = data["nav"]
+    plugins = data.get("plugins") or []
+    names = [p if isinstance(p, str) else next(iter(p)) for p in plugins] \
+        if isinstance(plugins, list) else list(plugins)
+    left += [f"plugin {n}" for n in names if n != "search"]
+    left += [f"hook {h}" for h in data.get("hooks") or []]
+    return out, left
+
+
+def fetch(project: str, version: str, cache: Path, into: Path) -> Path:
+    """The sdist of ``project==version`` unpacked in ``into``; its top folder."""
+    cache.mkdir(parents=True, exist_ok=True)
+    stem = project.replace("-", "_").lower()
+    found = [p for p in cache.glob("*.tar.gz")
+             if p.name.lower().replace("-", "_").startswith(f"{stem}_{version}.")]
+    if not found:
+        # The project's sdist (its build backend may come as a wheel: only its metadata
+        # is prepared, never built from source).
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                        "--no-binary", project, f"{project}=={version}", "-d", str(cache)],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return fetch(project, version, cache, into)
+    with tarfile.open(found[0]) as tar:
+        tar.extractall(into, filter="data")
+    return next(p for p in into.iterdir() if p.is_dir())
+
+
+def timed(argv: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
+    return time.perf_counter() - start, proc
+
+
+def mkdocs_warnings(root: Path, out: Path) -> tuple[float, set[tuple[str, str]], str]:
+    wall, proc = timed([sys.executable, "-m", "mkdocs", "build", "-f", "mkdocs.yml", "-d",
+                        str(out)], root)
+    found = {(m["page"], m["link"]) for m in WARNING_RE.finditer(proc.stderr)}
+    return wall, found, proc.stderr if proc.returncode else ""
+
+
+def atlas_findings(root: Path, docs: Path) -> tuple[float, set[tuple[str, str]], int]:
+    # Run from outside the corpus: `python -m` puts its folder first on sys.path, and a
+    # project that is itself a Markdown extension (pymdown-extensions) must not be imported
+    # from its own sources (atlas refuses to run a project's own code).
+    wall, proc = timed([sys.executable, "-m", "atlas_files", "check", "--links-only",
+                        "--json", str(docs)], root.parent)
+    found: set[tuple[str, str]] = set()
+    warnings = 0
+    for f in json.loads(proc.stdout)["findings"]:
+        if f["severity"] != "error":
+            warnings += 1
+            continue
+        page = Path(f["path"])
+        page = page if page.is_absolute() else root.parent / page
+        quoted = QUOTED_RE.search(f["message"])
+        link = quoted.group(1) if quoted else f["message"]
+        try:
+            page_uri = page.relative_to(docs).as_posix()
+        except ValueError:
+            page_uri = page.as_posix()
+        found.add((page_uri, link))
+    return wall, found, warnings
+
+
+def bench(project: str, version: str, cache: Path, work: Path, verbose: bool) -> None:
+    root = fetch(project, version, cache, work / project)
+    config = next((root / c for c in CONFIGS if (root / c).is_file()), None)
+    if config is None:
+        print(f"{project} {version}: no MkDocs configuration in its sdist; skipped")
+        return
+    reduced, left = reduce_config(read_config(config), root)
+    for name in CONFIGS:
+        (root / name).unlink(missing_ok=True)
+    (root / "mkdocs.yml").write_text(yaml.dump(reduced, Dumper=_Dumper, sort_keys=False))
+    docs = root / reduced["docs_dir"]
+    pages = sum(1 for _ in docs.rglob("*.md"))
+    m_wall, truth, failed = mkdocs_warnings(root, work / f"{project}-site")
+    if failed and reduced["theme"]["name"] != "mkdocs":
+        # The theme installed here may lack what the pages ask of it (an icon set): the
+        # theme makes no link, so build with MkDocs' own.
+        left.append(f"theme {reduced['theme']['name']}")
+        reduced["theme"] = {"name": "mkdocs"}
+        (root / "mkdocs.yml").write_text(yaml.dump(reduced, Dumper=_Dumper, sort_keys=False))
+        m_wall, truth, failed = mkdocs_warnings(root, work / f"{project}-site")
+    if failed:
+        print(f"{project} {version}: mkdocs build failed:\n{failed[-1500:]}")
+        return
+    a_wall, errors, warnings = atlas_findings(root, docs)
+    plain = work / f"{project}-plain"
+    shutil.copytree(docs, plain)
+    p_wall, _ = timed([sys.executable, "-m", "atlas_files", "check", "--links-only", "--json",
+                       str(plain)], work)
+    hit = truth & errors
+    recall = len(hit) / len(truth) if truth else 1.0
+    precision = len(hit) / len(errors) if errors else 1.0
+    print(f"{project} {version} ({config.name}, {pages} pages): MkDocs {len(truth)} link "
+          f"warnings, atlas {len(errors)} errors (+{warnings} warnings)")
+    print(f"    recall {recall:.2f}  precision {precision:.2f}  |  mkdocs build {m_wall:6.2f} s"
+          f"  atlas {a_wall:5.2f} s ({m_wall / a_wall:4.1f}x faster)  atlas without "
+          f"mkdocs.yml {p_wall:5.2f} s")
+    if verbose:
+        print(f"    left out for this machine: {', '.join(left) or 'nothing'}")
+        for page, link in sorted(truth - errors):
+            print(f"    missed:      {page}: {link}")
+        for page, link in sorted(errors - truth):
+            print(f"    not MkDocs': {page}: {link}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cache", metavar="DIR", help="keep the downloaded sdists in DIR")
+    parser.add_argument("--only", metavar="PROJECT", action="append",
+                        help="bench this corpus only (repeatable)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list every mismatch")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="atlas-bench-links-"))
+    cache = Path(args.cache) if args.cache else work / "sdists"
+    try:
+        for project, version in CORPORA:
+            if args.only and project not in args.only:
+                continue
+            bench(project, version, cache, work, args.verbose)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
