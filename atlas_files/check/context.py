@@ -49,7 +49,7 @@ class CheckRun:
     fix: bool = False
     # Links are checked on disk, or against git's index for a commit.
     links: LinkChecker | None = None
-    now: datetime = field(default_factory=timeutil.now)
+    now: datetime = field(default_factory=lambda: timeutil.now())
     _limits: Limits | None = None
 
     @property
