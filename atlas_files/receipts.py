@@ -74,19 +74,7 @@ def _damaged(path: Path, identity: str, why: str) -> DamagedFile:
 
 def mark(record: Record, identity: str, marks: Mapping[str, int]) -> dict[str, int]:
     """Record that ``identity`` has read these versions; returns the updated receipts."""
-    path = _path(record, identity)
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    with fsio.locked(folder / f".{identity}.lock"):
-        current = read(record, identity)
-        changed = False
-        for key, version in marks.items():
-            if version > current.get(key, 0):
-                current[key] = version
-                changed = True
-        if changed:
-            _write(path, identity, current)
-    return current
+    return _update(record, identity, marks, forward=True)
 
 
 def lower(record: Record, identity: str, marks: Mapping[str, int]) -> None:
@@ -97,6 +85,13 @@ def lower(record: Record, identity: str, marks: Mapping[str, int]) -> None:
     the same number, which that writer never read. Its next write must stop and ask for a
     read, not take the winner's text as read.
     """
+    _update(record, identity, marks, forward=False)
+
+
+def _update(record: Record, identity: str, marks: Mapping[str, int], *,
+            forward: bool) -> dict[str, int]:
+    """Move each receipt in ``marks`` forward (or back) to its version, under the row's
+    lock, so two processes of one identity never lose each other's update."""
     path = _path(record, identity)
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
@@ -104,11 +99,12 @@ def lower(record: Record, identity: str, marks: Mapping[str, int]) -> None:
         current = read(record, identity)
         changed = False
         for key, version in marks.items():
-            if current.get(key, 0) > version:
+            if (version > current.get(key, 0)) if forward else (current.get(key, 0) > version):
                 current[key] = version
                 changed = True
         if changed:
             _write(path, identity, current)
+    return current
 
 
 def _write(path: Path, identity: str, current: Mapping[str, int]) -> None:
