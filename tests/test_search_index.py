@@ -78,6 +78,25 @@ def test_each_search_sees_what_changed_since(record: Record) -> None:
     assert ids(search(record, "osprey")) == ["plan@v3"]
 
 
+def test_an_index_deleted_under_an_open_connection_is_rebuilt_not_scanned(
+        record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another searcher deleted the index between this one opening it and writing to it:
+    # SQLite says "readonly" (the file moved), which is no read-only record.
+    seeded(record)
+    search(record, "kestrel")
+    artifacts.put(record, "fresh", "an osprey\n", author="ann")
+    opened = index._open_current
+
+    def open_then_lose(path: Path) -> Any:
+        found = opened(path)
+        os.unlink(path)
+        return found
+
+    monkeypatch.setattr(index, "_open_current", open_then_lose)
+    found, said = quiet(record, "osprey")
+    assert found == ["fresh@v1"] and said == []
+
+
 def test_a_file_added_in_the_same_clock_tick_is_not_missed(record: Record) -> None:
     artifacts.put(record, "plan", "first\n", author="ann")
     folder = record.root / "projects/web/artifacts/plan"

@@ -147,7 +147,10 @@ def scan(text: str, first_line: int = 1) -> Iterator[Line]:
             blank = False
             continue
         opened = content.rfind("<!--") if "<" in content else -1
-        if opened >= 0 and content.find("-->", opened + 4) < 0:
+        # An ATX heading is one line: a comment it opens cannot run on past it, and
+        # Python-Markdown shows the unclosed `<!--` as text.
+        if (opened >= 0 and content.find("-->", opened + 4) < 0
+                and not content.lstrip(" ").startswith("#")):
             # A comment that runs on: what stands before it is still read.
             comment = True
             head = content[:opened]

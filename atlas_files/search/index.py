@@ -198,6 +198,11 @@ def _reason(exc: Exception, folder: Path) -> str:
 
 
 def _read_only(exc: sqlite3.DatabaseError) -> bool:
+    """The index cannot be written here (a read-only record, no permission), as opposed
+    to the file having been deleted or replaced under the open connection (SQLite's
+    READONLY_DBMOVED), which a rebuild cures."""
+    if getattr(exc, "sqlite_errorname", "") == "SQLITE_READONLY_DBMOVED":
+        return False
     text = str(exc).lower()
     return "readonly" in text or "read-only" in text or "unable to open" in text
 
