@@ -74,7 +74,7 @@ def test_globs_are_normalized(text: str, normal: str) -> None:
 
 @pytest.mark.parametrize(("text", "words"), [
     ("/etc/passwd", "absolute"),
-    ("C:/work/a.py", "absolute"),
+    ("C:/repo/a.py", "absolute"),
     ("~/a.py", "absolute"),
     ("../other/a.py", "leads out of the repository"),
     ("src/../../a.py", "leads out of the repository"),
