@@ -18,7 +18,6 @@ for importing jsonschema.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import os
@@ -130,22 +129,6 @@ def not_a_folder(folder: Path) -> DamagedFile:
     )
 
 
-def unreadable(path: Path, exc: OSError) -> DamagedFile:
-    """How a record file that cannot be opened is reported: a symlink (never followed,
-    since it may lead outside the record), a folder, or what the system said."""
-    if exc.errno == errno.ELOOP:
-        return DamagedFile(
-            f"{path} is a symlink; an entry is a plain file, and the record never follows "
-            "a link that may lead outside it",
-            hint="replace the link with the entry itself",
-        )
-    if isinstance(exc, IsADirectoryError):
-        return DamagedFile(f"{path} is a folder, not an entry",
-                           hint="move it out of the record's entry folders")
-    return DamagedFile(f"{path} cannot be read: {exc.strerror or exc}",
-                       hint="check the file's permissions; run `atlas check`")
-
-
 def read_entry(path: Path) -> Entry:
     """Read one entry file; raises DamagedFile if it cannot be read as an entry at all.
 
@@ -159,7 +142,7 @@ def read_entry(path: Path) -> Entry:
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise unreadable(path, exc) from None
+        raise fsio.damage(path, exc, "entry") from None
     try:
         parsed = frontmatter.parse(data)
     except frontmatter.FrontMatterError as exc:

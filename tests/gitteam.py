@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from atlas_files.cli import main
 from atlas_files.record import Record
 
@@ -150,3 +152,19 @@ def racer_command(*args: str) -> list[str]:
 def child_env() -> dict[str, str]:
     """os.environ for a child atlas: no ATLAS_ variables of the caller's own."""
     return {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+
+
+@pytest.fixture
+def isolated_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Git reads no user or system config, and no ATLAS_* variable of the caller leaks in
+    (a module asks for it with ``pytestmark = pytest.mark.usefixtures("isolated_git")``)."""
+    for key, value in isolate_git(tmp_path / "home").items():
+        monkeypatch.setenv(key, value)
+    for key in [k for k in os.environ if k.startswith("ATLAS_")]:
+        monkeypatch.delenv(key)
+
+
+@pytest.fixture
+def team(tmp_path: Path, isolated_git: None) -> tuple[Team, Path]:
+    """A bare remote and alice's clone of it, syncing by itself."""
+    return start_team(tmp_path, str(bare_remote(tmp_path / "served")))

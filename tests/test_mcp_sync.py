@@ -3,25 +3,14 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from gitteam import Team, bare_remote, cli, git, isolate_git, start_team
+from gitteam import Team, cli, git
 from mcp_support import call, text
 
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in isolate_git(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
-    for key in [k for k in os.environ if k.startswith("ATLAS_")]:
-        monkeypatch.delenv(key)
-
-
-@pytest.fixture
-def team(tmp_path: Path) -> tuple[Team, Path]:
-    return start_team(tmp_path, str(bare_remote(tmp_path / "served")))
+# Git reads no user or system config here, and no ATLAS_* variable leaks in.
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 def test_an_mcp_put_reaches_the_remote(team: tuple[Team, Path]) -> None:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gitteam import Team, bare_remote, cli, git, isolate_git, start_team
+from gitteam import Team, bare_remote, cli, git, start_team
 
 from atlas_files import config as configmod
 from atlas_files import layout
@@ -22,18 +22,8 @@ from atlas_files.record import Record
 from atlas_files.sync import git as gitmod
 from atlas_files.sync import repo, run
 
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in isolate_git(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
-    for key in [k for k in os.environ if k.startswith("ATLAS_")]:
-        monkeypatch.delenv(key)
-
-
-@pytest.fixture
-def team(tmp_path: Path) -> tuple[Team, Path]:
-    return start_team(tmp_path, str(bare_remote(tmp_path / "served")))
+# Git reads no user or system config here, and no ATLAS_* variable leaks in.
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 def put(root: Path, who: str, name: str, body: str, *args: str) -> tuple[int, str, str]:

@@ -20,20 +20,14 @@ from gitteam import (
     cli,
     git,
     git_daemon,
-    isolate_git,
     racer_command,
     start_team,
 )
 
 from atlas_files import frontmatter, layout
 
-
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in isolate_git(tmp_path / "home").items():
-        monkeypatch.setenv(key, value)
-    for key in [k for k in os.environ if k.startswith("ATLAS_")]:
-        monkeypatch.delenv(key)
+# Git reads no user or system config here, and no ATLAS_* variable leaks in.
+pytestmark = pytest.mark.usefixtures("isolated_git")
 
 
 def racers(mode: str, clones: dict[str, Path], work: Path, n: int) -> list[subprocess.Popen[bytes]]:
