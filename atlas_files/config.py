@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -38,8 +38,7 @@ DEFAULT_FETCH_EVERY = "30s"
 _GIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}")
 
 
-@dataclass(frozen=True)
-class Machine:
+class Machine(NamedTuple):
     """A machine the telemetry prober visits: ``probe`` is a shell command or ``local``."""
 
     name: str
@@ -49,8 +48,7 @@ class Machine:
     stale_after_intervals: float = 3.0
 
 
-@dataclass(frozen=True)
-class SyncConfig:
+class SyncConfig(NamedTuple):
     """``sync:`` in atlas.yaml: the git remote the record travels by (see docs/sync.md).
 
     ``branch`` None means the branch checked out; ``auto`` makes every write sync itself;
@@ -63,19 +61,18 @@ class SyncConfig:
     fetch_every_s: float = 30.0
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     projects: tuple[str, ...]
     default_project: str
     lease_cap_s: float
     status_limit: int
     clock_tolerance_s: float
     body_limit: int = DEFAULT_BODY_LIMIT
-    machines: Mapping[str, Machine] = field(default_factory=dict)
+    machines: Mapping[str, Machine] = MappingProxyType({})
     # None: atlas.yaml has no `sync:` (`atlas sync` then uses SyncConfig's defaults).
     sync: SyncConfig | None = None
     schema_version: int = SCHEMA_VERSION
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    raw: Mapping[str, Any] = MappingProxyType({})
 
 
 def default_config(projects: list[str], default_project: str) -> dict[str, Any]:

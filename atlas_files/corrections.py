@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from atlas_files import entries, frontmatter, fsio
 from atlas_files.errors import BadInput, DamagedFile, NotFound
@@ -33,8 +32,7 @@ MAX_LINKS = 50
 MAX_REF = 200  # a topic name (100) and a version, or an entry id (about 40), fit easily
 
 
-@dataclass(frozen=True)
-class Correction:
+class Correction(NamedTuple):
     """A correction (``kind`` "correction", ``text`` says what was wrong) or a retraction
     (``kind`` "retraction", ``text`` says why the conclusion no longer holds)."""
 

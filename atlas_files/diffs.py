@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from atlas_files.documents import Stream, Version
 from atlas_files.errors import NotFound
 
 
-@dataclass(frozen=True)
-class Diff:
+class Diff(NamedTuple):
     """A unified diff of two versions' bodies (``old`` 0: the empty text before v1)."""
 
     name: str

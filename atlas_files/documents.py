@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files import frontmatter, fsio, layout, timeutil
 from atlas_files.errors import BadInput, DamagedFile, NotFound, VersionConflict
@@ -80,8 +80,7 @@ def default_summary(body: str) -> str:
     return ""
 
 
-@dataclass(frozen=True)
-class Stream:
+class Stream(NamedTuple):
     """The versions of one named document in one folder."""
 
     folder: Path

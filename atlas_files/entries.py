@@ -23,10 +23,9 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files import frontmatter, fsio, schemas, timeutil
 from atlas_files.errors import DamagedFile
@@ -70,13 +69,12 @@ def digest_of_entry(meta: dict[str, Any], body: bytes) -> str:
     return "sha256:" + h.hexdigest()
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One published entry as read from its file."""
 
     id: str
     kind: str
-    meta: dict[str, Any] = field(repr=False)
+    meta: dict[str, Any]
     body: str
     path: Path
     digest_ok: bool | None  # None: the file states no digest (hand-written, not stamped)

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -34,8 +33,7 @@ class FrontMatterError(ValueError):
         self.line = line
 
 
-@dataclass(frozen=True)
-class Parsed:
+class Parsed(NamedTuple):
     meta: dict[str, Any]
     body: bytes
     body_line: int  # 1-based line number of the first body line

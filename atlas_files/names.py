@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import reprlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from atlas_files.errors import BadInput
 
@@ -59,8 +59,7 @@ def is_entry_id(value: str) -> bool:
     return bool(_ENTRY_ID_RE.fullmatch(value))
 
 
-@dataclass(frozen=True)
-class VersionRef:
+class VersionRef(NamedTuple):
     """``NAME@vN`` (an artifact version) or ``status@vN`` (a status version)."""
 
     name: str
