@@ -195,3 +195,16 @@ def test_check(twins: tuple[Record, Record], monkeypatch: pytest.MonkeyPatch) ->
     got = tool(a, "check")
     monkeypatch.chdir(b.root)  # the CLI shows paths relative to where it runs
     assert got == cli(b, "check") and got["ok"] is True
+
+
+def test_lease_with_paths_is_the_cli_with_paths(twins: tuple[Record, Record]) -> None:
+    a, b = twins
+    got = tool(a, "lease", {"action": "claim", "resource": "web", "duration": "1h",
+                            "why": "refactor", "paths": ["src/**", "docs/index.md"]})
+    want = cli(b, "lease", "claim", "web", "--for", "1h", "--why", "refactor",
+               "--paths", "src/**", "--paths", "docs/index.md")
+    assert got == want
+    covering = tool(a, "lease", {"action": "list", "paths": ["src/app.py"]})
+    assert covering == cli(b, "lease", "ls", "--path", "src/app.py")
+    assert [row["resource"] for row in covering["leases"]] == ["web"]
+    assert tool(a, "lease", {"action": "list", "paths": ["README.md"]})["leases"] == []

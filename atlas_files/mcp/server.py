@@ -69,8 +69,9 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "lease": (  # *
         "Leases on shared machines, GPUs, datasets. action list: all, with GPU telemetry; "
         "show: a resource's history; machines: each machine's last telemetry row (load, "
-        "never intent; stale rows marked); claim (duration, why), renew, release; break: take over "
-        "from a holder that is gone (why). Held by another: the result starts `held:`. "
+        "never intent; stale rows marked); claim (duration, why, optional `paths`: repository "
+        "globs, so a commit guard warns others), renew, release; break: take over from a "
+        "holder that is gone (why). Held by another: the result starts `held:`. "
         f"`generation` makes a change conditional. {ADVISORY}",
         shapes.LEASE, True),
     "decide": (  # *

@@ -49,6 +49,8 @@ Links = Annotated[list[str], Field(description="refs it builds on: NAME@vN, stat
 Resource = Annotated[str | None, Field(description="e.g. gpubox.gpu0")]
 Duration = Annotated[str | None, Field(description="e.g. 45s, 90m, 1h30m")]
 Generation = Annotated[int | None, Field(ge=0, description="act only at this generation")]
+Paths = Annotated[list[str], Field(description=(
+    "claim: repository path globs it covers (src/**); list: leases covering this one file"))]
 LeaseAction = Literal["list", "show", "machines", "claim", "renew", "release", "break"]
 SearchKind = Literal["status", "artifact", "decision", "correction", "retraction"]
 Relation = Literal["agreed", "disagreed", "timed-out"]
@@ -171,9 +173,13 @@ class Toolbox:
 
     async def lease(self, action: LeaseAction, resource: Resource = None,
                     duration: Duration = None, why: str | None = None,
-                    generation: Generation = None) -> CallToolResult:
+                    generation: Generation = None,
+                    paths: Paths = []) -> CallToolResult:  # noqa: B006
         if action == "list":
-            return await self.call(api_leases.ls)
+            if len(paths) > 1:
+                return bad_input("lease list takes one path (the leases covering that file)",
+                                 "e.g. paths: [src/app.py]")
+            return await self.call(lambda w: api_leases.ls(w, paths[0] if paths else None))
         if action == "machines":
             return await self.call(lambda w: api_telemetry.ls(w))
         if not resource:
@@ -185,7 +191,7 @@ class Toolbox:
                 return bad_input("lease claim needs a duration and why; nothing was claimed",
                                  "e.g. duration: 90m, why: one line saying what for")
             return await self.write(
-                "lease claim", lambda w: api_leases.claim(w, resource, duration, why))
+                "lease claim", lambda w: api_leases.claim(w, resource, duration, why, paths))
         if action == "renew":
             return await self.write(
                 "lease renew", lambda w: api_leases.renew(w, resource, duration, generation))
@@ -199,9 +205,10 @@ class Toolbox:
             "lease break", lambda w: api_leases.break_(w, resource, why, duration, generation))
 
     async def lease_read(self, action: Literal["list", "show", "machines"],
-                         resource: Resource = None) -> CallToolResult:
+                         resource: Resource = None,
+                         paths: Paths = []) -> CallToolResult:  # noqa: B006
         """`lease` of a read-only server: only looks."""
-        return await self.lease(action, resource)
+        return await self.lease(action, resource, paths=paths)
 
     # -- decisions and corrections ------------------------------------------------------
 
