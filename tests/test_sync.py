@@ -396,6 +396,15 @@ def test_reads_fetch_only_when_the_last_fetch_is_old(tmp_path: Path) -> None:
     assert [t["name"] for t in json.loads(out)["topics"]] == ["plan"]
 
 
+def test_search_fetches_first_like_every_read(team: tuple[Team, Path]) -> None:
+    remote, alice = team
+    bob = remote.clone("bob")
+    assert put(alice, "alice", "plan", "the heron nests upstream\n")[0] == 0
+    code, out, err = cli(bob, "search", "heron", "--json", identity="bob")
+    assert code == 0, err
+    assert [r["name"] for r in json.loads(out)["results"]] == ["plan"]
+
+
 def test_a_read_that_cannot_fetch_warns_and_reads(team: tuple[Team, Path]) -> None:
     _, alice = team
     assert put(alice, "alice", "plan", "text\n")[0] == 0
