@@ -262,3 +262,12 @@ def test_the_cli_takes_a_named_mkdocs_file(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "nope.yml" in missing.stderr
     wrong = run_atlas("check", "--mkdocs", "conf/site.yml", cwd=tmp_path)
     assert wrong.returncode == 2 and "--links-only" in wrong.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_longer_fence_does_not_close_a_code_block(tmp_path: Path, mode: str) -> None:
+    # Python-Markdown (fenced_code, and pymdownx.superfences) closes a fence only with
+    # one of the same length: the heading after the longer one is still code.
+    page = "```\ncode\n````\n\n# Heading A\n\n```\n\n# B\n\n[a](#heading-a) [b](#b)\n"
+    assert findings(docs(tmp_path, mode), {"index.md": page}) == [
+        ("ATL011", ERROR, 11, "index.md")]

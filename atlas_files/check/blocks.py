@@ -111,8 +111,9 @@ def scan(text: str, first_line: int = 1) -> Iterator[Line]:
             continue
         if fence is not None:
             m = _FENCE_RE.match(stripped)
-            if m and m.group(1)[0] == fence[0][0] and len(m.group(1)) >= len(fence[0]) \
-                    and not stripped[len(m.group(1)):].strip():
+            # Python-Markdown closes a fence only with the same fence (fenced_code and
+            # pymdownx.superfences alike; CommonMark would take a longer one too).
+            if m and m.group(1) == fence[0] and not stripped[len(m.group(1)):].strip():
                 fence = None
             yield Line(number, line, CODE, not stack, blank)
             continue

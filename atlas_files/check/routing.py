@@ -63,6 +63,11 @@ class Links:
             self.fast.check_file(path)
 
     def check_files(self, paths: Iterable[Path]) -> None:
-        for path in paths:
-            self.report.files += 1
-            self.check_file(path)
+        try:
+            for path in paths:
+                self.report.files += 1
+                self.check_file(path)
+        finally:
+            for site in self._loaded.values():
+                if site is not None:
+                    site.finish()

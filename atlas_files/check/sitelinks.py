@@ -26,20 +26,25 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib import metadata, util
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
 from atlas_files.check import anchors, markdown
 from atlas_files.check.findings import WARNING, Report
 from atlas_files.check.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
+from atlas_files.check.rendercache import RenderCache, setup_key
 from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
-from atlas_files.check.sitepages import (
+from atlas_files.check.siteplan import (
     DIRECTIVE_MAKERS,
     NOT_RUN,
     Rendered,
-    Renderer,
+    plan,
     unresolved_message,
 )
 from atlas_files.check.sources import Source
+
+if TYPE_CHECKING:
+    from atlas_files.check.sitepages import Renderer
 
 # Plugins that add pages (a link to a file not in docs_dir may be to one of them).
 _FILE_MAKERS = frozenset({"gen-files", "blog", "mkdocs-gen-files", "redirects"})
@@ -53,10 +58,10 @@ _AMP_SUBSTITUTE = "\x02amp\x03"
 class Page:
     """A page as atlas's reader sees it."""
 
+    path: Path
     body: str
     first: int  # the body's first line in the file
     read: markdown.Page
-    anchors: Anchors  # the ids the reader finds (snippets followed where it can)
     why: str | None  # why some of its anchors cannot be seen from source
 
 
@@ -84,7 +89,13 @@ class SiteLinks:
         self._files: set[str] | None = None
         self._pages: dict[str, Page | None] = {}
         self._rendered: dict[str, Rendered | None] = {}
+        self._anchors: dict[str, Anchors] = {}
         self._said: set[str] = set()
+        self._cache: RenderCache | None = None
+        self._replayed = False
+        setup = setup_key(site, plan(site, lambda key, message: None))
+        if setup is not None:
+            self._cache = RenderCache(site, setup)
         self._hooks = self._page_hooks()
         self._missing_extensions()
         # Its own reader, with the site's toc (the ids it proposes are the site's).
@@ -166,26 +177,72 @@ class SiteLinks:
         body, first = markdown.split_front_matter(text)
         read = markdown.read(body, first)
         why = self._hooks or self._made_at_build(read, body)
-        return Page(body, first, read, self.reader.anchors_of(path, read), why)
+        return Page(path, body, first, read, why)
+
+    def reader_anchors(self, uri: str, page: Page) -> Anchors:
+        """The ids atlas's reader finds on the page (snippets followed where it can): only
+        asked for where the site's parser cannot render it."""
+        if uri not in self._anchors:
+            self._anchors[uri] = self.reader.anchors_of(page.path, page.read)
+        return self._anchors[uri]
 
     def rendered(self, uri: str) -> Rendered | None:
-        """The page as the site's parser renders it; None if it cannot be (then atlas's
-        reader has the last word, and says so once)."""
+        """The page as the site's parser renders it (or as it rendered it on an earlier
+        run: rendercache.py); None if it cannot be (then atlas's reader has the last word,
+        and says so once)."""
         if uri in self._rendered:
             return self._rendered[uri]
         page = self.page(uri)
         out = None
         if page is not None and len(page.body) <= _MAX_RENDERED:
-            if self._renderer is None:
-                self._renderer = Renderer(self.site, self._problem)
-            try:
-                out = self._renderer.render("\n" * (page.first - 1) + page.body)
-            except Exception as exc:  # noqa: BLE001 - an extension's bug: say it, go on
-                self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
-                              f"extensions ({type(exc).__name__}: {exc}); atlas's own reader "
-                              "judged its links"[:400])
+            text = "\n" * (page.first - 1) + page.body
+            out = self._cache.get(uri, text) if self._cache is not None else None
+            if out is not None:
+                self._said_by_renderer()
+            else:
+                out = self._render(uri, text)
         self._rendered[uri] = out
         return out
+
+    def _said_by_renderer(self) -> None:
+        """What making the renderer says (an extension that cannot be loaded), said as if
+        it had been made: a run that finds its renderings in the cache says the same."""
+        if self._renderer is None and self._cache is not None and not self._replayed:
+            self._replayed = True
+            for key, message in self._cache.problems or []:
+                self._problem(key, message)
+
+    def _render(self, uri: str, text: str) -> Rendered | None:
+        if self._renderer is None:
+            # Python-Markdown and the site's extensions take a tenth of a second or more
+            # to import and set up: a run whose renderings are all in the cache skips it.
+            from atlas_files.check.sitepages import Renderer  # noqa: PLC0415 - see above
+
+            said: list[tuple[str, str]] = []
+
+            def problem(key: str, message: str) -> None:
+                said.append((key, message))
+                self._problem(key, message)
+
+            self._renderer = Renderer(self.site, problem)
+            if self._cache is not None:
+                self._cache.problems = said
+        try:
+            out = self._renderer.render(text)
+        except Exception as exc:  # noqa: BLE001 - an extension's bug: say it, go on
+            self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
+                          f"extensions ({type(exc).__name__}: {exc}); atlas's own reader "
+                          "judged its links"[:400])
+            return None
+        if self._cache is not None:
+            self._cache.put(uri, text, out, [(s.asked, s.found) for s in self._renderer.snippets],
+                            self._renderer.snippet_bases)
+        return out
+
+    def finish(self) -> None:
+        """Keep this run's renderings for the next (rendercache.py)."""
+        if self._cache is not None:
+            self._cache.save()
 
     def _made_at_build(self, page: markdown.Page, body: str) -> str | None:
         names = dict(self.site.extensions)
@@ -325,7 +382,7 @@ class SiteLinks:
         # The target's ids as the site renders it (its reader's where it cannot be): a page
         # the reader misjudges (a fence the site's parser refuses) must not hide a break.
         rendered = self.rendered(target)
-        ids = rendered.ids if rendered is not None else page.anchors.ids
+        ids = rendered.ids if rendered is not None else self.reader_anchors(target, page).ids
         if fragment in ids or unquote(fragment) in ids:
             return None
         if page.why is not None:

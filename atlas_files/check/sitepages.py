@@ -1,46 +1,50 @@
 """A MkDocs site's pages rendered as the site renders them: by Python-Markdown, with the
-extensions mkdocs.yml configures (those installed), so every id a page will have and every
-link it will make come from the real parser, not from a re-implementation of it.
+extensions mkdocs.yml configures (those installed; siteplan.py says which are left out),
+so every id a page will have and every link it will make come from the real parser, not
+from a re-implementation of it.
 
 Collected as MkDocs collects them for its own link validation: the ``id`` of every element
 and the ``name`` of every ``<a>``, in the rendered tree and in the raw HTML of the source;
 the ``href`` of every ``<a>`` and the ``src`` of every ``<img>`` Markdown made (links in raw
 HTML are left as they are, by MkDocs and here).
 
-What atlas does not run: plugins and hooks (they change pages as the site is built, which
-is why some anchors "cannot be checked from source"), extensions that run code or reach
-the network (mkdocs-click imports the documented program; markdown-exec runs code blocks;
-PlantUML and Kroki fetch diagrams), and snippets downloaded by URL.
+MkDocs collects them in tree processors, the last at priority 0, before the tree is
+written out as HTML: so the rendering stops there. What comes after (serializing, the
+postprocessors that put stashed HTML such as highlighted code back) cannot change what is
+collected, and is a tenth of the time a page takes.
+
+Where every extension is one atlas knows (siteplan.TRUSTED), two more parts of the work
+are skipped, each because nothing collected can depend on it:
+
+- highlighting block code: pymdownx.highlight's output goes to the stash whole, out of
+  the tree that ids and links are collected from (whether a fence is accepted is decided
+  before, and still is; inline code is still highlighted, as a heading's id is made of
+  its text);
+- inline patterns on a paragraph, list item, table cell or definition with no ``[``,
+  ``<`` or ``{`` in it: every link, image, footnote reference and wikilink needs a ``[``,
+  every autolink and inline HTML a ``<``, every attr_list id a ``{``, and what magiclink
+  makes of bare URLs and e-mail addresses is absolute links, which are never judged.
+  Headings and tab titles are never skipped (ids are made of their text). Inline
+  patterns are over half of a page's time.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Callable
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import Element
 
 import markdown
 from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
+from markdown.util import AtomicString
 
-from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
+from atlas_files.check.siteconfig import SiteConfig
+from atlas_files.check.siteplan import Problem, Rendered, plan, trusted
 
-# Extensions never loaded here: they run the project's code, or fetch from the network.
-NOT_RUN = frozenset({
-    "mkdocs-click", "mkdocs_click", "markdown_exec", "markdown-exec", "plantuml_markdown",
-    "markdown_kroki", "mkdocs_kroki", "mdx_truly_sane_lists_exec",
-})
-# Extensions whose output holds no id and no relative link, left out for speed (the emoji
-# index alone takes longer to load than most pages take to render).
-NOT_NEEDED = frozenset({"pymdownx.emoji"})
-# Extensions that need their generator's build around them (Zensical's own).
-BUILD_ONLY = ("zensical.",)
-# Directives (`::: name`) these make at build time: mkdocstrings (a plugin) and mkdocs-click.
-DIRECTIVE_MAKERS = frozenset({"mkdocstrings", "mkdocs-click", "mkdocs_click"})
+_PLAIN_BLOCKS = frozenset({"p", "li", "td", "th", "dd", "dt"})
+_INLINE_MARKS = ("[", "<", "{")
 
 
 class _RawIds(HTMLParser):
@@ -85,8 +89,13 @@ class _Ids(Treeprocessor):  # type: ignore[misc]
                 self.ids.add(str(element.get("name")))
 
 
+class _Collected(Exception):
+    """Everything MkDocs collects has been collected: the rest of the rendering is skipped."""
+
+
 class _Links(Treeprocessor):  # type: ignore[misc]
     links: list[str]
+    stop = True  # what comes after cannot change what is collected: skip it
 
     def run(self, root: Element) -> None:
         self.links: list[str] = []
@@ -95,23 +104,41 @@ class _Links(Treeprocessor):  # type: ignore[misc]
             url = element.get(key) if key else None
             if url is not None:
                 self.links.append(url)
+        if self.stop:
+            raise _Collected
+
+
+class _SkipPlain(Treeprocessor):  # type: ignore[misc]
+    """Marks the text of blocks that can make no link and no id as done (AtomicString),
+    so that the inline patterns, which run next, leave it as it is."""
+
+    def run(self, root: Element) -> None:
+        for element in root.iter():
+            text = element.text
+            if element.tag in _PLAIN_BLOCKS and len(element) == 0 and text \
+                    and not isinstance(text, AtomicString) \
+                    and not any(mark in text for mark in _INLINE_MARKS):
+                element.text = AtomicString(text)
+
+
+def _unhighlighted(real: type[Any]) -> type[Any]:
+    """pymdownx.highlight's highlighter, leaving block code as it is."""
+
+    class Unhighlighted(real):  # type: ignore[misc]
+        def highlight(self, src: str, language: str, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("inline") or (len(args) > 5 and args[5]):
+                return super().highlight(src, language, *args, **kwargs)
+            return "<pre><code></code></pre>"
+
+    return Unhighlighted
 
 
 @dataclass(frozen=True)
-class Rendered:
-    ids: frozenset[str]
-    links: tuple[str, ...]  # in the order the page makes them
+class Snippet:
+    """A file a page asked pymdownx.snippets for, and the file it got (None: none)."""
 
-
-def _local(name: str, root: Path) -> bool:
-    """Whether extension ``name`` would be imported from the repository itself. Its
-    top-level package is looked up, not imported (finding ``a.b`` would run ``a``)."""
-    try:
-        spec = importlib.util.find_spec(name.split(":")[0].split(".")[0])
-    except (ImportError, ValueError):
-        return False
-    origin = getattr(spec, "origin", None) if spec is not None else None
-    return bool(origin) and Path(str(origin)).resolve().is_relative_to(root.resolve())
+    asked: str
+    found: str | None
 
 
 def _code_format() -> Any:
@@ -120,45 +147,22 @@ def _code_format() -> Any:
     return fence_code_format
 
 
-def unresolved_message(name: str, value: Unresolved) -> str:
-    return (f"markdown extension {name}: {value.what} is not loaded by atlas check (only "
-            "Python-Markdown's, pymdown-extensions', Material's and MkDocs' own names are); "
-            "its default is used")
-
-
 class Renderer:
     """One Python-Markdown, set up as the site's, reset for each page."""
 
-    def __init__(self, site: SiteConfig, problem: Callable[[str, str], None]) -> None:
+    def __init__(self, site: SiteConfig, problem: Problem, shortcuts: bool = True) -> None:
+        """``shortcuts=False``: the whole rendering, even where the module's docstring says
+        what may be skipped (the tests compare the two)."""
         self.site = site
-        self.directive_makers = {n for n in DIRECTIVE_MAKERS
-                                 if n in site.plugins or n in dict(site.extensions)}
+        self.snippet_bases: list[str] = []
+        self.snippets: list[Snippet] = []  # those the last page asked for
         loaded: list[Any] = []
         base = markdown.Markdown()
-        for name, raw in site.extensions:
-            if name in NOT_NEEDED:
-                continue
-            if name.startswith(BUILD_ONLY):
-                problem(name, f"markdown extension {name} works only inside its own site "
-                        "generator's build: pages are read without it")
-                continue
-            if name in NOT_RUN:
-                problem(name, f"markdown extension {name} is not run by atlas check (it runs "
-                        "code or fetches from the network when the site is built): what it "
-                        "makes cannot be checked from source")
-                continue
-            if _local(name, site.root):
-                problem(name, f"markdown extension {name} is the project's own code, which "
-                        "atlas check does not run: what it makes cannot be checked from source")
-                continue
-
-            def unresolved(value: Unresolved, name: str = name) -> None:
-                problem(f"{name}:{value.what}", unresolved_message(name, value))
-
-            config = resolve_relative(raw, site.root, site.docs_dir, unresolved)
-            config = self._tuned(name, config)
+        planned_all = plan(site, problem)
+        for planned in planned_all:
+            name = planned.name
             try:
-                loaded.append(base.build_extension(name, config))
+                loaded.append(base.build_extension(name, self._tuned(name, planned.config)))
             except ImportError:
                 problem(name, f"markdown extension {name} is not installed here: pages are "
                         "read without it (install it where atlas runs to check them as built)")
@@ -171,7 +175,16 @@ class Renderer:
         self._ids = _Ids(self.md)
         self.md.treeprocessors.register(self._ids, "atlas_ids", 5)
         self._links = _Links(self.md)
+        self._links.stop = shortcuts
         self.md.treeprocessors.register(self._links, "atlas_links", 0)
+        self._trace_snippets()
+        if shortcuts and all(trusted(p.name) for p in planned_all):
+            self.md.treeprocessors.register(_SkipPlain(self.md), "atlas_skip_plain", 21)
+            for ext in self.md.registeredExtensions:
+                if type(ext).__module__ == "pymdownx.highlight" and \
+                        hasattr(ext, "get_pymdownx_highlighter"):
+                    cheap = _unhighlighted(ext.get_pymdownx_highlighter())
+                    ext.get_pymdownx_highlighter = lambda cheap=cheap: cheap
 
     def _tuned(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
         config = dict(config)
@@ -181,6 +194,7 @@ class Renderer:
             config["base_path"] = [str(self.site.root / b) for b in bases if isinstance(b, str)]
             config["check_paths"] = False
             config["url_download"] = False
+            self.snippet_bases = list(config["base_path"])
         if name == "pymdownx.superfences" and isinstance(config.get("custom_fences"), list):
             # A custom fence whose code atlas does not run is still a fence: its content
             # is shown as code (what it would make cannot be seen from source anyway).
@@ -192,8 +206,29 @@ class Renderer:
             config["custom_fences"] = fences
         return config
 
+    def _trace_snippets(self) -> None:
+        """Note each file a page includes with pymdownx.snippets: a rendering kept in the
+        cache holds only while those files (and those it looked for) stay as they were."""
+        if "snippet" not in self.md.preprocessors:
+            return
+        snippets = self.md.preprocessors["snippet"]
+        original = getattr(snippets, "get_snippet_path", None)
+        if original is None:
+            return
+
+        def traced(path: str) -> Any:
+            found = original(path)
+            self.snippets.append(Snippet(str(path), None if found is None else str(found)))
+            return found
+
+        snippets.get_snippet_path = traced
+
     def render(self, text: str) -> Rendered:
         self.md.reset()
+        self.snippets = []
         self._raw.ids, self._ids.ids, self._links.links = set(), set(), []
-        self.md.convert(text)
+        try:
+            self.md.convert(text)
+        except _Collected:
+            pass
         return Rendered(frozenset(self._ids.ids | self._raw.ids), tuple(self._links.links))

@@ -1,0 +1,222 @@
+"""Renderings of a MkDocs site's pages kept between runs, in ``<site>/.atlas-cache/links/``.
+
+A pre-commit hook checks links on every commit, and most pages have not changed since the
+last one. What rendering a page yields (its ids and links: sitepages.py) is kept, keyed
+by the page's path and text, in one file per *setup*: the extensions atlas loads and
+their configuration (siteplan.py), where the installed Python-Markdown and extension
+packages lie and their stamps, atlas's own renderer, and Python's version. A rendering
+holds only while every file it included with pymdownx.snippets is byte for byte the same
+and every file the snippets extension looked for in vain is still missing.
+
+Only setups made of Python-Markdown's, pymdown-extensions' and Material's extensions are
+kept: of those, only snippets reads files, and its reads are traced; an extension from
+elsewhere may read anything, so such a site is rendered every time. The cache only ever
+saves time: a file that cannot be read, or reads as anything but what this module wrote,
+is as good as none, and one that cannot be written is not.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from atlas_files import fsio, layout
+from atlas_files.check.siteconfig import SiteConfig
+from atlas_files.check.siteplan import Planned, Rendered, trusted
+
+FORMAT = 1
+FOLDER = "links"
+_RENDERER = ("siteplan.py", "sitepages.py", "rendercache.py")
+_MAX_BYTES = 64 << 20
+_KEEP_S = 30 * 86400  # an entry no run has used for this long goes at the next write
+_KEEP_SETUPS = 4  # files of other setups kept (a branch with another mkdocs.yml)
+
+
+class _Uncacheable(Exception):
+    pass
+
+
+def _canon(value: Any) -> Any:
+    """``value`` as JSON that names the same configuration on every run."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [_canon(v) for v in value]
+    if isinstance(value, dict):
+        return [[str(k), _canon(v)] for k, v in value.items()]
+    if isinstance(value, functools.partial):
+        return {"partial": _canon(value.func), "args": _canon(value.args),
+                "keywords": _canon(value.keywords)}
+    module, name = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+    if callable(value) and module and name and "<" not in name \
+            and getattr(value, "__closure__", None) is None:
+        return {"callable": f"{module}:{name}"}
+    raise _Uncacheable(type(value).__name__)
+
+
+def _stamp(path: str) -> list[int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, st.st_ino]
+
+
+def _package(name: str) -> list[Any]:
+    """Where top-level package ``name`` lies and its stamp (found, not imported)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    origin = getattr(spec, "origin", None) if spec is not None else None
+    return [name, origin, _stamp(origin) if origin else None]
+
+
+def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
+    """What a rendering of ``site``'s pages depends on besides the page, hashed; None if
+    that cannot be known from here (an extension from outside the trusted toolkits)."""
+    if not all(trusted(p.name) for p in planned):
+        return None
+    tops = {"markdown"} | {p.name.split(".")[0] for p in planned if "." in p.name}
+    try:
+        extensions = [[p.name, _canon(p.config)] for p in planned]
+    except _Uncacheable:
+        return None
+    here = Path(__file__).parent
+    described = json.dumps({
+        "format": FORMAT, "python": sys.version, "root": str(site.root),
+        "docs": str(site.docs_dir), "extensions": extensions,
+        "packages": [_package(t) for t in sorted(tops)],
+        "atlas": [_stamp(str(here / f)) for f in _RENDERER],
+    }, sort_keys=True, default=str)
+    return hashlib.sha256(described.encode()).hexdigest()
+
+
+def _sha(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def candidates(asked: str, bases: Iterable[str]) -> set[str]:
+    """Every path pymdownx.snippets may try for ``asked`` (a superset: all of them must
+    stay missing for a rendering that found nothing there to hold)."""
+    out: set[str] = set()
+    for base in bases:
+        out |= {os.path.join(base, asked), os.path.abspath(os.path.join(base, asked)),
+                os.path.join(os.path.dirname(base), asked)}
+    return out
+
+
+class RenderCache:
+    """The renderings of one setup of one site (see the module's docstring)."""
+
+    def __init__(self, site: SiteConfig, setup: str) -> None:
+        self.folder = site.root / layout.CACHE / FOLDER
+        self.path = self.folder / f"{setup[:32]}.json"
+        self.setup = setup
+        self.problems: list[tuple[str, str]] | None = None  # said as the renderer was made
+        self._pages: dict[str, dict[str, Any]] = {}
+        self._used: set[str] = set()
+        self._dirty = False
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            if self.folder.is_symlink() or self.folder.parent.is_symlink():
+                return
+            data = json.loads(fsio.read_nofollow(self.path, _MAX_BYTES))
+        except (OSError, ValueError):
+            return
+        if not isinstance(data, dict) or data.get("setup") != self.setup:
+            return
+        pages, problems = data.get("pages"), data.get("problems")
+        if isinstance(pages, dict):
+            self._pages = {k: v for k, v in pages.items() if isinstance(v, dict)}
+        if isinstance(problems, list) and all(
+                isinstance(p, list) and len(p) == 2 and all(isinstance(s, str) for s in p)
+                for p in problems):
+            self.problems = [(p[0], p[1]) for p in problems]
+
+    @staticmethod
+    def key(uri: str, text: str) -> str:
+        return hashlib.sha256(f"{uri}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+    def get(self, uri: str, text: str) -> Rendered | None:
+        """The page's rendering if one is kept and still holds."""
+        key = self.key(uri, text)
+        entry = self._pages.get(key)
+        if entry is None or self.problems is None:
+            return None
+        try:
+            ids, links = entry["ids"], entry["links"]
+            holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
+                _sha(path) == sha for path, sha in entry["included"])
+            rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links))
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not holds:
+            return None
+        self._used.add(key)
+        return rendered
+
+    def put(self, uri: str, text: str, rendered: Rendered,
+            included: Iterable[tuple[str, str | None]], bases: list[str]) -> None:
+        """Keep ``rendered``; ``included``: (file asked for, file found or None) for each
+        snippet the page included."""
+        found: dict[str, str | None] = {}
+        missing: set[str] = set()
+        for asked, got in included:
+            if got is not None:
+                found[got] = _sha(got)
+            missing |= candidates(asked, bases)
+        missing = {p for p in missing if not os.path.exists(p)}
+        key = self.key(uri, text)
+        self._pages[key] = {"ids": sorted(rendered.ids), "links": list(rendered.links),
+                            "missing": sorted(missing),
+                            "included": [[p, sha] for p, sha in sorted(found.items())]}
+        self._used.add(key)
+        self._dirty = True
+
+    def save(self) -> None:
+        """Write what changed (never fails: a cache that cannot be written is skipped)."""
+        if not self._dirty or self.problems is None:
+            return
+        now = int(time.time())
+        for key, entry in list(self._pages.items()):
+            if key in self._used:
+                entry["t"] = now
+            elif not isinstance(entry.get("t"), int) or now - entry["t"] > _KEEP_S:
+                del self._pages[key]
+        data = {"setup": self.setup, "problems": [list(p) for p in self.problems],
+                "pages": self._pages}
+        try:
+            self._prepare()
+            fsio.replace_atomic(self.path, json.dumps(data).encode(), durable=False)
+            self._dirty = False
+        except OSError:
+            pass
+
+    def _prepare(self) -> None:
+        cache = self.folder.parent
+        if cache.is_symlink() or self.folder.is_symlink():
+            raise OSError("the cache folder is a symbolic link")
+        self.folder.mkdir(parents=True, exist_ok=True)
+        ignore = cache / ".gitignore"
+        if not ignore.exists():
+            fsio.replace_atomic(ignore, b"# derived by atlas; safe to delete\n*\n",
+                                durable=False)
+        others = sorted((p for p in self.folder.glob("*.json") if p != self.path),
+                        key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in others[_KEEP_SETUPS:]:
+            old.unlink(missing_ok=True)

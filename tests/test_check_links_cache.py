@@ -1,0 +1,192 @@
+"""A MkDocs site's links checked again: the renderings kept in ``.atlas-cache/links/`` make
+the second run fast, and never change a verdict (a page, a snippet it includes, the
+site's Markdown setup: whatever changed is rendered again). And the shortcuts a rendering
+takes (no block-code highlighting, no inline patterns on text that can make no link or id)
+collect exactly what the whole rendering does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from atlas_files.check import check_links, siteconfig
+from atlas_files.check.findings import ERROR
+from atlas_files.check.sitepages import Renderer
+
+EXTENSIONS: list[object] = [
+    "attr_list", "footnotes", "admonition", "md_in_html", "pymdownx.details",
+    {"pymdownx.highlight": {"anchor_linenums": True, "line_spans": "__span"}},
+    "pymdownx.inlinehilite", "pymdownx.magiclink", "pymdownx.superfences",
+    {"pymdownx.tabbed": {"alternate_style": True}},
+    {"pymdownx.snippets": {"base_path": ["docs/includes"]}},
+    {"toc": {"permalink": True}},
+]
+STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn"}}
+
+
+def site(root: Path, extensions: list[object] | None = None, **more: object) -> Path:
+    config = {"site_name": "t", "validation": STRICT,
+              "markdown_extensions": EXTENSIONS if extensions is None else extensions, **more}
+    (root / "mkdocs.yml").write_text(yaml.safe_dump(config))
+    (root / "docs" / "includes").mkdir(parents=True, exist_ok=True)
+    return root / "docs"
+
+
+def write(folder: Path, pages: dict[str, str]) -> None:
+    for name, text in pages.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+
+
+def found(folder: Path) -> list[tuple[str, str, int, str]]:
+    report = check_links([folder])
+    return [(f.code, f.severity, f.line, Path(f.path).name) for f in report.findings]
+
+
+def no_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Renderer, text: str) -> None:
+        raise AssertionError("rendered")
+
+    monkeypatch.setattr(Renderer, "render", refuse)
+
+
+PAGES = {
+    "index.md": "# Home\n\n[ok](guide.md#usage) [gone](guide.md#nope) [x](missing.md)\n",
+    "guide.md": "# Guide\n\n## Usage\n\n```python title=\"x.py\"\nprint(1)\n```\n",
+}
+
+
+def test_a_second_run_renders_nothing_and_says_the_same(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # An extension that works only inside its own generator: said when the renderer is made.
+    folder = site(tmp_path, [*EXTENSIONS, "zensical.extensions.preview"])
+    write(folder, PAGES)
+    cold = found(folder)
+    assert ("ATL011", ERROR, 3, "index.md") in cold and ("ATL010", ERROR, 3, "index.md") in cold
+    assert ("ATL018", "warning", 1, "mkdocs.yml") in [(f[0], f[1], 1, f[3]) for f in cold]
+    assert (tmp_path / ".atlas-cache" / ".gitignore").read_text().strip().endswith("*")
+    no_rendering(monkeypatch)
+    assert found(folder) == cold  # every verdict (and what the setup said) from the cache
+
+
+def test_a_changed_page_is_rendered_again(tmp_path: Path) -> None:
+    folder = site(tmp_path)
+    write(folder, PAGES)
+    assert [f[0] for f in found(folder)] == ["ATL011", "ATL010"]
+    write(folder, {"guide.md": "# Guide\n\n## Nope\n\n## Usage\n"})
+    assert [f[0] for f in found(folder)] == ["ATL010"]
+
+
+def test_a_changed_snippet_is_rendered_again(tmp_path: Path) -> None:
+    folder = site(tmp_path)
+    write(folder, {"index.md": "# Home\n\n--8<-- \"part.md\"\n\n[a](#included)\n",
+                   "includes/part.md": "## Included\n"})
+    assert found(folder) == []
+    write(folder, {"includes/part.md": "## Renamed\n"})
+    assert [f[0] for f in found(folder)] == ["ATL011"]
+
+
+def test_a_snippet_that_appears_is_rendered_again(tmp_path: Path) -> None:
+    folder = site(tmp_path)
+    write(folder, {"index.md": "# Home\n\n--8<-- \"later.md\"\n\n[a](#later)\n"})
+    assert [f[0] for f in found(folder)] == ["ATL011"]
+    write(folder, {"includes/later.md": "## Later\n"})
+    assert found(folder) == []
+
+
+def test_a_changed_markdown_setup_is_rendered_again(tmp_path: Path) -> None:
+    folder = site(tmp_path)
+    write(folder, {"index.md": "# Two Words\n\n[a](#two_words)\n"})
+    assert [f[0] for f in found(folder)] == ["ATL011"]
+    site(tmp_path, [*EXTENSIONS, {"toc": {"separator": "_"}}])
+    assert found(folder) == []
+
+
+def test_a_damaged_cache_is_no_cache(tmp_path: Path) -> None:
+    folder = site(tmp_path)
+    write(folder, PAGES)
+    cold = found(folder)
+    kept = list((tmp_path / ".atlas-cache" / "links").glob("*.json"))
+    assert len(kept) == 1
+    for damage in (b"{not json", b'{"setup": 1}', kept[0].read_bytes()[:-40]):
+        kept[0].write_bytes(damage)
+        assert found(folder) == cold
+
+
+def test_a_site_with_an_extension_atlas_does_not_know_is_rendered_every_time(
+        tmp_path: Path) -> None:
+    folder = site(tmp_path, [*EXTENSIONS, "no_such_extension_here"])
+    write(folder, PAGES)
+    assert [f[0] for f in found(folder)].count("ATL011") == 1
+    assert not (tmp_path / ".atlas-cache").exists()
+
+
+SHORTCUT_PAGE = """\
+# Top `code` *em* &amp; [link](other.md)
+
+Plain prose with dev@example.com and https://example.com and `inline`, no marks.
+
+```python title="named.py" hl_lines="1"
+# Not a heading
+print("[not a link](gone.md)")
+```
+
+```console exec="1"
+refused fence: what follows is read as the parser reads it
+```
+
+## After the fence { #custom }
+
+## Fish &amp; Chips
+
+- item with [a link](other.md#x) and text
+- plain item
+- [ ] task
+
+| a | b |
+|---|---|
+| [cell](other.md) | plain |
+
+Text[^1] and *emphasis*{ #emphasised }.
+
+[^1]: A note with [a link](other.md).
+
+=== "Tab one"
+
+    ## Tabbed heading
+
+    Content.
+
+??? note "Details"
+    ### Detailed `heading`
+
+    <span id="raw-id">raw</span>
+
+    indented code after a blank line
+
+[ref]: other.md#ref
+See [ref].
+"""
+
+
+def test_the_renderings_shortcuts_collect_what_the_whole_rendering_does(
+        tmp_path: Path) -> None:
+    site(tmp_path, [*EXTENSIONS, "def_list", "abbr", "pymdownx.betterem",
+                   "pymdownx.mark", "pymdownx.keys", "pymdownx.tasklist"])
+    config = siteconfig.load(tmp_path / "mkdocs.yml")
+    fast = Renderer(config, lambda key, message: None)
+    whole = Renderer(config, lambda key, message: None, shortcuts=False)
+    for text in (SHORTCUT_PAGE, PAGES["guide.md"], PAGES["index.md"]):
+        quick, full = fast.render(text), whole.render(text)
+        assert quick.ids == full.ids
+
+        def judged(links: tuple[str, ...]) -> list[str]:  # absolute ones never are
+            return [u for u in links if "://" not in u and "\x02amp" not in u]
+
+        assert judged(quick.links) == judged(full.links)
+    quick = fast.render(SHORTCUT_PAGE)
+    assert {"custom", "emphasised", "raw-id", "fn:1", "fnref:1", "top-code-em-link",
+            "detailed-heading", "fish-chips"} <= quick.ids
+    assert "other.md#x" in quick.links and "#custom" in quick.links
