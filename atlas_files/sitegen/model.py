@@ -174,13 +174,13 @@ def read_versions(
     limit = record.config.body_limit
     out = []
     for v in versions:
-        where = relative(record, stream.path(v))
         try:
             doc = read_version(stream, v, limit)
         except UNREADABLE as exc:
-            problems.append(Problem(where, describe(exc)))
+            problems.append(Problem(relative(record, stream.path(v)), describe(exc)))
             continue
         if isinstance(doc, Withheld):
-            problems.append(Problem(where, f"{doc.note} (body_limit is {limit} bytes)"))
+            problems.append(Problem(relative(record, stream.path(v)),
+                                    f"{doc.note} (body_limit is {limit} bytes)"))
         out.append(doc)
     return out

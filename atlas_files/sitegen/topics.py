@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 CHUNK = 25
 # What a memo is checked against besides its own topic: bump when a topic page's layout
 # changes, so that no page of an older layout is kept.
-PAGE_FORMAT = 2
+PAGE_FORMAT = 3
 _MEMO_FIELDS = tuple(f.name for f in dataclasses.fields(Version) if f.name not in
                      ("body", "path", "meta", "links"))
 
