@@ -47,10 +47,9 @@ _HEADING_RE = re.compile(r"<(/?)h([1-6])>")
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 # Three backticks or tildes open a fenced code block for the engines' Markdown pass
 # (fenced_code in MkDocs, SuperFences in Zensical), which runs before raw HTML is set
-# aside: a fence in a text shown "as written" would become a code block. As entities
-# they read the same in the browser and to the search index, and open nothing.
-_FENCE_RE = re.compile(r"`{3,}|~{3,}")
-_FENCE_CHAR = {"`": "&#96;", "~": "&#126;"}
+# aside: a fence in a text shown "as written" would become a code block. As character
+# references they read the same in the browser and to the search index, and open nothing.
+_FENCES = (("```", "&#96;&#96;&#96;"), ("~~~", "&#126;&#126;&#126;"))
 
 ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "dl", "dt", "em",
@@ -118,11 +117,13 @@ def text(value: Any) -> str:
 
 
 def unfenced(markup: str) -> str:
-    """``markup`` (HTML) with every run of three or more backticks or tildes written as
-    character references, which mean the same in HTML text and attribute values."""
-    if "```" not in markup and "~~~" not in markup:
-        return markup
-    return _FENCE_RE.sub(lambda m: _FENCE_CHAR[m.group(0)[0]] * len(m.group(0)), markup)
+    """``markup`` (HTML) with no three backticks or tildes in a row: each three are
+    written as character references, which mean the same in HTML text and attribute
+    values. (What a run leaves over, one or two, touches a reference, not another run.)"""
+    for fence, written in _FENCES:
+        if fence in markup:
+            markup = markup.replace(fence, written)
+    return markup
 
 
 def heading(value: str) -> str:
