@@ -145,7 +145,7 @@ def scheme_of(url: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-class _PlainText(Treeprocessor):
+class _PlainText(Treeprocessor):  # type: ignore[misc]  # markdown has no types
     """Marks each text of the parsed body in which no inline pattern can match as done
     (Python-Markdown's ``AtomicString``), so that its inline pass, about half of its time
     on ordinary prose, tries its sixteen patterns only where one may apply. The output is

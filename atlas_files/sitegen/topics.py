@@ -113,7 +113,7 @@ def write_topics(ctx: pages.PageContext, record: Record, writer: Writer,
     for start in range(0, len(jobs), CHUNK):
         done = Done(topics=len(jobs[start:start + CHUNK]))
         for project, topic in jobs[start:start + CHUNK]:
-            stream = record.artifact_stream(topic, project.name)
+            stream = project.streams[topic]
             folder = str(stream.folder)
             rel = urls.topic_page(project.name, topic)
             name = f"{project.name}/{topic}"
