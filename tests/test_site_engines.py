@@ -8,6 +8,7 @@ import json
 import textwrap
 from dataclasses import dataclass
 from datetime import timedelta
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,51 @@ def test_the_build_time_is_in_one_script_not_in_the_pages(tmp_path: Path) -> Non
         extra_javascript:
         - assets/atlas-build.js
         - assets/atlas.js""") in result.config_file.read_text()
+
+
+# -- text shown as written -----------------------------------------------------------------
+
+FENCED_V1 = "Setup:\n\n```\nthreshold = 0.4\n```\n\n~~~\nstep two\n~~~\n"
+# A fence that shows a fence: Python-Markdown renders the inner ``` lines as code.
+FENCED_V2 = "Example:\n\n~~~~\n```\nthreshold = 0.5\n```\n~~~~\n"
+
+
+class _Pre(HTMLParser):
+    """The text of each top-level <pre> of a page, and how many <pre> are nested."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.texts: list[str] = []
+        self.depth = 0
+        self.nested = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "pre":
+            self.depth += 1
+            self.nested += self.depth > 1
+            if self.depth == 1:
+                self.texts.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "pre":
+            self.depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        if self.depth:
+            self.texts[-1] += data
+
+
+@pytest.mark.parametrize("engine", sitegen.ENGINES)
+def test_fences_in_texts_are_shown_as_written(tmp_path: Path, engine: str) -> None:
+    """An older version's text is shown exactly as written and a rendered code block
+    keeps its lines: the engine's own Markdown pass (fenced code in MkDocs, SuperFences
+    in Zensical) must not turn a fence inside the generator's HTML into a code block."""
+    record = Record.init(tmp_path / "rec", ["web"])
+    artifacts.put(record, "fenced", FENCED_V1, author="alice")
+    artifacts.put(record, "fenced", FENCED_V2, author="bob", expect=1)
+    result = sitegen.build(record, tmp_path / "out", engine=engine)
+    page = _Pre()
+    page.feed((result.site_dir / "artifacts" / "web" / "fenced.html").read_text())
+    assert page.nested == 0
+    assert FENCED_V1 in page.texts  # v1, folded, as written
+    assert "```\nthreshold = 0.5\n```\n" in page.texts  # v2's code block, rendered

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import json
+import string
 import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
@@ -23,6 +24,7 @@ from atlas_files.sitegen.sanitize import (
     ALLOWED_TAGS,
     BodyRenderer,
     clean_str,
+    new_markdown,
     text,
 )
 
@@ -105,6 +107,25 @@ def test_text_escapes_everything_and_loses_nothing_but_controls(value: str) -> N
     out = text(value)
     assert not set(out) & set("<>\"'")
     assert html.unescape(out) == clean_str(value)
+
+
+# Prose with every ASCII punctuation mark, runs of spaces before line ends, and Markdown.
+markdownish_text = st.lists(st.one_of(
+    st.sampled_from(MARKDOWN_BITS + ["  \n", "`c`", "**b**", "_i_", "<b>x</b>", "a@b.c",
+                                     "<x@y.z>", "\\*", "\\.", "a \\# b", "[l](u)",
+                                     "![i](u)", "&amp;"]),
+    st.text(alphabet=string.ascii_letters[:4] + " \n", max_size=8),
+    st.text(alphabet=string.punctuation, max_size=2),
+), max_size=16).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=markdownish_text)
+def test_skipping_plain_text_renders_as_python_markdown_does(body: str) -> None:
+    """The renderer skips Python-Markdown's inline pass on texts where no pattern can
+    match; what it renders must be exactly what Python-Markdown renders without that."""
+    source = clean_str(body)
+    assert new_markdown().convert(source) == new_markdown(skip_plain_text=False).convert(source)
 
 
 def test_body_links_only_to_the_web_or_to_resolved_pages() -> None:

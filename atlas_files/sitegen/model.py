@@ -48,6 +48,7 @@ class Marks:
 class ProjectData:
     name: str
     topics: dict[str, list[int]] = field(default_factory=dict)  # topic -> versions
+    streams: dict[str, Stream] = field(default_factory=dict)  # topic -> its stream
     status_versions: list[int] = field(default_factory=list)
     decisions: list[Decision] = field(default_factory=list)
     corrections: list[Correction] = field(default_factory=list)
@@ -106,12 +107,14 @@ def load(record: Record, now: datetime) -> Snapshot:
                 ))
                 continue
             try:
-                versions = record.artifact_stream(topic, name).versions()
+                stream = record.artifact_stream(topic, name)
+                versions = stream.versions()
             except UNREADABLE as exc:
                 snap.problems.append(Problem(f"{where}/{topic}", describe(exc)))
                 continue
             if versions:
                 project.topics[topic] = versions
+                project.streams[topic] = stream
         try:
             project.status_versions = record.status_stream(name).versions()
         except UNREADABLE as exc:
@@ -174,13 +177,13 @@ def read_versions(
     limit = record.config.body_limit
     out = []
     for v in versions:
-        where = relative(record, stream.path(v))
         try:
             doc = read_version(stream, v, limit)
         except UNREADABLE as exc:
-            problems.append(Problem(where, describe(exc)))
+            problems.append(Problem(relative(record, stream.path(v)), describe(exc)))
             continue
         if isinstance(doc, Withheld):
-            problems.append(Problem(where, f"{doc.note} (body_limit is {limit} bytes)"))
+            problems.append(Problem(relative(record, stream.path(v)),
+                                    f"{doc.note} (body_limit is {limit} bytes)"))
         out.append(doc)
     return out

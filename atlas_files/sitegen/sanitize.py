@@ -9,8 +9,9 @@ The record is written by agents, so any string in it may be hostile. Three rules
   result goes through nh3 with a short allowlist: no script, no style, no event handler,
   no ``id`` or ``class`` (no clobbering of the page's own elements), links only to http,
   https and mailto or to pages of this site.
-* MkDocs never sees record text as Markdown: it only sees our raw HTML blocks, which
-  Python-Markdown passes through untouched.
+* Neither engine sees record text as Markdown: it only sees our raw HTML blocks, which
+  Python-Markdown passes through untouched once no fence is left in them (fenced code
+  blocks are found before raw HTML is set aside, see ``unfenced``).
 
 A body Python-Markdown cannot render (nesting deeper than the interpreter's stack, or
 text on which it spends more than ``RENDER_CPU_S`` seconds of CPU: some patterns, like
@@ -36,12 +37,19 @@ import nh3
 from markdown.extensions.fenced_code import FencedCodeExtension
 from markdown.extensions.sane_lists import SaneListExtension
 from markdown.extensions.tables import TableExtension
+from markdown.treeprocessors import Treeprocessor
+from markdown.util import AtomicString
 
 # C0 controls (but tab and newline) and DEL are never valid in HTML text; STX/ETX would
 # also collide with Python-Markdown's placeholders.
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
 _HEADING_RE = re.compile(r"<(/?)h([1-6])>")
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
+# Three backticks or tildes open a fenced code block for the engines' Markdown pass
+# (fenced_code in MkDocs, SuperFences in Zensical), which runs before raw HTML is set
+# aside: a fence in a text shown "as written" would become a code block. As character
+# references they read the same in the browser and to the search index, and open nothing.
+_FENCES = (("```", "&#96;&#96;&#96;"), ("~~~", "&#126;&#126;&#126;"))
 
 ALLOWED_TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "dl", "dt", "em",
@@ -60,6 +68,10 @@ ALLOWED_ATTRIBUTES = {
 URL_SCHEMES = {"http", "https", "mailto"}
 # Dropped with their content, not just unwrapped: their text is code or markup, not prose.
 DROPPED_WITH_CONTENT = {"script", "style", "template", "iframe", "object", "noscript"}
+
+# What can start one of Python-Markdown's inline patterns (code, escapes, links and images,
+# autolinks and inline HTML, entities, emphasis, a line break), and its placeholders.
+_INLINE_SYNTAX_RE = re.compile(r"[`\\\[\]!<>&*_\x02\x03]|  \n")
 
 Resolver = Callable[[str], "str | None"]
 RENDER_CPU_S = 5.0
@@ -99,8 +111,19 @@ def clean_str(value: Any) -> str:
 
 
 def text(value: Any) -> str:
-    """``value`` as HTML text or attribute value (quotes escaped too)."""
-    return html.escape(clean_str(value), quote=True)
+    """``value`` as HTML text or attribute value (quotes escaped too), with no fence for
+    the engine's Markdown pass to find (``unfenced``)."""
+    return unfenced(html.escape(clean_str(value), quote=True))
+
+
+def unfenced(markup: str) -> str:
+    """``markup`` (HTML) with no three backticks or tildes in a row: each three are
+    written as character references, which mean the same in HTML text and attribute
+    values. (What a run leaves over, one or two, touches a reference, not another run.)"""
+    for fence, written in _FENCES:
+        if fence in markup:
+            markup = markup.replace(fence, written)
+    return markup
 
 
 def heading(value: str) -> str:
@@ -122,6 +145,35 @@ def scheme_of(url: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
+class _PlainText(Treeprocessor):  # type: ignore[misc]  # markdown has no types
+    """Marks each text of the parsed body in which no inline pattern can match as done
+    (Python-Markdown's ``AtomicString``), so that its inline pass, about half of its time
+    on ordinary prose, tries its sixteen patterns only where one may apply. The output is
+    the same (tests/test_site_sanitize.py renders with and without it)."""
+
+    def run(self, root: Any) -> None:
+        for element in root.iter():
+            for attr in ("text", "tail"):
+                value = getattr(element, attr)
+                if (value and not isinstance(value, AtomicString)
+                        and not _INLINE_SYNTAX_RE.search(value)):
+                    setattr(element, attr, AtomicString(value))
+
+
+def new_markdown(skip_plain_text: bool = True) -> markdown.Markdown:
+    """The Python-Markdown instance bodies are rendered with (see the module's doc)."""
+    # Extensions as objects, not names: a name makes Python-Markdown scan every
+    # installed package's entry points, about 0.15 s, on every build.
+    md = markdown.Markdown(
+        extensions=[TableExtension(use_align_attribute=True), FencedCodeExtension(),
+                    SaneListExtension()],
+        output_format="html",
+    )
+    if skip_plain_text:  # just before the inline pass (priority 20)
+        md.treeprocessors.register(_PlainText(md), "atlas_plain_text", 21)
+    return md
+
+
 class BodyRenderer:
     """Markdown body -> sanitised HTML. One instance per build; not thread-safe.
 
@@ -130,13 +182,7 @@ class BodyRenderer:
     """
 
     def __init__(self) -> None:
-        # Extensions as objects, not names: a name makes Python-Markdown scan every
-        # installed package's entry points, about 0.15 s, on every build.
-        self._md = markdown.Markdown(
-            extensions=[TableExtension(use_align_attribute=True), FencedCodeExtension(),
-                        SaneListExtension()],
-            output_format="html",
-        )
+        self._md = new_markdown()
         self._resolve: Resolver = lambda _target: None
         self.seconds_markdown = 0.0  # Python-Markdown's own time: MkDocs' work, done here
         self._cleaner = nh3.Cleaner(
@@ -183,7 +229,7 @@ class BodyRenderer:
             safe = str(self._cleaner.clean(raw))
         finally:
             self._resolve = lambda _target: None
-        return _HEADING_RE.sub(_demote, safe)
+        return unfenced(_HEADING_RE.sub(_demote, safe))
 
 
     def _convert(self, source: str) -> str:

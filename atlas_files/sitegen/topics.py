@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 CHUNK = 25
 # What a memo is checked against besides its own topic: bump when a topic page's layout
 # changes, so that no page of an older layout is kept.
-PAGE_FORMAT = 2
+PAGE_FORMAT = 3
 _MEMO_FIELDS = tuple(f.name for f in dataclasses.fields(Version) if f.name not in
                      ("body", "path", "meta", "links"))
 
@@ -113,7 +113,7 @@ def write_topics(ctx: pages.PageContext, record: Record, writer: Writer,
     for start in range(0, len(jobs), CHUNK):
         done = Done(topics=len(jobs[start:start + CHUNK]))
         for project, topic in jobs[start:start + CHUNK]:
-            stream = record.artifact_stream(topic, project.name)
+            stream = project.streams[topic]
             folder = str(stream.folder)
             rel = urls.topic_page(project.name, topic)
             name = f"{project.name}/{topic}"
