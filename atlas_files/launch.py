@@ -9,6 +9,8 @@ table and the API are imported. Any other command line, this one with anything a
 
 from __future__ import annotations
 
+import atexit
+import gc
 import importlib
 import os
 import sys
@@ -53,6 +55,12 @@ def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    # The interpreter's exit ends with a full garbage collection over every object the
+    # imports made (click, yaml, the API): about 7 of the 10 ms a command spends exiting.
+    # Frozen at exit, they are skipped. What that gives up: finalizers of objects caught
+    # in reference cycles at exit, which Python never promised to run (atlas closes its
+    # files with `with`, and the standard streams are flushed regardless).
+    atexit.register(gc.freeze)
     args = list(sys.argv[1:] if argv is None else argv)
     request = parse_stop_hook(args)
     if request is not None:

@@ -6,6 +6,9 @@
    fetch, write, commit, push) against the floor of the same exchange done with git alone
    for one new file: `git fetch` + `git add` + `git commit` + `git push`. Target: <= 1.5x.
    The library call (what an MCP server, a long-lived caller, pays) is shown beside it.
+   Then the start-up floors of a whole command, with no record and no git: the
+   interpreter alone, with click, with click and yaml, `atlas --version`, and the imports
+   of the two commands measured (what a Python CLI pays before any git work).
 3. CLONES clones writing to one remote for SECONDS s, each a new version of its own topic
    as fast as it can (a synced write: fetch, write, commit, push; retry after a lost
    race): writes landed per second, retries per write (p50, p99), and whether every write
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import atlas_argv, clean_env  # noqa: E402
+from _common import atlas_argv, clean_env, interleaved  # noqa: E402
 
 from atlas_files import frontmatter  # noqa: E402
 from atlas_files.api import Worker, core  # noqa: E402
@@ -133,6 +136,25 @@ def put_auto(root: Path, rounds: int, env: dict[str, str]) -> None:
           f"(median of {rounds})")
 
 
+def startup_floors(rounds: int, env: dict[str, str]) -> None:
+    py = sys.executable
+    commands = {
+        "python -c pass": [py, "-c", "pass"],
+        "+ import click": [py, "-c", "import click"],
+        "+ import click, yaml": [py, "-c", "import click, yaml"],
+        "`atlas --version`": [*atlas_argv(), "--version"],
+        "imports of `atlas sync`": [py, "-c", "import atlas_files.launch, atlas_files.cli, "
+                                    "atlas_files.cli.sync, atlas_files.record"],
+        "imports of `atlas put`": [py, "-c", "import atlas_files.launch, atlas_files.cli, "
+                                   "atlas_files.cli.core, atlas_files.sync.run, "
+                                   "atlas_files.record"],
+    }
+    medians = interleaved(commands, rounds, env)
+    print("start-up floors of a whole command (no record, no git): " + "; ".join(
+        f"{name} {ms * 1000:.0f} ms" for name, ms in medians.items())
+        + f" (median of {rounds})")
+
+
 def version_ms(env: dict[str, str]) -> float:
     return statistics.median(timed([*atlas_argv(), "--version"], Path.cwd(), env)
                              for _ in range(5)) * 1000
@@ -222,7 +244,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--clones", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--skip", default="", help="comma-separated: noop,put,sim")
+    parser.add_argument("--skip", default="", help="comma-separated: noop,put,floors,sim")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
     with tempfile.TemporaryDirectory(prefix="bench-sync-") as tmp:
@@ -238,6 +260,8 @@ def main() -> None:
             noop_sync(root, args.files, args.rounds, env)
         if "put" not in skip:
             put_auto(root, args.rounds, env)
+        if "floors" not in skip:
+            startup_floors(args.rounds, env)
         if "sim" not in skip:
             simulation(root, args.clones, args.seconds)
 

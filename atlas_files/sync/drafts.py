@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from atlas_files import frontmatter, fsio, layout, receipts, timeutil
 from atlas_files.errors import AtlasError, LeaseHeld, VersionConflict
@@ -23,8 +23,7 @@ from atlas_files.sync.paths import Kind, draft_path, kind
 _DRAFTS_IGNORE = b"# versions that lost a race on the git remote; never pushed\n*\n"
 
 
-@dataclass(frozen=True)
-class Collision:
+class Collision(NamedTuple):
     path: str  # relative to the record
     kind: Kind
     draft: str | None  # relative to the record; None for a lease generation

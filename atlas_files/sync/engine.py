@@ -9,9 +9,9 @@ its other commits on the fetched head (no merge commits: linear history) and pus
 
 from __future__ import annotations
 
-import random
+import contextlib
+import os
 import time
-from dataclasses import dataclass, field
 
 from atlas_files.config import SyncConfig
 from atlas_files.errors import BadInput
@@ -43,14 +43,22 @@ _LOST_RACE = ("fetch first", "non-fast-forward", "cannot lock ref", "failed to u
               "but expected", "stale info", "failed to lock")
 
 
-@dataclass
 class Tally:
-    came_in: dict[str, None] = field(default_factory=dict)
-    left_out: list[str] = field(default_factory=list)
-    collisions: list[drafts.Collision] = field(default_factory=list)
-    pushes: list[tuple[str | None, str]] = field(default_factory=list)
-    retries: int = 0
-    recovered: list[str] = field(default_factory=list)
+    """What one sync did so far. (A plain class: see git.Done on start-up cost.)"""
+
+    def __init__(self) -> None:
+        self.came_in: dict[str, None] = {}
+        self.left_out: list[str] = []
+        self.collisions: list[drafts.Collision] = []
+        self.pushes: list[tuple[str | None, str]] = []
+        self.retries = 0
+        self.recovered: list[str] = []
+
+
+def _jitter(ceiling: float) -> float:
+    """A random pause in [0, ceiling): the random module's import is not worth a number
+    that only has to differ between clones."""
+    return ceiling * int.from_bytes(os.urandom(4), "big") / 2 ** 32
 
 
 class Engine:
@@ -92,7 +100,7 @@ class Engine:
         return f"{self.cfg.remote}/{self.branch}"
 
     def _refresh(self) -> None:
-        found = repo.heads(self.git, [self.local_ref, self.tracking])
+        found = repo.heads(self.git, self.facts.common_dir, [self.local_ref, self.tracking])
         self.head = found.get(self.local_ref)
         self.theirs = found.get(self.tracking)
 
@@ -164,10 +172,14 @@ class Engine:
     # -- steps 2-4: fetch, check, integrate ------------------------------------------------
 
     def _begin_fetch(self) -> Started:
+        # Only the one branch, no tags, no FETCH_HEAD; and no `git maintenance run --auto`
+        # child after every fetch (a process on every sync): _end_fetch runs it when the
+        # fetch brought something in, the only time it can have work to do.
         return self.git.start("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
-                              self.cfg.remote, f"+refs/heads/{self.branch}:{self.tracking}")
+                              "--no-auto-maintenance", self.cfg.remote,
+                              f"+refs/heads/{self.branch}:{self.tracking}")
 
-    def _end_fetch(self, pending: Started) -> None:
+    def _end_fetch(self, pending: Started, before: str | None) -> None:
         done = pending.finish(ok=(0, 1, 128))
         if done.code != 0:
             if "couldn't find remote ref" not in done.err:
@@ -176,15 +188,21 @@ class Engine:
                     f"check that the remote {self.cfg.remote!r} exists (`git remote -v`) and "
                     "that you can reach it; sync.remote in atlas.yaml names another"))
             self.local.fetched()
-            self.head = repo.heads(self.git, [self.local_ref]).get(self.local_ref)
+            self.head = repo.heads(self.git, self.facts.common_dir,
+                                   [self.local_ref]).get(self.local_ref)
             self.theirs = None  # the branch is not on the remote (yet): the push makes it
             return
         self.local.fetched()
         self._refresh()
+        if self.theirs != before:
+            # Objects came in: what fetch itself would have run. Its verdict never fails
+            # a sync (gc reports its own trouble the next time git runs it).
+            with contextlib.suppress(GitFailed):
+                self.git.run("maintenance", "run", "--auto", "--quiet")
 
     def pull(self) -> None:
         before = self.theirs
-        self._end_fetch(self._begin_fetch())
+        self._end_fetch(self._begin_fetch(), before)
         self.integrate(before)
 
     def commit_and_pull(self, what: str) -> None:
@@ -197,7 +215,7 @@ class Engine:
         except BaseException:
             pending.stop()
             raise
-        self._end_fetch(pending)
+        self._end_fetch(pending, before)
         self.integrate(before)
 
     def integrate(self, before: str | None) -> None:
@@ -322,8 +340,7 @@ class Engine:
                     f"{self.where} kept moving: {attempt} pushes lost the race in a row",
                     hint="what was written here is committed here and not lost; run "
                     "`atlas sync` again")
-            time.sleep(random.uniform(0, min(BACKOFF_CAP_S,
-                                              BACKOFF_FIRST_S * 2 ** min(attempt, 10))))
+            time.sleep(_jitter(min(BACKOFF_CAP_S, BACKOFF_FIRST_S * 2 ** min(attempt, 10))))
             self.pull()
 
     # -- what happened ----------------------------------------------------------------------

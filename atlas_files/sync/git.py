@@ -11,11 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from atlas_files.errors import BadInput
 from atlas_files.sync.errors import GitFailed
@@ -38,8 +37,10 @@ _VERSION_RE = re.compile(r"git version (\d+)\.(\d+)")
 _checked: dict[str, tuple[int, int]] = {}
 
 
-@dataclass(frozen=True)
-class Done:
+class Done(NamedTuple):
+    """What one git command did. (A NamedTuple, like the other records of this package
+    that every sync builds: a frozen dataclass costs ~0.4 ms more of each command's start.)"""
+
     code: int
     out: bytes
     err: str
@@ -50,11 +51,21 @@ class Done:
 
 
 def executable() -> str:
-    found = shutil.which("git")
+    found = _which("git")
     if found is None:
         raise BadInput("`git` is not installed (or not on PATH); atlas sync runs it",
                        hint="install git 2.38 or newer")
     return found
+
+
+def _which(name: str) -> str | None:
+    """``name``'s first executable file on PATH, as shutil.which finds it (shutil itself
+    costs ~1.5 ms of imports, bz2 and lzma among them, on every synced command)."""
+    for folder in os.get_exec_path():
+        candidate = os.path.join(folder or os.curdir, name)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 def _binary_key(exe: str) -> str:

@@ -10,7 +10,7 @@ someone dropped in) never travels.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from atlas_files import guide, layout
 from atlas_files.names import ENTRY_ID_PATTERN, NAME_PATTERN
@@ -29,8 +29,7 @@ _LEASE = re.compile(rf"{layout.LEASES}/(?P<resource>{_NAME})/g(?P<number>[0-9]{{
 CONFIG_FILES = frozenset({layout.CONFIG_NAME, "README.md", guide.BESIDE_NAME, ".gitignore"})
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     """What a record path is: ``version``, ``entry``, ``lease``, ``config`` or ``other``."""
 
     what: str
