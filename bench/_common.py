@@ -29,6 +29,35 @@ def interleaved(commands: dict[str, Sequence[str]], rounds: int,
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def time_command_cpu(argv: Sequence[str], env: dict[str, str] | None = None
+                     ) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one run of ``argv``: the CPU time moves
+    less than the wall time when other work shares the machine."""
+    with open(os.devnull, "wb") as devnull:
+        start = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=devnull, env=env)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode:
+        raise subprocess.CalledProcessError(child.returncode, list(argv))
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def interleaved_cpu(commands: dict[str, Sequence[str]], rounds: int,
+                    env: dict[str, str] | None = None) -> dict[str, tuple[float, float]]:
+    """Median wall and median CPU time of each command, run in turns."""
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for argv in commands.values():
+        time_command_cpu(argv, env)
+    for _ in range(rounds):
+        for name, argv in commands.items():
+            samples[name].append(time_command_cpu(argv, env))
+    return {name: (statistics.median(w for w, _ in values),
+                   statistics.median(c for _, c in values))
+            for name, values in samples.items()}
+
+
 def atlas_argv() -> list[str]:
     """The installed console script, as an agent would call it."""
     script = shutil.which("atlas")
