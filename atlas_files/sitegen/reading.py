@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from atlas_files import fsio
@@ -37,13 +36,19 @@ _FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK",
           | getattr(os, "O_CLOEXEC", 0))
 
 
-@dataclass(frozen=True)
 class Withheld(Version):
     """A version whose body is over the body limit: its front matter, with an empty body.
     Shown as a version, with ``note`` where its text would be."""
 
-    body_bytes: int = 0
-    limit: int = 0
+    body_bytes: int
+    limit: int
+
+    @classmethod
+    def of(cls, doc: Version, body_bytes: int, limit: int) -> Withheld:
+        withheld = cls._make(doc._replace(body=""))
+        withheld.body_bytes = body_bytes
+        withheld.limit = limit
+        return withheld
 
     @property
     def note(self) -> str:
@@ -126,6 +131,5 @@ def read_version(stream: Stream, version: int, limit: int) -> Version:
             f"says {stream.name} v{version}"
         )
     if body_bytes > limit:
-        head = {f.name: getattr(doc, f.name) for f in fields(Version)} | {"body": ""}
-        return Withheld(**head, body_bytes=body_bytes, limit=limit)
+        return Withheld.of(doc, body_bytes, limit)
     return doc

@@ -11,7 +11,6 @@ artifacts index its row and recent activity its events, and the page stays as it
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Iterator
@@ -34,7 +33,7 @@ CHUNK = 25
 # What a memo is checked against besides its own topic: bump when a topic page's layout
 # changes, so that no page of an older layout is kept.
 PAGE_FORMAT = 3
-_MEMO_FIELDS = tuple(f.name for f in dataclasses.fields(Version) if f.name not in
+_MEMO_FIELDS = tuple(name for name in Version._fields if name not in
                      ("body", "path", "meta", "links"))
 
 
