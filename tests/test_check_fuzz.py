@@ -7,11 +7,12 @@ import json
 import re
 import shutil
 import tempfile
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from atlas_files import frontmatter
@@ -115,10 +116,31 @@ def test_an_unclosed_comment_in_a_heading_is_its_text() -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(items=headings)
+# Found by a full run: `{0 }` is an attribute list that puts a bare attribute before the id.
+@example(items=[(1, "0 {0 }")])
 def test_anchors_are_the_ids_python_markdown_makes(items: list[tuple[int, str]]) -> None:
     import markdown
 
     text = "\n\n".join(f"{'#' * level} {title}" for level, title in items) + "\n"
     html = markdown.Markdown(extensions=["toc", "attr_list"]).convert(text)
-    made = set(re.findall(r'<h[1-6] id="([^"]*)"', html))
+    made = _heading_ids(html)
     assert anchors(text) == made
+
+
+class _HeadingIds(HTMLParser):
+    """The id of every h1..h6, wherever it stands among the tag's attributes."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if re.fullmatch(r"h[1-6]", tag):
+            self.ids.update(v for k, v in attrs if k == "id" and v is not None)
+
+
+def _heading_ids(html: str) -> set[str]:
+    parser = _HeadingIds()
+    parser.feed(html)
+    parser.close()
+    return parser.ids

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_atlas
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from atlas_files import artifacts, status
@@ -101,13 +101,16 @@ words = st.text(st.characters(max_codepoint=0x0377,
 @given(texts=st.lists(st.lists(words, min_size=1, max_size=8).map(" ".join), min_size=1,
                       max_size=5),
        picks=st.lists(st.tuples(st.integers(0, 40), st.booleans()), min_size=1, max_size=3))
+# Found by a full run: a text of white space alone has no word to search for.
+@example(texts=[" "], picks=[(0, False)])
 def test_the_scan_matches_what_the_index_matches(
         tmp_path_factory: pytest.TempPathFactory, texts: list[str],
         picks: list[tuple[int, bool]]) -> None:
+    pool = " ".join(texts).split()
+    assume(pool)
     record = Record.init(tmp_path_factory.mktemp("scan") / "rec", ["web"])
     for i, text in enumerate(texts):
         artifacts.put(record, f"t{i}", text + "\n", author="ann")
-    pool = " ".join(texts).split()
     terms = [pool[n % len(pool)] + ("*" if star else "") for n, star in picks]
     query = " ".join(terms)
     try:
