@@ -31,6 +31,12 @@ hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 
+# Some tests stop a child with SIGINT, as Ctrl-C in a terminal would. A suite started in the
+# background (`cmd &` in a script) inherits SIGINT ignored, and children would inherit that
+# too and never stop; a handled signal is reset to the default in a child, so handle it here.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 
 @dataclass
 class Result:
