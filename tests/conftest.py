@@ -48,6 +48,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return max(2, min(2 * (cores or 1), 8))
 
 
+# The modules that took longest in a serial run, longest first. Each module runs on one
+# worker (pyproject's --dist loadscope), so these go out first: one of them handed out
+# last would keep the run going long after the other workers ran out of work. A module
+# missing here only costs time, never a result.
+LONG_FIRST = ("test_site_browser", "test_hooks", "test_sync_race", "test_race",
+              "test_site_build", "test_mcp_http", "test_hostile_record", "test_search_race",
+              "test_mcp_oauth_browser", "test_hardening_site", "test_telemetry_probe",
+              "test_sync")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))
+
+
 @dataclass
 class Result:
     returncode: int

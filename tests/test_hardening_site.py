@@ -25,9 +25,6 @@ from atlas_files.telemetry import probe as probemod
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 KEY = b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine mine@laptop\n"
 
-# One worker builds the damaged record's site (the module fixture `damaged`) once.
-pytestmark = pytest.mark.xdist_group("hardening_site")
-
 
 def _record(root: Path) -> Record:
     record = Record.init(root, ["web"])

@@ -21,11 +21,8 @@ from atlas_files import artifacts, leases
 from atlas_files.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = [
-    pytest.mark.skipif(shutil.which("pre-commit") is None, reason="pre-commit is not installed"),
-    # One worker installs the hook environment (the session fixture below) for all of them.
-    pytest.mark.xdist_group("pre-commit"),
-]
+pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None,
+                                reason="pre-commit is not installed")
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str], check: bool = True,

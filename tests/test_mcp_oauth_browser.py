@@ -16,12 +16,10 @@ from oauth_support import Server, atlas, pkce, process, request_id
 
 from atlas_files.record import Record
 
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None and not os.environ.get("ATLAS_REQUIRE_CHROMIUM"),
-                       reason="chromium is not installed"),
-    # One worker starts the module's server and browser once, for all of them.
-    pytest.mark.xdist_group("mcp_oauth_browser"),
-]
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("ATLAS_REQUIRE_CHROMIUM"),
+    reason="chromium is not installed",
+)
 
 NAMES = [
     "<script>alert(1)</script>",

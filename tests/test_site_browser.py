@@ -18,12 +18,10 @@ from atlas_files import sitegen
 
 # CI installs Debian's chromium and sets ATLAS_REQUIRE_CHROMIUM, so there a missing
 # browser fails these tests instead of skipping them.
-pytestmark = [
-    pytest.mark.skipif(CHROMIUM is None and not os.environ.get("ATLAS_REQUIRE_CHROMIUM"),
-                       reason="chromium is not installed"),
-    # One worker builds the module's sites and starts its browser once, for all of them.
-    pytest.mark.xdist_group("site_browser"),
-]
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("ATLAS_REQUIRE_CHROMIUM"),
+    reason="chromium is not installed",
+)
 
 # Every element of the page and of its shadow roots (Zensical's search lives in one).
 ALL_ELEMENTS = """

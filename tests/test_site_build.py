@@ -26,8 +26,6 @@ from atlas_files.leases import ADVISORY
 from atlas_files.record import Record
 from atlas_files.sitegen.urls import href
 
-# One worker builds each engine's site (the module fixture below) once, for all of them.
-pytestmark = pytest.mark.xdist_group("site_build")
 
 @pytest.fixture(scope="module", params=sitegen.ENGINES)
 def built(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
