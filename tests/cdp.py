@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -136,6 +137,8 @@ class Browser:
         self.events: list[dict[str, Any]] = []
         for domain in ("Page", "Runtime"):
             self.call(f"{domain}.enable")
+        # Lifecycle events name the navigation (loaderId) they belong to; open() needs that.
+        self.call("Page.setLifecycleEventsEnabled", enabled=True)
 
     def call(self, method: str, **params: Any) -> dict[str, Any]:
         self.next_id += 1
@@ -157,10 +160,13 @@ class Browser:
             self.ws.send(json.dumps({"id": 0, "method": "Page.handleJavaScriptDialog",
                                      "params": {"accept": False}}))
 
-    def wait_event(self, name: str, timeout: float = 30) -> dict[str, Any]:
+    def wait_event(self, name: str, timeout: float = 30,
+                   where: Callable[[dict[str, Any]], bool] = lambda _params: True
+                   ) -> dict[str, Any]:
+        """The first event ``name`` whose params satisfy ``where`` (taken off the list)."""
         deadline = time.monotonic() + timeout
         for event in self.events:
-            if event["method"] == name:
+            if event["method"] == name and where(event.get("params", {})):
                 self.events.remove(event)
                 return event
         self.ws.sock.settimeout(1)
@@ -172,7 +178,7 @@ class Browser:
                     continue
                 if "method" in message:
                     self._event(message)
-                    if message["method"] == name:
+                    if message["method"] == name and where(message.get("params", {})):
                         self.events.remove(message)
                         return message
         finally:
@@ -180,9 +186,15 @@ class Browser:
         raise CDPError(f"no {name} within {timeout}s")
 
     def open(self, url: str) -> None:
-        self.events = [e for e in self.events if e["method"] != "Page.loadEventFired"]
-        self.call("Page.navigate", url=url)
-        self.wait_event("Page.loadEventFired")
+        """Navigate to ``url`` and wait until that navigation's page has loaded. A load
+        event alone is not enough: one of the page before (a page that navigated by itself,
+        like the consent page moving on) can arrive after the navigation starts."""
+        self.events = [e for e in self.events if e["method"] != "Page.lifecycleEvent"]
+        loader = self.call("Page.navigate", url=url).get("loaderId")
+        if loader is None:  # the same document, only the #fragment changed: nothing loads
+            return
+        self.wait_event("Page.lifecycleEvent",
+                        where=lambda p: p.get("name") == "load" and p.get("loaderId") == loader)
 
     def eval(self, expression: str) -> Any:
         result = self.call("Runtime.evaluate", expression=expression, returnByValue=True,

@@ -6,7 +6,10 @@ the record run nowhere, not even in search results."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -256,3 +259,37 @@ def test_search_results_of_a_hostile_record_run_nothing(
     assert browser.eval("typeof window.__pwned") == "undefined"
     assert [e for e in browser.events if e["method"] == "Page.javascriptDialogOpening"] == []
     assert browser.eval(INJECTED) is False
+
+
+def test_open_waits_for_the_page_it_opened(browser: Browser, tmp_path: Path) -> None:
+    """What every test here relies on: after open(), the checks run on the page opened. A
+    load event of the page before (here one that moved on by itself while nothing read the
+    browser's messages) must not be taken for it."""
+    slow = socket.create_server(("127.0.0.1", 0))
+
+    def answer_late() -> None:
+        try:
+            conn, _ = slow.accept()
+            time.sleep(0.5)
+            conn.sendall(b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+            conn.close()
+        except OSError:  # the test ended first
+            pass
+
+    threading.Thread(target=answer_late, daemon=True).start()
+    (tmp_path / "a.html").write_text(
+        "<title>a</title><script>onload = () => setTimeout(() => location.href = 'c.html')"
+        "</script>")
+    (tmp_path / "c.html").write_text("<title>c</title>c")
+    (tmp_path / "d.html").write_text(
+        f"<title>d</title><img src='http://127.0.0.1:{slow.getsockname()[1]}/late.png'>")
+    proc, base = http_server(tmp_path)
+    try:
+        browser.open(f"{base}/a.html")
+        time.sleep(0.5)  # a moves on to c, whose load event waits, unread, in the socket
+        browser.open(f"{base}/d.html")
+        assert browser.eval("document.title + ' ' + document.readyState") == "d complete"
+    finally:
+        proc.kill()
+        proc.wait()
+        slow.close()
