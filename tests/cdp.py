@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shutil
 import socket
 import struct
@@ -240,14 +241,25 @@ def free_port() -> int:
 
 
 def http_server(directory: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """A real `python -m http.server` on 127.0.0.1 serving ``directory``."""
-    port = free_port()
+    """A real `python -m http.server` on 127.0.0.1 serving ``directory``.
+
+    It binds port 0 and says which port it got: a port picked free beforehand could be
+    taken by another test worker before the server binds it, and the test would then talk
+    to that worker's server."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
+        [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1",
          "--directory", str(directory)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
     )
-    base = f"http://127.0.0.1:{port}"
+    assert proc.stdout is not None
+    said = proc.stdout.readline().decode()  # "Serving HTTP on 127.0.0.1 port N (...) ..."
+    proc.stdout.close()  # it logs requests to stderr; nothing more comes here
+    found = re.search(r" port (\d+) ", said)
+    if found is None:
+        proc.kill()
+        proc.wait()
+        raise CDPError(f"http.server did not say its port: {said!r}")
+    base = f"http://127.0.0.1:{found.group(1)}"
     deadline = time.monotonic() + 30
     while True:
         try:
