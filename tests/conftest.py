@@ -38,14 +38,33 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent under -p no:xdist
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for ``-n auto`` (pyproject's addopts): two per core the suite may use. Most
-    of its time is spent waiting on children, timers, git and browsers rather than
-    computing, so one worker per core leaves the cores idle (measured on 2 cores: 2 workers
-    took a third longer than 4). Capped so that the race tests, each of which starts a
-    dozen or more processes, do not all contend at once on a big machine."""
+    """Workers for ``-n auto`` (pyproject's addopts): two per core the suite may use, at
+    most 8. Most of the suite's time is spent waiting on children, timers, git and browsers
+    rather than computing, so one worker per core leaves the cores idle (measured on 2
+    cores: 2 workers took a third longer than 4); the cap keeps the race tests, each of
+    which starts a dozen or more processes, from all contending at once on a big machine.
+    Each module runs on one worker, so a command line naming test files gets no more
+    workers than files, and none for one file: starting workers would only add their
+    start-up to it."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(2, min(2 * (cores or 1), 8))
+    workers = max(2, min(2 * (cores or 1), 8))
+    files = _files_named(config)
+    if files is not None:
+        workers = min(workers, files) if files > 1 else 0
+    return workers
+
+
+def _files_named(config: pytest.Config) -> int | None:
+    """How many test files the command line names, or None if it names a folder."""
+    files = set()
+    for arg in config.args:
+        path = config.invocation_params.dir / arg.split("::")[0]
+        if not path.is_file():
+            return None
+        files.add(path.resolve())
+    return len(files)
 
 
 # The modules that took longest in a serial run, longest first. Each module runs on one
