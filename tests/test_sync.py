@@ -507,6 +507,37 @@ def test_a_move_cut_short_is_finished_by_the_next_sync(
         assert f"projects/main/artifacts/{topic}/{topic}.v0001.md" in landed
 
 
+@pytest.mark.parametrize("torn", ["empty", "half"])
+def test_a_file_git_was_writing_at_the_kill_is_finished_not_kept_as_a_draft(
+        team: tuple[Team, Path], monkeypatch: pytest.MonkeyPatch, torn: str) -> None:
+    remote, alice = team
+    bob = remote.clone("bob")
+    assert put(alice, "alice", "plan", "the first plan, long enough to be cut in two\n")[0] == 0
+
+    class Killed(BaseException):
+        pass
+
+    def killed_mid_write(self: run.Engine, old: str, new: str) -> None:
+        # git writes a checked-out file in place: a kill leaves a prefix of its bytes.
+        self.local.begin_move({"branch": self.local_ref, "old": old, "new": new})
+        path = "projects/main/artifacts/plan/plan.v0001.md"
+        whole = repo.blob_bytes(self.git, new, path)
+        (bob / path).parent.mkdir(parents=True, exist_ok=True)
+        (bob / path).write_bytes(b"" if torn == "empty" else whole[: len(whole) // 2])
+        raise Killed
+
+    with monkeypatch.context() as m:
+        m.setattr(run.Engine, "_move", killed_mid_write)
+        with pytest.raises(Killed):
+            run.sync(Worker.open(bob, "bob"))
+    code, out, err = cli(bob, "sync", "--json")
+    assert code == 0, err
+    assert json.loads(out)["drafts"] == []
+    assert git(bob, "status", "--porcelain") == ""
+    code, out, _ = cli(bob, "get", "plan", "--json", identity="bob")
+    assert json.loads(out)["body"] == "the first plan, long enough to be cut in two\n"
+
+
 def test_sync_settings_in_atlas_yaml(tmp_path: Path) -> None:
     path = tmp_path / "atlas.yaml"
     base = {"projects": ["main"]}

@@ -5,8 +5,9 @@ old head and the new one. A kill in between leaves some files of the move writte
 others not, and the branch at either head. The next sync finds the journal and finishes
 the move: the branch to the new head, and exactly the paths that differ between the two
 heads made as the new head has them. A file there whose bytes are neither the old nor the
-new version's was written after the kill: a version is kept as a draft first, anything
-else stops the sync for a person to look at.
+new version's, nor a start of the new one (git writes a file in place, so a kill can cut
+it short), was written after the kill: a version is kept as a draft first, anything else
+stops the sync for a person to look at.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ def finish_move(git: Git, facts: repo.Facts, local: Local, record: Record,
     for c in present:
         if seen[c.path] in (c.old_blob, c.blob):
             continue
+        here = (facts.top / c.path).read_bytes()
+        theirs = repo.blob_bytes(git, new, c.path) if c.xy != "D" else b""
+        if len(here) < len(theirs) and theirs.startswith(here):
+            # git writes a checked-out file in place, so a kill leaves a prefix of the
+            # new bytes; atlas publishes whole files only. The checkout below finishes it.
+            continue
         rel = facts.to_record(c.path)
         if rel is None or not kind(rel).history:
             raise SyncRefused(
@@ -52,8 +59,7 @@ def finish_move(git: Git, facts: repo.Facts, local: Local, record: Record,
                 "are neither the old nor the new version",
                 hint="move that file aside, then run `atlas sync` again")
         # Someone published here after the kill, under a name the move brings in.
-        kept.append(drafts.keep(record, rel, (facts.top / c.path).read_bytes(),
-                                repo.blob_bytes(git, new, c.path)))
+        kept.append(drafts.keep(record, rel, here, theirs))
     git.run("update-ref", branch, new)
     keep = [c.path for c in changes if c.xy != "D"]
     if keep:
