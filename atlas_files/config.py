@@ -35,7 +35,8 @@ DEFAULT_SYNC_REMOTE = "origin"
 DEFAULT_FETCH_EVERY = "30s"
 # A git remote or branch name as sync passes it to git: never an option (a leading '-'),
 # never a path trick; git's own rules on refs are checked by git.
-_GIT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}")
+# A string, compiled by re on first use: only records that sync read it.
+_GIT_NAME = r"[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}"
 
 
 class Machine(NamedTuple):
@@ -131,7 +132,7 @@ def _git_name(spec: Mapping[str, Any], key: str) -> str | None:
     value = spec.get(key)
     if value is None:
         return None
-    if not isinstance(value, str) or not _GIT_NAME.fullmatch(value) or ".." in value \
+    if not isinstance(value, str) or not re.fullmatch(_GIT_NAME, value) or ".." in value \
             or value.endswith((".", "/", ".lock")):
         raise DamagedFile(f"sync.{key} is {quote(value)}; it must be a git {key} name such "
                           "as origin or main")

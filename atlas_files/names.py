@@ -19,8 +19,9 @@ NAME_RULE = (
 
 # Entry ids: time-ordered plus random, so no counter is shared between writers.
 ENTRY_ID_PATTERN = r"^(dec|cor)-\d{8}t\d{12}z-[0-9a-f]{8}$"
-_ENTRY_ID_RE = re.compile(ENTRY_ID_PATTERN)
-_VERSION_REF_RE = re.compile(r"^(?P<name>[^@]+)@v(?P<version>\d+)$")
+# Patterns kept as strings, compiled by re on first use (and cached there): most commands
+# never parse an entry id or a NAME@vN, so they do not pay for compiling them at start-up.
+_VERSION_REF_RE = r"^(?P<name>[^@]+)@v(?P<version>\d+)$"
 
 
 def quote(value: object, limit: int = 80) -> str:
@@ -56,7 +57,7 @@ def check_name(value: str | None, kind: str = "name") -> str:
 
 
 def is_entry_id(value: str) -> bool:
-    return bool(_ENTRY_ID_RE.fullmatch(value))
+    return bool(re.fullmatch(ENTRY_ID_PATTERN, value))
 
 
 class VersionRef(NamedTuple):
@@ -75,7 +76,7 @@ class VersionRef(NamedTuple):
 
 def parse_version_ref(value: str) -> VersionRef | None:
     """Parse ``NAME@vN``; None if the text is not of that shape."""
-    m = _VERSION_REF_RE.fullmatch(value.strip())
+    m = re.fullmatch(_VERSION_REF_RE, value.strip())
     if not m:
         return None
     name = check_name(m.group("name"), "topic name")
