@@ -31,8 +31,6 @@ from atlas_files.api import Worker
 from atlas_files.config import SyncConfig
 from atlas_files.errors import AtlasError, warn
 from atlas_files.record import Record
-from atlas_files.sync.errors import Busy
-from atlas_files.sync.state import Local
 
 __all__ = ["NOT_TRAVELLING", "refresh", "settings", "write"]
 
@@ -80,6 +78,11 @@ def refresh(worker: Worker) -> None:
     cfg = worker.record.config.sync
     if cfg is None or not cfg.auto:
         return
+    # Like the engine below, the sync state loads only for a record that syncs: every
+    # read command calls this, and a record that does not sync pays nothing for it.
+    from atlas_files.sync.errors import Busy  # noqa: PLC0415
+    from atlas_files.sync.state import Local  # noqa: PLC0415
+
     age = Local(worker.record).fetch_age()
     if age is not None and age < cfg.fetch_every_s:
         return
