@@ -11,24 +11,6 @@ import time
 from collections.abc import Callable, Sequence
 
 
-def time_command(argv: Sequence[str], env: dict[str, str] | None = None) -> float:
-    start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
-    return time.perf_counter() - start
-
-
-def interleaved(commands: dict[str, Sequence[str]], rounds: int,
-                env: dict[str, str] | None = None) -> dict[str, float]:
-    """Median wall time of each command, run in turns so drift hits all alike."""
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    for argv in commands.values():  # warm the page cache once
-        time_command(argv, env)
-    for _ in range(rounds):
-        for name, argv in commands.items():
-            samples[name].append(time_command(argv, env))
-    return {name: statistics.median(values) for name, values in samples.items()}
-
-
 def time_command_cpu(argv: Sequence[str], env: dict[str, str] | None = None
                      ) -> tuple[float, float]:
     """Wall time and CPU time (user + system) of one run of ``argv``: the CPU time moves
@@ -48,7 +30,7 @@ def interleaved_cpu(commands: dict[str, Sequence[str]], rounds: int,
                     env: dict[str, str] | None = None) -> dict[str, tuple[float, float]]:
     """Median wall and median CPU time of each command, run in turns."""
     samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-    for argv in commands.values():
+    for argv in commands.values():  # warm the page cache once
         time_command_cpu(argv, env)
     for _ in range(rounds):
         for name, argv in commands.items():
@@ -56,6 +38,12 @@ def interleaved_cpu(commands: dict[str, Sequence[str]], rounds: int,
     return {name: (statistics.median(w for w, _ in values),
                    statistics.median(c for _, c in values))
             for name, values in samples.items()}
+
+
+def interleaved(commands: dict[str, Sequence[str]], rounds: int,
+                env: dict[str, str] | None = None) -> dict[str, float]:
+    """Median wall time of each command, run in turns so drift hits all alike."""
+    return {name: wall for name, (wall, _) in interleaved_cpu(commands, rounds, env).items()}
 
 
 def atlas_argv() -> list[str]:

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -474,6 +475,28 @@ def test_a_git_lock_older_than_the_sync_is_someone_elses(team: tuple[Team, Path]
     assert code == 2 and "index.lock" in err  # git's own words; atlas removed nothing
 
 
+class Killed(BaseException):
+    pass
+
+
+def kill_sync_mid_move(clone: Path, who: str, monkeypatch: pytest.MonkeyPatch,
+                       cut: Callable[[bytes], bytes]) -> None:
+    """A sync of ``clone`` killed while moving its work tree: the journal is written and
+    plan v1 is in place as ``cut`` leaves its new bytes, then the kill."""
+
+    def killed_mid_move(self: run.Engine, old: str, new: str) -> None:
+        self.local.begin_move({"branch": self.local_ref, "old": old, "new": new})
+        path = "projects/main/artifacts/plan/plan.v0001.md"
+        (clone / path).parent.mkdir(parents=True, exist_ok=True)
+        (clone / path).write_bytes(cut(repo.blob_bytes(self.git, new, path)))
+        raise Killed
+
+    with monkeypatch.context() as m:
+        m.setattr(run.Engine, "_move", killed_mid_move)
+        with pytest.raises(Killed):
+            run.sync(Worker.open(clone, who))
+
+
 def test_a_move_cut_short_is_finished_by_the_next_sync(
         team: tuple[Team, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     remote, alice = team
@@ -481,22 +504,8 @@ def test_a_move_cut_short_is_finished_by_the_next_sync(
     assert put(alice, "alice", "plan", "v1\n")[0] == 0
     assert put(alice, "alice", "notes", "n1\n")[0] == 0
     assert put(bob, "bob", "other", "o1\n", "--no-sync")[0] == 0
-
-    class Killed(BaseException):
-        pass
-
-    def killed_mid_move(self: run.Engine, old: str, new: str) -> None:
-        # The journal is written and one file of the move is in place: then the kill.
-        self.local.begin_move({"branch": self.local_ref, "old": old, "new": new})
-        path = "projects/main/artifacts/plan/plan.v0001.md"
-        (bob / path).parent.mkdir(parents=True, exist_ok=True)
-        (bob / path).write_bytes(repo.blob_bytes(self.git, new, path))
-        raise Killed
-
-    with monkeypatch.context() as m:
-        m.setattr(run.Engine, "_move", killed_mid_move)
-        with pytest.raises(Killed):
-            run.sync(Worker.open(bob, "bob"))
+    # One file of the move is whole: then the kill.
+    kill_sync_mid_move(bob, "bob", monkeypatch, lambda whole: whole)
     code, out, err = cli(bob, "sync", "--json")
     assert code == 0, err
     report = json.loads(out)
@@ -513,23 +522,9 @@ def test_a_file_git_was_writing_at_the_kill_is_finished_not_kept_as_a_draft(
     remote, alice = team
     bob = remote.clone("bob")
     assert put(alice, "alice", "plan", "the first plan, long enough to be cut in two\n")[0] == 0
-
-    class Killed(BaseException):
-        pass
-
-    def killed_mid_write(self: run.Engine, old: str, new: str) -> None:
-        # git writes a checked-out file in place: a kill leaves a prefix of its bytes.
-        self.local.begin_move({"branch": self.local_ref, "old": old, "new": new})
-        path = "projects/main/artifacts/plan/plan.v0001.md"
-        whole = repo.blob_bytes(self.git, new, path)
-        (bob / path).parent.mkdir(parents=True, exist_ok=True)
-        (bob / path).write_bytes(b"" if torn == "empty" else whole[: len(whole) // 2])
-        raise Killed
-
-    with monkeypatch.context() as m:
-        m.setattr(run.Engine, "_move", killed_mid_write)
-        with pytest.raises(Killed):
-            run.sync(Worker.open(bob, "bob"))
+    # git writes a checked-out file in place: a kill leaves a prefix of its bytes.
+    kill_sync_mid_move(bob, "bob", monkeypatch,
+                       lambda whole: b"" if torn == "empty" else whole[: len(whole) // 2])
     code, out, err = cli(bob, "sync", "--json")
     assert code == 0, err
     assert json.loads(out)["drafts"] == []
