@@ -16,8 +16,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from atlas_files import hookio
-
 # The global options as click reads them, with the environment variable behind each.
 GLOBALS = {"--record": "record_path", "--as": "identity", "--project": "project",
            "-p": "project"}
@@ -52,6 +50,9 @@ def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:
     found, rest = split
     if rest[:1] != ["end"]:
         return None
+    # Here, not at the top: json and typing are 4 ms that the command server's client
+    # (server/client.py) runs without.
+    from atlas_files import hookio  # noqa: PLC0415
     if len(rest) == 2 and rest[1].startswith("--hook="):
         rest = ["end", "--hook", rest[1].partition("=")[2]]
     if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in hookio.HARNESSES:
@@ -64,6 +65,15 @@ def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    split = split_globals(args)
+    if os.environ.get("ATLAS_SERVER") and (split is None or split[1][:1] != ["server"]):
+        # A warm server of this install runs the command, if one answers (server/).
+        from atlas_files.server import client  # noqa: PLC0415 - only with ATLAS_SERVER
+
+        status = client.forward(args)
+        if status is not None:
+            client.exit_like(status)
     # Start-up (importing the CLI and the command's module) allocates tens of thousands
     # of objects and frees almost none, so the collector's passes over them during the
     # imports find nothing: it is off until the command's module is in, about 3 ms of
@@ -75,7 +85,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     # in reference cycles at exit, which Python never promised to run (atlas closes its
     # files with `with`, and the standard streams are flushed regardless).
     atexit.register(gc.freeze)
-    args = list(sys.argv[1:] if argv is None else argv)
+    run(args)
+
+
+def run(args: list[str]) -> None:
+    """Run one command line: the Stop hook's fast path, else the whole CLI. Exits."""
     request = parse_stop_hook(args)
     if request is not None:
         harness = request.pop("harness") or ""
@@ -88,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         stop_hook(harness, **request)
         sys.exit(0)
     cli_main: Callable[[list[str]], None] = importlib.import_module("atlas_files.cli").main
-    split = split_globals(args)
+    split = split_globals(args)  # `atlas server start` management: never through a server
     if split is not None and split[1]:
         # The command's module, loaded now so that its import is part of start-up; click
         # finds it imported. A name that is no command is left to click to refuse.

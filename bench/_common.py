@@ -7,8 +7,10 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 
 def time_command_cpu(argv: Sequence[str], env: dict[str, str] | None = None
@@ -58,3 +60,20 @@ def best_of(fn: Callable[[], float], runs: int = 3) -> float:
 
 def clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+
+
+@contextmanager
+def command_server(env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """A command server (atlas_files/server/) of the installed atlas on a socket of its
+    own, for the length of the block: ``env`` with ATLAS_SERVER naming it."""
+    folder = tempfile.mkdtemp(prefix="atlas-bench-srv-")
+    os.chmod(folder, 0o700)
+    sock = os.path.join(folder, "s.sock")
+    subprocess.run([*atlas_argv(), "server", "start", "--socket", sock], check=True,
+                   env=env, stdout=subprocess.DEVNULL)
+    try:
+        yield {**env, "ATLAS_SERVER": sock}
+    finally:
+        subprocess.run([*atlas_argv(), "server", "stop", "--socket", sock], env=env,
+                       stdout=subprocess.DEVNULL)
+        shutil.rmtree(folder, ignore_errors=True)

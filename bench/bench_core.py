@@ -17,7 +17,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, clean_env, interleaved, interleaved_cpu  # noqa: E402
+from _common import (  # noqa: E402
+    atlas_argv,
+    clean_env,
+    command_server,
+    interleaved,
+    interleaved_cpu,
+)
 
 from atlas_files import artifacts, frontmatter, fsio, status  # noqa: E402
 from atlas_files.record import Record  # noqa: E402
@@ -28,12 +34,17 @@ def cold_start(rounds: int, tmp: Path) -> None:
     status.write(record, "A status to show.\n", author="bench")
     env = clean_env() | {"ATLAS_RECORD": str(record.root), "ATLAS_AS": "bench"}
     py = sys.executable
-    times = interleaved_cpu({
-        "python -c pass": [py, "-c", "pass"],
-        "python -c 'import click, yaml'": [py, "-c", "import click, yaml"],
-        "atlas --version": [*atlas_argv(), "--version"],
-        "atlas status show": [*atlas_argv(), "status", "show"],
-    }, rounds, env)
+    with command_server(env) as served:
+        # `env` sets the variable for that run alone (its exec costs about 1 ms).
+        times = interleaved_cpu({
+            "python -c pass": [py, "-c", "pass"],
+            "python -c 'import click, yaml'": [py, "-c", "import click, yaml"],
+            "atlas --version": [*atlas_argv(), "--version"],
+            "atlas status show": [*atlas_argv(), "status", "show"],
+            "atlas status show, ATLAS_SERVER": [
+                "env", f"ATLAS_SERVER={served['ATLAS_SERVER']}", *atlas_argv(), "status",
+                "show"],
+        }, rounds, env)
     floor_wall, floor_cpu = times["python -c 'import click, yaml'"]
     bare_wall, _ = times["python -c pass"]
     print("cold start (median of", rounds, "runs each, interleaved; CPU = user + system)")
@@ -46,6 +57,8 @@ def cold_start(rounds: int, tmp: Path) -> None:
         ratio = wall / floor_wall
         print(f"  target {name}: <= {target}x click+yaml -> {ratio:.2f}x wall, "
               f"{cpu / floor_cpu:.2f}x CPU {'OK' if ratio <= target else 'MISSED'}")
+    print("  (through the command server, CPU is the client's alone: the worker is the "
+          "server's child; compare wall times)")
 
 
 def raw_loop(folder: Path, n: int, data: bytes) -> float:

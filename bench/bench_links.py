@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _common import clean_env, command_server
 
 REPO = Path(__file__).resolve().parent.parent
 CORPORA = [  # (PyPI project, version): its sdist holds docs/ and a MkDocs configuration
@@ -254,11 +255,14 @@ def fetch(project: str, version: str, cache: Path, into: Path) -> Path:
 REPEAT = 3
 
 
-def timed(argv: list[str], cwd: Path, before: Any = None,
+def timed(argv: list[str], cwd: Path, before: Any = None, server: str | None = None,
           ) -> tuple[float, subprocess.CompletedProcess[str]]:
     """The best wall time of REPEAT runs of ``argv`` (``before()`` ahead of each), and the
-    last run's result: the machine is shared, and the best run is the least disturbed."""
+    last run's result: the machine is shared, and the best run is the least disturbed.
+    ``server``: the socket of a command server to run atlas through (ATLAS_SERVER)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    if server:
+        env["ATLAS_SERVER"] = server
     best = float("inf")
     for _ in range(REPEAT):
         if before is not None:
@@ -277,7 +281,7 @@ def mkdocs_warnings(root: Path, out: Path, config: str = "mkdocs.yml",
     return wall, found, proc.stderr if proc.returncode else ""
 
 
-def atlas_findings(root: Path, docs: Path, warm: bool = False,
+def atlas_findings(root: Path, docs: Path, warm: bool = False, server: str | None = None,
                    ) -> tuple[float, set[tuple[str, str]], int]:
     # Run from outside the corpus: `python -m` puts its folder first on sys.path, and a
     # project that is itself a Markdown extension (pymdown-extensions) must not be imported
@@ -286,7 +290,7 @@ def atlas_findings(root: Path, docs: Path, warm: bool = False,
         shutil.rmtree(root / ".atlas-cache", ignore_errors=True)
 
     wall, proc = timed([sys.executable, "-m", "atlas_files", "check", "--links-only",
-                        "--json", str(docs)], root.parent, None if warm else cold)
+                        "--json", str(docs)], root.parent, None if warm else cold, server)
     found: set[tuple[str, str]] = set()
     warnings = 0
     for f in json.loads(proc.stdout)["findings"]:
@@ -389,7 +393,7 @@ def plugin_build(root: Path, data: dict[str, Any], reduced: dict[str, Any],
 
 
 def bench(project: str, version: str, cache: Path, work: Path, verbose: bool,
-          plugins: bool = False) -> None:
+          plugins: bool = False, server: str | None = None) -> None:
     root = fetch(project, version, cache, work / project)
     config = next((root / c for c in CONFIGS if (root / c).is_file()), None)
     if config is None:
@@ -415,6 +419,7 @@ def bench(project: str, version: str, cache: Path, work: Path, verbose: bool,
         return
     a_wall, errors, warnings = atlas_findings(root, docs)
     w_wall, warm_errors, _ = atlas_findings(root, docs, warm=True)
+    s_wall, served_errors, _ = atlas_findings(root, docs, server=server)
     plain = work / f"{project}-plain"
     shutil.copytree(docs, plain)
     p_wall, _ = timed([sys.executable, "-m", "atlas_files", "check", "--links-only", "--json",
@@ -424,10 +429,13 @@ def bench(project: str, version: str, cache: Path, work: Path, verbose: bool,
     precision = len(hit) / len(errors) if errors else 1.0
     print(f"{project} {version} ({config.name}, {pages} pages): MkDocs {len(truth)} link "
           f"warnings, atlas {len(errors)} errors (+{warnings} warnings)"
-          + ("" if warm_errors == errors else "; A WARM RUN SAID OTHERWISE"))
+          + ("" if warm_errors == errors else "; A WARM RUN SAID OTHERWISE")
+          + ("" if served_errors == errors else "; THE COMMAND SERVER SAID OTHERWISE"))
     print(f"    recall {recall:.2f}  precision {precision:.2f}  |  mkdocs build {m_wall:6.2f} s"
           f"  atlas {a_wall:5.2f} s ({m_wall / a_wall:4.1f}x faster), warm {w_wall:5.2f} s "
           f"({m_wall / w_wall:4.1f}x)  atlas without mkdocs.yml {p_wall:5.2f} s")
+    print(f"    through the command server (ATLAS_SERVER), cold {s_wall:5.2f} s "
+          f"({m_wall / s_wall:4.1f}x faster)")
     if plugins:
         print(f"    {plugin_build(root, data, reduced, work / f'{project}-site-plugins', a_wall)}")
     if verbose:
@@ -453,10 +461,12 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="atlas-bench-links-"))
     cache = Path(args.cache) if args.cache else work / "sdists"
     try:
-        for project, version in CORPORA:
-            if args.only and project not in args.only:
-                continue
-            bench(project, version, cache, work, args.verbose, args.plugins)
+        with command_server(clean_env()) as served:
+            for project, version in CORPORA:
+                if args.only and project not in args.only:
+                    continue
+                bench(project, version, cache, work, args.verbose, args.plugins,
+                      served["ATLAS_SERVER"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

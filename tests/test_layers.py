@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                     "telemetry", "check", "sitegen", "search", "sessions", "activity",
                     "gitcmd")),
     ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "sync", "__main__", "launch", "hookio")),
+    ("front ends", ("cli", "mcp", "sync", "server", "__main__", "launch", "hookio")),
 ]
 
 

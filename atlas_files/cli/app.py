@@ -44,6 +44,7 @@ COMMANDS: dict[str, str] = {
     "sync": "atlas_files.cli.sync:sync",
     "setup": "atlas_files.cli.setup:setup",
     "mcp": "atlas_files.cli.mcp:mcp",
+    "server": "atlas_files.cli.server:server",
     "demo": "atlas_files.cli.demo.command:demo",
 }
 

@@ -1,0 +1,451 @@
+"""The command server: a loop that forks a worker per command, and the worker itself.
+
+The server imports the CLI, every command and the Markdown renderer once, then waits on
+its socket. For each request it checks the caller (same user, same Python setup, its own
+code unchanged on disk), forks, and reports the worker's pid and, once it is reaped, its
+exit status. The worker takes the caller's standard streams, folder, umask, environment
+and command line, and runs the command exactly as `atlas` would, then exits.
+
+What differs from a fresh process, and why it does not matter to a command: the worker's
+parent is the server (atlas never asks for its parent), and interpreter flags given to the
+client's Python (-X, -W) do not reach it. A worker whose client dies (SIGKILL included)
+kills itself at once, so killing `atlas` still kills the command.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import gc
+import importlib
+import io
+import json
+import marshal
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from typing import Any
+
+from atlas_files import __version__, launch, timeutil
+from atlas_files.errors import BadInput
+from atlas_files.server import wire
+
+IDLE = 900  # seconds with no command before a server exits
+# Loaded once in the server, so no command pays for them: the CLI, every command but
+# `mcp` (a long-running server of its own, with a heavy SDK), and the link checker's
+# Markdown renderer (the pre-commit hook's cost).
+LEFT_OUT = {"mcp"}
+ALSO = ("atlas_files.check.sitepages",)
+MAX_REQUEST = 16 << 20
+FDS = 3
+
+
+def start(path: str | None, idle: int = IDLE, foreground: bool = False) -> dict[str, Any]:
+    """Start a server on ``path`` (default: this install's socket); what `atlas server
+    status` says of it. In the foreground, serve until stopped or idle."""
+    path = _path(path)
+    running = _ask(path, "status")
+    if running is not None:
+        return {**running, "started": False}
+    if foreground:
+        Server(path, idle).serve()
+        return {"socket": path, "running": False, "started": True}
+    log = open(path + ".log", "ab")  # noqa: SIM115 - handed to the child, closed below
+    try:
+        child = subprocess.Popen(
+            [sys.executable, "-P", "-m", "atlas_files", "server", "start", "--foreground",
+             "--socket", path, "--idle", str(idle)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+    finally:
+        log.close()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        answer = _ask(path, "status")
+        if answer is not None:
+            return {**answer, "started": True}
+        if child.poll() is not None:
+            break
+        time.sleep(0.02)
+    raise BadInput(f"the command server did not start on {path}",
+                   hint=f"see its log, {path}.log, or run `atlas server start --foreground`")
+
+
+def stop(path: str | None) -> dict[str, Any]:
+    """Ask the server on ``path`` to stop: it stops listening at once and exits when the
+    commands it is running have ended."""
+    path = _path(path)
+    answer = _ask(path, "stop")
+    return {"socket": path, "running": False, "stopped": answer is not None,
+            "pid": (answer or {}).get("pid")}
+
+
+def status(path: str | None) -> dict[str, Any]:
+    """Whether a server answers on ``path``, and what it says of itself."""
+    path = _path(path)
+    return _ask(path, "status") or {"socket": path, "running": False}
+
+
+def _path(path: str | None) -> str:
+    if not wire.supported():
+        raise BadInput("the command server needs Linux (process file descriptors and peer "
+                       "credentials on Unix sockets)", hint="run atlas without ATLAS_SERVER")
+    try:
+        chosen = wire.socket_path(path or os.environ.get("ATLAS_SERVER") or "1") or \
+            wire.socket_path("1")
+        assert chosen is not None
+        wire.check_private(chosen)
+    except wire.Unusable as exc:
+        raise BadInput(str(exc), hint="see `atlas server --help`") from None
+    return chosen
+
+
+def _ask(path: str, op: str) -> dict[str, Any] | None:
+    """Send ``op`` (status, stop) to the server on ``path``; its answer, or None if none
+    answers."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(10)
+        try:
+            conn.connect(path)
+            request = marshal.dumps({"protocol": wire.PROTOCOL, "op": op})
+            conn.sendall(len(request).to_bytes(4, "big") + request)
+            answer = b""
+            while not answer.endswith(b"\n"):
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return None
+                answer += chunk
+        except OSError:
+            return None
+    try:
+        data: dict[str, Any] = json.loads(answer)
+    except ValueError:
+        return None
+    return data
+
+
+class CodeStamp:
+    """The files of every loaded module as they were when the server started: an upgrade
+    (pip install) changes them, and then the server must not run its old code."""
+
+    def __init__(self) -> None:
+        self.files = {f: self._stat(f) for f in self._loaded()}
+
+    @staticmethod
+    def _loaded() -> set[str]:
+        return {f for m in list(sys.modules.values())
+                if isinstance(f := getattr(m, "__file__", None), str)}
+
+    @staticmethod
+    def _stat(path: str) -> tuple[int, int] | None:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        return info.st_mtime_ns, info.st_size
+
+    def changed(self) -> bool:
+        return any(self._stat(f) != stamp for f, stamp in self.files.items())
+
+
+class Server:
+    def __init__(self, path: str, idle: int) -> None:
+        self.path, self.idle = path, idle
+        self.children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> pid, client
+        self.served = 0
+        self.stopping = False
+        self.started_at = timeutil.format_time(timeutil.now())
+        self.last = time.monotonic()
+
+    def serve(self) -> None:
+        if not sys.flags.safe_path and sys.path:
+            del sys.path[0]  # the folder it was started from is no place to import from
+        self.sys_path = list(sys.path)
+        listener = self._bind()
+        try:
+            _preload()
+            self.stamp = CodeStamp()
+            gc.freeze()  # the workers share these pages; the collector never scans them
+            self._loop(listener)
+        finally:
+            self._unlink(listener)
+            listener.close()
+
+    def _bind(self) -> socket.socket:
+        """Listen on the socket, unless a server already does (then exit quietly): the
+        lock makes several clients that each start one agree on a single server."""
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        wire.check_private(self.path)
+        lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if _ask(self.path, "status") is not None:
+                raise SystemExit(0)
+            try:
+                os.unlink(self.path)  # a dead server's socket
+            except FileNotFoundError:
+                pass
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            listener.bind(self.path)
+            listener.listen(128)
+        finally:
+            os.close(lock)
+        self.inode = os.stat(self.path).st_ino
+        return listener
+
+    def _unlink(self, listener: socket.socket) -> None:
+        try:
+            if os.stat(self.path).st_ino == self.inode:
+                os.unlink(self.path)
+        except OSError:
+            pass
+
+    def _loop(self, listener: socket.socket) -> None:
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._stop_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(listener, selectors.EVENT_READ, "listen")
+        self.selector.register(wake_r, selectors.EVENT_READ, "wake")
+        self.listener = listener
+        while not (self.stopping and not self.children):
+            timeout = None if self.children or self.stopping else self.idle
+            events = self.selector.select(timeout)
+            if not events and not self.children and \
+                    time.monotonic() - self.last >= self.idle:
+                break
+            for key, _ in events:
+                if key.data == "listen":
+                    self._accept(listener)
+                elif key.data == "wake":
+                    os.read(wake_r, 512)
+                else:
+                    self._reap(key.fd)
+
+    def _stop_signal(self, signum: int, frame: object) -> None:
+        self._stop_listening()
+
+    def _stop_listening(self) -> None:
+        if not self.stopping:
+            self.stopping = True
+            self.selector.unregister(self.listener)
+            self._unlink(self.listener)
+            self.listener.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        self.last = time.monotonic()
+        fds: list[int] = []
+        try:
+            request, fds = self._receive(conn)
+            self._answer(conn, request, fds)
+        except (OSError, ValueError, EOFError, TypeError, KeyError):
+            _send(conn, wire.REFUSED)
+            conn.close()
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _receive(self, conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
+        credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # pid uid gid
+        if int.from_bytes(credentials[4:8], sys.byteorder) != os.getuid():
+            raise ValueError("another user")
+        conn.settimeout(5)  # a client that connects and says nothing holds up no one long
+        data, fds = b"", []
+        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
+            chunk, ancillary, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(FDS * 4))
+            for level, kind, raw in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds += [int.from_bytes(raw[i:i + 4], sys.byteorder)
+                            for i in range(0, len(raw) - len(raw) % 4, 4)]
+            if not chunk or len(data) > MAX_REQUEST:
+                raise EOFError
+            data += chunk
+        conn.settimeout(None)
+        request = marshal.loads(data[4:])
+        if not isinstance(request, dict) or request.get("protocol") != wire.PROTOCOL:
+            raise ValueError("protocol")
+        return request, fds
+
+    def _answer(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        op = request.get("op")
+        if op == "status":
+            _send(conn, json.dumps(self._status()))
+            conn.close()
+        elif op == "stop":
+            _send(conn, json.dumps(self._status()))
+            conn.close()
+            self._stop_listening()
+        elif op != "run" or len(fds) != FDS or not _well_formed(request):
+            raise ValueError("request")
+        elif request["path"] != self.sys_path:
+            _send(conn, wire.FOREIGN)
+            conn.close()
+        elif self.stamp.changed():
+            _send(conn, wire.STALE)
+            conn.close()
+            self._stop_listening()
+        else:
+            self._fork(conn, request, fds)
+
+    def _status(self) -> dict[str, Any]:
+        return {"socket": self.path, "running": not self.stopping, "pid": os.getpid(),
+                "started_at": self.started_at, "served": self.served,
+                "in_progress": len(self.children), "idle_exit_s": self.idle,
+                "atlas": __version__, "python": sys.executable}
+
+    def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        pid = os.fork()
+        if pid == 0:
+            _work(conn, request, fds, [self.listener, *(c for _, c in self.children.values())])
+        self.served += 1
+        pidfd = os.pidfd_open(pid)
+        self.children[pidfd] = (pid, conn)
+        self.selector.register(pidfd, selectors.EVENT_READ, "child")
+        _send(conn, f"pid {pid}")
+
+    def _reap(self, pidfd: int) -> None:
+        pid, conn = self.children.pop(pidfd)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(pid, 0)
+        _send(conn, f"exit {os.waitstatus_to_exitcode(status)}")
+        conn.close()
+        self.last = time.monotonic()
+
+
+def _send(conn: socket.socket, line: str) -> None:
+    try:
+        conn.sendall(line.encode() + b"\n")
+    except OSError:
+        pass  # the client left; its worker notices on its own
+
+
+def _well_formed(request: dict[str, Any]) -> bool:
+    def strings(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(s, str) for s in value)
+
+    env = request.get("env")
+    return (strings(request.get("argv")) and len(request["argv"]) >= 1
+            and isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str)
+                                              for k, v in env.items())
+            and isinstance(request.get("cwd"), str) and isinstance(request.get("umask"), int)
+            and strings(request.get("path"))
+            and isinstance(request.get("streams"), list) and len(request["streams"]) == FDS)
+
+
+def _preload() -> None:
+    app = importlib.import_module("atlas_files.cli.app")
+    importlib.import_module("atlas_files.cli")
+    for name in app.COMMANDS:
+        if name not in LEFT_OUT:
+            app.load_command(name)
+    for module in ALSO:
+        importlib.import_module(module)
+
+
+def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
+          inherited: list[socket.socket]) -> None:
+    """The forked worker: become the client's process, run its command, exit. Never
+    returns."""
+    code = 1
+    try:
+        for other in inherited:
+            other.close()
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.set_wakeup_fd(-1)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        fds.clear()
+        os.umask(request["umask"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = list(request["argv"])
+        _streams(request["streams"])
+        os.chdir(request["cwd"])
+        _die_with_client(conn)
+        code = _run(sys.argv[1:])
+    except BaseException:  # noqa: BLE001 - the worker must end here, whatever happened
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _streams(shapes: list[Any]) -> None:
+    """Standard streams on the client's descriptors, with the client's encodings."""
+    made = []
+    for fd, shape in enumerate(shapes):
+        encoding, errors, line_buffering = shape or ("utf-8", "strict", False)
+        made.append(io.TextIOWrapper(
+            open(fd, "rb" if fd == 0 else "wb", closefd=False),  # noqa: SIM115
+            encoding=encoding, errors=errors, line_buffering=line_buffering,
+            write_through=fd == 2))
+    # The originals (sys.__stdout__...) stay: they are the server's, on its own
+    # descriptors 0-2, which the worker has just pointed at the client's.
+    sys.stdin, sys.stdout, sys.stderr = made
+
+
+def _die_with_client(conn: socket.socket) -> None:
+    """The client sends nothing after its request: its end closing means it is gone
+    (killed, even with SIGKILL), and the command it ran must go with it."""
+    def watch() -> None:
+        try:
+            conn.recv(1)
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _run(args: list[str]) -> int:
+    gc.enable()
+    try:
+        launch.run(args)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_status(exc.code)
+    except KeyboardInterrupt:
+        _flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        code = 130
+    except BaseException:  # noqa: BLE001 - what the interpreter would print, then exit 1
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        _flush()
+    return code
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass

@@ -1,0 +1,221 @@
+"""The command server (atlas_files/server/): real `atlas` processes, a real server.
+
+Its promise is that a command run through it is the command run without it: the same
+output, exit status, effects, environment, folder and umask; that killing `atlas` kills
+the command; and that whenever the server cannot serve, `atlas` runs the command itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from atlas_files.record import Record
+from atlas_files.server import serve, wire
+from tests.conftest import Result, run_atlas, snapshot
+
+pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
+
+
+@pytest.fixture
+def sock() -> Iterator[Path]:
+    """A socket path in a private folder of its own, short enough for AF_UNIX (a test's
+    tmp_path can be longer than the 107 bytes a socket path may have)."""
+    folder = Path(tempfile.mkdtemp(prefix="atlas-srv-"))
+    os.chmod(folder, 0o700)
+    path = folder / "s.sock"
+    yield path
+    run_atlas("server", "stop", "--socket", str(path), process=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def server(sock: Path) -> Path:
+    started = run_atlas("server", "start", "--socket", str(sock), process=True)
+    assert started.returncode == 0, started.stderr
+    return sock
+
+
+def served(sock: Path) -> int:
+    answer = run_atlas("server", "status", "--json", "--socket", str(sock), process=True)
+    return int(answer.json().get("served", -1))
+
+
+def through(sock: Path, *args: str, **kwargs: object) -> Result:
+    env = dict(kwargs.pop("env", None) or {})  # type: ignore[call-overload]
+    env["ATLAS_SERVER"] = str(sock)
+    return run_atlas(*args, env=env, process=True, **kwargs)  # type: ignore[arg-type]
+
+
+def test_commands_through_the_server_say_and_do_what_they_do_without_it(
+        server: Path, tmp_path: Path) -> None:
+    lines: list[tuple[tuple[str, ...], str | None]] = [
+        (("--as", "ann", "put", "plan", "--json"), "the plan\n"),
+        (("--as", "bob", "put", "plan"), "a rival plan\n"),  # never read it: 3
+        (("--as", "ann", "lease", "claim", "gpu-1", "--for", "1h", "--why", "x"), None),
+        (("--as", "bob", "lease", "claim", "gpu-1", "--for", "1h", "--why", "y"), None),  # held: 4
+        (("put", "plan"), "no identity\n"),  # 2, with the hint
+        (("get", "plan", "--json"), None),
+        (("history", "plan"), None),
+        (("status", "show", "--json"), None),
+        (("nosuch",), None),
+    ]
+    results = {}
+    for mode in ("plain", "served"):
+        root = tmp_path / mode / "rec"
+        Record.init(root, ["web"])
+        for args, body in lines:
+            argv = ("--record", str(root), *args)
+            result = (through(server, *argv, input=body) if mode == "served"
+                      else run_atlas(*argv, input=body, process=True))
+            results.setdefault(args, []).append(result)
+    codes = [r[0].returncode for r in results.values()]
+    assert codes == [0, 3, 0, 4, 2, 0, 0, 0, 2]
+    def same(text: str) -> str:
+        # The two records' paths and clock times differ, nothing else.
+        text = text.replace(str(tmp_path / "plain"), "ROOT").replace(
+            str(tmp_path / "served"), "ROOT")
+        return re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+Z", "TIME", text)
+
+    for args, (plain, via) in results.items():
+        assert via.returncode == plain.returncode, args
+        assert same(via.stdout) == same(plain.stdout), args
+        assert same(via.stderr) == same(plain.stderr), args
+    assert served(server) == len(lines)
+    assert (tmp_path / "served" / "rec" / "projects" / "web" / "artifacts" / "plan" /
+            "plan.v0001.md").read_text().endswith("the plan\n")
+
+
+def test_the_worker_has_the_callers_environment_folder_and_umask(
+        server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    folder = root / "projects"
+    out = subprocess.run(
+        ["sh", "-c", f"umask 077; exec {sys.executable} -m atlas_files put plan"],
+        input=b"body\n", cwd=folder, capture_output=True,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")},
+             "ATLAS_SERVER": str(server), "ATLAS_AS": "carol", "ATLAS_PROJECT": "web"})
+    assert out.returncode == 0, out.stderr
+    version = root / "projects" / "web" / "artifacts" / "plan" / "plan.v0001.md"
+    assert 'author: "carol"' in version.read_text()  # the identity from its environment
+    assert version.parent.stat().st_mode & 0o077 == 0  # a new folder, made with its umask
+    assert served(server) == 1  # found the record upward from its own folder
+
+
+def test_killing_atlas_kills_the_command_it_handed_over(server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    before = snapshot(root)
+    for how in (signal.SIGKILL, signal.SIGTERM):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+        client = subprocess.Popen(
+            [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
+             "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env={**env, "ATLAS_SERVER": str(server)})
+        assert client.stdin is not None
+        client.stdin.write(b"half a body")
+        client.stdin.flush()
+        _wait_for(lambda: _status(server)["in_progress"] == 1)  # the worker reads stdin
+        client.send_signal(how)
+        client.wait(10)
+        # Were the worker alive, the end of its input would make it write the version.
+        client.stdin.close()
+        _wait_for(lambda: _status(server)["in_progress"] == 0)
+        assert client.returncode == -how
+        assert snapshot(root) == before, how
+
+
+def test_the_first_command_runs_itself_and_starts_a_server_for_the_next(
+        sock: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    first = through(sock, "--record", str(root), "status", "show")
+    assert first.returncode == 0, first.stderr
+    _wait_for(lambda: _status(sock)["running"])
+    assert through(sock, "--record", str(root), "status", "show").stdout == first.stdout
+    assert served(sock) == 1
+    stopped = run_atlas("server", "stop", "--socket", str(sock), "--json", process=True)
+    assert stopped.json()["stopped"] is True
+    _wait_for(lambda: not sock.exists())
+
+
+def test_a_folder_others_can_write_is_never_used(sock: Path, tmp_path: Path) -> None:
+    os.chmod(sock.parent, 0o777)
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    result = through(sock, "--record", str(root), "status", "show")
+    assert result.returncode == 0
+    assert "command server not used" in result.stderr and "chmod 700" in result.stderr
+    start = run_atlas("server", "start", "--socket", str(sock), process=True)
+    assert start.returncode == 2 and "another user or others may write" in start.stderr
+    assert not sock.exists()
+
+
+def test_another_python_setup_runs_the_command_itself(server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    result = through(server, "--record", str(root), "status", "show",
+                     env={"PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 0 and "web" in result.stdout
+    assert served(server) == 0
+
+
+def test_an_idle_server_exits_and_takes_its_socket_along(sock: Path) -> None:
+    started = run_atlas("server", "start", "--socket", str(sock), "--idle", "1",
+                        process=True)
+    assert started.returncode == 0, started.stderr
+    assert sock.exists()
+    _wait_for(lambda: not sock.exists())
+    assert not _status(sock)["running"]
+
+
+def test_a_changed_module_file_makes_the_server_stale(tmp_path: Path) -> None:
+    module = tmp_path / "atlas_probe_module.py"
+    module.write_text("X = 1\n")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        __import__("atlas_probe_module")
+        stamp = serve.CodeStamp()
+        assert not stamp.changed()
+        module.write_text("X = 22\n")  # what an upgrade does to a loaded module
+        assert stamp.changed()
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("atlas_probe_module", None)
+
+
+def test_atlas_server_value_is_checked() -> None:
+    assert wire.socket_path("0") is None and wire.socket_path("") is None
+    default = wire.socket_path("1")
+    assert default is not None and default == wire.socket_path("auto")
+    with pytest.raises(wire.Unusable, match="neither on"):
+        wire.socket_path("please")
+    with pytest.raises(wire.Unusable, match="longer than a Unix socket allows"):
+        wire.check_private("/tmp/" + "x" * 120 + "/s.sock")
+
+
+def _status(sock: Path) -> dict[str, object]:
+    answer = run_atlas("server", "status", "--json", "--socket", str(sock), process=True)
+    assert answer.returncode == 0, answer.stderr
+    data: dict[str, object] = answer.json()
+    return data
+
+
+def _wait_for(condition: object, seconds: float = 15) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
