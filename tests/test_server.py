@@ -219,3 +219,17 @@ def _wait_for(condition: object, seconds: float = 15) -> None:
             return
         time.sleep(0.05)
     raise AssertionError("timed out waiting")
+
+
+def test_a_folder_the_worker_cannot_enter_is_said_plainly(server: Path) -> None:
+    # The client's folder vanishes between its start and the worker's: the client is
+    # made to report a folder that does not exist.
+    script = ("import os, sys; os.getcwd = lambda: '/nonexistent-atlas-folder'; "
+              "from atlas_files.server import client; "
+              "sys.exit(client.forward(['--version']))")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**env, "ATLAS_SERVER": str(server)})
+    assert out.returncode == 2, out.stderr
+    assert "cannot be entered" in out.stderr and "Traceback" not in out.stderr
+    assert served(server) == 1

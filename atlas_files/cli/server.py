@@ -47,8 +47,8 @@ def server() -> None:
 def start(foreground: bool, idle: int, socket_path: str | None, as_json: bool) -> None:
     """Start the command server (nothing happens if one already answers)."""
     result = serve.start(socket_path, idle, foreground)
-    if foreground:
-        return
+    if foreground and result["started"]:
+        return  # served until stopped: nothing left to say
     _render(result, as_json, "started" if result["started"] else "already running")
 
 

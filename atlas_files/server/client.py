@@ -67,7 +67,8 @@ def _request(args: list[str]) -> bytes:
     return marshal.dumps({
         "protocol": wire.PROTOCOL, "op": "run", "argv": [sys.argv[0], *args],
         "env": dict(os.environ), "cwd": os.getcwd(), "umask": mask, "streams": streams,
-        "path": sys.path[1:],
+        # Less the script's own folder, which the server's Python (run with -P) lacks.
+        "path": sys.path if sys.flags.safe_path else sys.path[1:],
     })
 
 

@@ -376,12 +376,20 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
         os.environ.update(request["env"])
         sys.argv = list(request["argv"])
         _streams(request["streams"])
-        os.chdir(request["cwd"])
         _die_with_client(conn)
+        try:
+            os.chdir(request["cwd"])
+        except OSError as exc:
+            print(f"atlas: error: the folder atlas was run in cannot be entered: "
+                  f"{exc.strerror}: {request['cwd']}", file=sys.stderr)
+            print("atlas: hint: run it again from a folder that exists", file=sys.stderr)
+            code = 2
+            return
         code = _run(sys.argv[1:])
     except BaseException:  # noqa: BLE001 - the worker must end here, whatever happened
         traceback.print_exc()
     finally:
+        _flush()
         os._exit(code)
 
 
