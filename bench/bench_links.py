@@ -15,8 +15,9 @@ also reports), and both tools' times, each the best of --repeat runs: atlas *col
 `.atlas-cache/`: the headline, what the target is judged on) and *warm* (a second run,
 its renderings of unchanged pages kept from the first, as a pre-commit hook finds them);
 also `atlas check --links-only` on the same pages without a mkdocs.yml (atlas's own
-reader, the fast path). Targets: recall 1.0, precision >= 0.95, atlas at least 5x faster
-than `mkdocs build`.
+reader, the fast path), and cold through a command server (ATLAS_SERVER: docs/server.md),
+which starts no interpreter and imports nothing that the server already has. Targets:
+recall 1.0, precision >= 0.95, atlas at least 5x faster than `mkdocs build`.
 
 `--plugins` adds a build with the plugins the project's own configuration names, those
 installed here (pip install mkdocstrings-python mkdocs-git-revision-date-localized-plugin

@@ -233,3 +233,24 @@ def test_a_folder_the_worker_cannot_enter_is_said_plainly(server: Path) -> None:
     assert out.returncode == 2, out.stderr
     assert "cannot be entered" in out.stderr and "Traceback" not in out.stderr
     assert served(server) == 1
+
+
+def test_a_killed_server_lets_its_commands_finish_and_says_the_status_is_lost(
+        server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    client = subprocess.Popen(
+        [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
+         "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**env, "ATLAS_SERVER": str(server)})
+    assert client.stdin is not None
+    _wait_for(lambda: _status(server)["in_progress"] == 1)
+    os.kill(int(_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+    client.stdin.write(b"the whole body\n")
+    client.stdin.close()
+    assert client.wait(15) == 1
+    assert "the command server ended while running this command" in \
+        client.stderr.read().decode()  # type: ignore[union-attr]
+    version = root / "projects" / "web" / "artifacts" / "plan" / "plan.v0001.md"
+    assert version.read_text().endswith("the whole body\n")  # the worker ran to its end
