@@ -47,8 +47,12 @@ def server(sock: Path) -> Path:
 
 
 def served(sock: Path) -> int:
-    answer = run_atlas("server", "status", "--json", "--socket", str(sock), process=True)
-    return int(answer.json().get("served", -1))
+    return int(_status(sock).get("served", -1))  # type: ignore[call-overload]
+
+
+def env_with(**extra: str) -> dict[str, str]:
+    """The test's environment less every ATLAS_* variable, plus ``extra``."""
+    return {**{k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}, **extra}
 
 
 def through(sock: Path, *args: str, **kwargs: object) -> Result:
@@ -104,8 +108,7 @@ def test_the_worker_has_the_callers_environment_folder_and_umask(
     out = subprocess.run(
         ["sh", "-c", f"umask 077; exec {sys.executable} -m atlas_files put plan"],
         input=b"body\n", cwd=folder, capture_output=True,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")},
-             "ATLAS_SERVER": str(server), "ATLAS_AS": "carol", "ATLAS_PROJECT": "web"})
+        env=env_with(ATLAS_SERVER=str(server), ATLAS_AS="carol", ATLAS_PROJECT="web"))
     assert out.returncode == 0, out.stderr
     version = root / "projects" / "web" / "artifacts" / "plan" / "plan.v0001.md"
     assert 'author: "carol"' in version.read_text()  # the identity from its environment
@@ -118,11 +121,10 @@ def test_killing_atlas_kills_the_command_it_handed_over(server: Path, tmp_path: 
     Record.init(root, ["web"])
     before = snapshot(root)
     for how in (signal.SIGKILL, signal.SIGTERM):
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
         client = subprocess.Popen(
             [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
              "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env={**env, "ATLAS_SERVER": str(server)})
+            env=env_with(ATLAS_SERVER=str(server)))
         assert client.stdin is not None
         client.stdin.write(b"half a body")
         client.stdin.flush()
@@ -227,9 +229,8 @@ def test_a_folder_the_worker_cannot_enter_is_said_plainly(server: Path) -> None:
     script = ("import os, sys; os.getcwd = lambda: '/nonexistent-atlas-folder'; "
               "from atlas_files.server import client; "
               "sys.exit(client.forward(['--version']))")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env={**env, "ATLAS_SERVER": str(server)})
+                         env=env_with(ATLAS_SERVER=str(server)))
     assert out.returncode == 2, out.stderr
     assert "cannot be entered" in out.stderr and "Traceback" not in out.stderr
     assert served(server) == 1
@@ -239,11 +240,10 @@ def test_a_killed_server_lets_its_commands_finish_and_says_the_status_is_lost(
         server: Path, tmp_path: Path) -> None:
     root = tmp_path / "rec"
     Record.init(root, ["web"])
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     client = subprocess.Popen(
         [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
          "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env={**env, "ATLAS_SERVER": str(server)})
+        env=env_with(ATLAS_SERVER=str(server)))
     assert client.stdin is not None
     _wait_for(lambda: _status(server)["in_progress"] == 1)
     os.kill(int(_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]

@@ -14,8 +14,12 @@ import _socket
 import marshal
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from atlas_files.server import wire
+
+if TYPE_CHECKING:
+    import subprocess
 
 # What a Ctrl-C, a kill or a closed terminal sends the client goes to the worker, which
 # is running the command in the client's place.
@@ -114,20 +118,22 @@ def _forward_signals(worker: int) -> None:
         _signal.signal(signum, send)
 
 
-def spawn(path: str) -> None:
-    """Start a server for ``path`` in the background (its own session, no terminal), for
-    the commands after this one; several clients racing to do so start one server."""
+def spawn(path: str, idle: int | None = None) -> subprocess.Popen[bytes] | None:
+    """Start a server for ``path`` in the background (its own session, no terminal, its
+    output in PATH.log); several clients racing to do so start one server. None if it
+    could not be started."""
     import subprocess  # noqa: PLC0415 - 15 ms, paid only when no server answered
 
+    argv = [sys.executable, "-P", "-m", "atlas_files", "server", "start", "--foreground",
+            "--socket", path]
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         with open(path + ".log", "ab") as log:
-            subprocess.Popen(
-                [sys.executable, "-P", "-m", "atlas_files", "server", "start",
-                 "--foreground", "--socket", path],
+            return subprocess.Popen(
+                argv + (["--idle", str(idle)] if idle is not None else []),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     except OSError:
-        pass
+        return None
 
 
 def exit_like(status: int) -> None:

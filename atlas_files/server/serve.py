@@ -25,7 +25,6 @@ import os
 import selectors
 import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -34,7 +33,7 @@ from typing import Any
 
 from atlas_files import __version__, launch, timeutil
 from atlas_files.errors import BadInput
-from atlas_files.server import wire
+from atlas_files.server import client, wire
 
 IDLE = 900  # seconds with no command before a server exits
 # Loaded once in the server, so no command pays for them: the CLI, every command but
@@ -56,20 +55,13 @@ def start(path: str | None, idle: int = IDLE, foreground: bool = False) -> dict[
     if foreground:
         Server(path, idle).serve()
         return {"socket": path, "running": False, "started": True}
-    log = open(path + ".log", "ab")  # noqa: SIM115 - handed to the child, closed below
-    try:
-        child = subprocess.Popen(
-            [sys.executable, "-P", "-m", "atlas_files", "server", "start", "--foreground",
-             "--socket", path, "--idle", str(idle)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
-    finally:
-        log.close()
+    child = client.spawn(path, idle)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         answer = _ask(path, "status")
         if answer is not None:
             return {**answer, "started": True}
-        if child.poll() is not None:
+        if child is None or child.poll() is not None:
             break
         time.sleep(0.02)
     raise BadInput(f"the command server did not start on {path}",
