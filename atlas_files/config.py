@@ -13,9 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-import yaml
-
-from atlas_files import layout, timeutil
+from atlas_files import layout, timeutil, yamlcache
 from atlas_files.errors import AtlasError, BadInput, DamagedFile
 from atlas_files.frontmatter import YamlError, load_yaml
 from atlas_files.names import check_name, quote
@@ -97,6 +95,8 @@ def render(data: Mapping[str, Any]) -> bytes:
         "# what `atlas telemetry probe` visits; sync: the git remote the record travels\n"
         "# by (remote, branch, auto, fetch_every; see `atlas sync --help`).\n"
     )
+    import yaml  # noqa: PLC0415 - only a write of the config pays for PyYAML
+
     return (head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)).encode()
 
 
@@ -106,7 +106,7 @@ def load(path: Path) -> Config:
     except UnicodeDecodeError:
         raise DamagedFile(f"{path} is not UTF-8 text") from None
     try:
-        data = load_yaml(text)
+        data = yamlcache.load(text, load_yaml)  # the same text: last time's parse
     except YamlError as exc:
         raise DamagedFile(
             f"{path}:{exc.line + 1}: {exc}",

@@ -18,7 +18,6 @@ for importing jsonschema.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -65,6 +64,8 @@ def digest_of_entry(meta: dict[str, Any], body: bytes) -> str:
     canonical = json.dumps(
         fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str
     )
+    import hashlib  # noqa: PLC0415 - a no-op sync or a read need not load OpenSSL
+
     h = hashlib.sha256(canonical.encode("utf-8", "surrogatepass"))
     h.update(b"\n")
     h.update(body)

@@ -11,17 +11,16 @@ nothing the record holds needs them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from typing import Any, NamedTuple
-
-import yaml
 
 DELIMITER = "---"
 BOM = b"\xef\xbb\xbf"
 
 
 def digest_of(body: bytes) -> str:
+    import hashlib  # noqa: PLC0415 - 3 ms of start-up that only a write or a check uses
+
     return "sha256:" + hashlib.sha256(body).hexdigest()
 
 
@@ -88,6 +87,10 @@ def load_yaml(text: str) -> Any:
     start one), so an alias bomb costs what its few hundred bytes cost to parse. The scan
     works the same for the C loader, whose composer cannot be subclassed.
     """
+    # Imported here: the JSON-per-line form and the cached atlas.yaml (yamlcache.py)
+    # spare most commands PyYAML's 13 ms.
+    import yaml  # noqa: PLC0415
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         if "&" in text or "*" in text:

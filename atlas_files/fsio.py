@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import stat
 import time
@@ -117,6 +116,8 @@ def _host_tag() -> str:
         parts.append(fh.read().strip())
     with contextlib.suppress(OSError):
         parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
+    import hashlib  # noqa: PLC0415 - once a process, and only one that writes
+
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
 
 

@@ -256,7 +256,9 @@ def test_stopping_the_prober_kills_a_probe_in_flight(record: Record, tmp_path: P
     try:
         pid = int(_wait_for_file(pidfile))
         proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=5)
+        # Well under the probe's 50 s timeout and its 60 s sleep, so a prober that waited
+        # for the probe still fails; 5 s was once too short on a loaded CI machine.
+        proc.communicate(timeout=25)
     finally:
         if proc.poll() is None:
             proc.kill()
