@@ -254,3 +254,46 @@ def test_a_killed_server_lets_its_commands_finish_and_says_the_status_is_lost(
         client.stderr.read().decode()  # type: ignore[union-attr]
     version = root / "projects" / "web" / "artifacts" / "plan" / "plan.v0001.md"
     assert version.read_text().endswith("the whole body\n")  # the worker ran to its end
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_command_runs_in_the_worker_forked_ahead_of_it(server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    spare = int(_status(server)["spare"])  # type: ignore[call-overload]
+    client = subprocess.Popen(
+        [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
+         "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cwd=tmp_path, env=env_with(ATLAS_SERVER=str(server)))
+    assert client.stdin is not None
+    _wait_for(lambda: _status(server)["in_progress"] == 1)
+    # The spare is the worker now: it has taken the caller's folder, and another spare
+    # waits for the next command.
+    assert os.readlink(f"/proc/{spare}/cwd") == os.path.realpath(tmp_path)
+    assert _status(server)["spare"] not in (None, spare)
+    client.stdin.write(b"the body\n")
+    client.stdin.close()
+    assert client.wait(15) == 0, client.stderr.read()  # type: ignore[union-attr]
+    _wait_for(lambda: not _alive(spare))
+    assert (root / "projects/web/artifacts/plan/plan.v0001.md").read_text().endswith(
+        "the body\n")
+
+
+def test_a_spare_that_dies_is_replaced_and_a_stopped_server_leaves_none(sock: Path) -> None:
+    assert run_atlas("server", "start", "--socket", str(sock), process=True).returncode == 0
+    first = int(_status(sock)["spare"])  # type: ignore[call-overload]
+    os.kill(first, signal.SIGKILL)
+    _wait_for(lambda: _status(sock)["spare"] not in (None, first))
+    second = int(_status(sock)["spare"])  # type: ignore[call-overload]
+    assert through(sock, "--version").returncode == 0
+    assert served(sock) == 1
+    third = int(_status(sock)["spare"])  # type: ignore[call-overload]
+    assert run_atlas("server", "stop", "--socket", str(sock), process=True).returncode == 0
+    _wait_for(lambda: not any(map(_alive, (first, second, third))))

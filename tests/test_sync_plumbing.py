@@ -4,14 +4,18 @@ there are some, git's auto maintenance only after a fetch that brought objects i
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from gitteam import Team, cli, git
 
 from atlas_files.sync import git as gitmod
-from atlas_files.sync import repo
+from atlas_files.sync import gitdir, repo
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -124,3 +128,92 @@ def test_a_fetch_that_brought_objects_lets_git_tidy_up(team: tuple[Team, Path]) 
     assert put(alice, "alice", "plan", "one\n")[0] == 0
     assert cli(bob, "sync")[0] == 0  # a pack came in: two packs, over the limit of one
     assert packs() == 1
+
+
+def _by_git(path: Path) -> tuple[Path, Path, Path]:
+    out = git(path, "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
+              "--git-common-dir").splitlines()
+    top, git_dir, common = (Path(os.path.realpath(p)) for p in out)
+    return top, git_dir, common
+
+
+def test_where_git_keeps_a_record_is_read_from_its_files_as_git_finds_it(
+        team: tuple[Team, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, alice = team
+    asked: list[tuple[str, ...]] = []
+    real_run = gitmod.Git.run
+
+    def run(self: gitmod.Git, *args: str, **kwargs: Any) -> gitmod.Done:
+        asked.append(args)
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(gitmod.Git, "run", run)
+    # Its own repository, also reached through a symlink; a linked worktree of it.
+    link = alice.parent / "alice-link"
+    link.symlink_to(alice)
+    git(alice, "worktree", "add", "-q", str(alice.parent / "wt"), "-b", "side")
+    for path in (alice, link, alice.parent / "wt"):
+        assert gitdir.find(path) == _by_git(path)
+        facts = repo.read_facts(gitmod.Git(path), path)
+        assert (facts.top, facts.git_dir, facts.common_dir, facts.prefix) == \
+            (*_by_git(path), "")
+    assert not [a for a in asked if a[0] == "rev-parse"]
+    assert repo.read_facts(gitmod.Git(alice), alice).branch == "main"
+
+
+def test_layouts_only_git_can_judge_are_asked_of_git(team: tuple[Team, Path],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    _, alice = team
+    # A record deeper inside a repository: git says where the top is, and the prefix.
+    code = alice.parent / "code"
+    git(alice.parent, "init", "-q", "-b", "main", str(code))
+    (code / "docs" / "record").mkdir(parents=True)
+    record = code / "docs" / "record"
+    assert gitdir.find(record) is None
+    facts = repo.read_facts(gitmod.Git(record), record)
+    assert (facts.top, facts.prefix) == (code.resolve(), "docs/record/")
+    # A variable or a config that moves the work tree.
+    monkeypatch.setenv("GIT_DIR", str(alice / ".git"))
+    assert gitdir.find(alice) is None
+    monkeypatch.delenv("GIT_DIR")
+    assert gitdir.find(alice) is not None
+    git(alice, "config", "core.worktree", str(alice))
+    assert gitdir.find(alice) is None
+    assert repo.read_facts(gitmod.Git(alice), alice).top == alice.resolve()
+    # A `.git` that is no repository: git looks further up, so it is asked.
+    stray = code / "stray"
+    (stray / ".git").mkdir(parents=True)
+    assert gitdir.find(stray) is None
+    assert repo.read_facts(gitmod.Git(stray), stray).prefix == "stray/"
+
+
+def _loose_in_17(root: Path, count: int) -> None:
+    """``count`` loose blobs whose ids start with 17, the folder git samples."""
+    found: list[bytes] = []
+    n = 0
+    while len(found) < count:
+        body = f"sample {n}\n".encode()
+        if hashlib.sha1(b"blob %d\0" % len(body) + body).hexdigest().startswith("17"):
+            found.append(body)
+        n += 1
+    paths = []
+    for i, body in enumerate(found):
+        path = root.parent / f"loose-{i}"
+        path.write_bytes(body)
+        paths.append(str(path))
+    subprocess.run(["git", "hash-object", "-w", "--stdin-paths"], cwd=root, check=True,
+                   input="\n".join(paths), text=True, capture_output=True)
+
+
+def test_a_write_runs_git_maintenance_only_when_git_could_find_work(
+        team: tuple[Team, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, alice = team
+    trace = alice.parent / "trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    assert put(alice, "alice", "plan", "one\n")[0] == 0
+    assert "maintenance run --auto" not in trace.read_text()  # neither git's nor atlas's
+    _loose_in_17(alice, 28)
+    trace.write_text("")
+    assert put(alice, "alice", "plan", "two\n")[0] == 0
+    # git's own test now finds work: atlas lets git decide what to tidy.
+    assert "maintenance run --auto" in trace.read_text()

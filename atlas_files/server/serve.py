@@ -29,11 +29,11 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, NoReturn
 
 from atlas_files import __version__, launch, timeutil
 from atlas_files.errors import BadInput
-from atlas_files.server import client, wire
+from atlas_files.server import client, spare, wire
 
 IDLE = 900  # seconds with no command before a server exits
 # Loaded once in the server, so no command pays for them: the CLI, every command but
@@ -151,6 +151,8 @@ class Server:
         self.children: dict[int, tuple[int, socket.socket]] = {}  # pidfd -> pid, client
         self.served = 0
         self.stopping = False
+        self.spare: spare.Spare | None = None
+        self.spare_deaths = 0
         self.started_at = timeutil.format_time(timeutil.now())
         self.last = time.monotonic()
 
@@ -165,6 +167,7 @@ class Server:
             gc.freeze()  # the workers share these pages; the collector never scans them
             self._loop(listener)
         finally:
+            self._dismiss_spare()
             self._unlink(listener)
             listener.close()
 
@@ -208,6 +211,7 @@ class Server:
         self.selector.register(listener, selectors.EVENT_READ, "listen")
         self.selector.register(wake_r, selectors.EVENT_READ, "wake")
         self.listener = listener
+        self._new_spare()
         while not (self.stopping and not self.children):
             timeout = None if self.children or self.stopping else self.idle
             events = self.selector.select(timeout)
@@ -219,6 +223,8 @@ class Server:
                     self._accept(listener)
                 elif key.data == "wake":
                     os.read(wake_r, 512)
+                elif key.data == "spare":
+                    self._spare_died()
                 else:
                     self._reap(key.fd)
 
@@ -231,6 +237,32 @@ class Server:
             self.selector.unregister(self.listener)
             self._unlink(self.listener)
             self.listener.close()
+            self._dismiss_spare()
+
+    # -- the spare worker (spare.py) ------------------------------------------------------
+
+    def _new_spare(self) -> None:
+        if self.stopping or self.spare_deaths >= spare.MAX_DEATHS:
+            return
+        self.spare = spare.fork([self.listener, *(c for _, c in self.children.values())],
+                                _work)
+        self.selector.register(self.spare.pidfd, selectors.EVENT_READ, "spare")
+
+    def _take_spare(self) -> spare.Spare | None:
+        taken, self.spare = self.spare, None
+        if taken is not None:
+            self.selector.unregister(taken.pidfd)
+        return taken
+
+    def _dismiss_spare(self) -> None:
+        taken = self._take_spare()
+        if taken is not None:
+            taken.dismiss()
+
+    def _spare_died(self) -> None:
+        self.spare_deaths += 1
+        self._dismiss_spare()
+        self._new_spare()
 
     def _accept(self, listener: socket.socket) -> None:
         try:
@@ -295,17 +327,27 @@ class Server:
         return {"socket": self.path, "running": not self.stopping, "pid": os.getpid(),
                 "started_at": self.started_at, "served": self.served,
                 "in_progress": len(self.children), "idle_exit_s": self.idle,
+                "spare": self.spare.pid if self.spare else None,
                 "atlas": __version__, "python": sys.executable}
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-        pid = os.fork()
-        if pid == 0:
-            _work(conn, request, fds, [self.listener, *(c for _, c in self.children.values())])
+        ready = self._take_spare()
+        if ready is not None and ready.hand_over(conn, request, fds):
+            ready.channel.close()
+            pid, pidfd = ready.pid, ready.pidfd
+        else:
+            if ready is not None:
+                ready.dismiss()
+            pid = os.fork()
+            if pid == 0:
+                _work(conn, request, fds,
+                      [self.listener, *(c for _, c in self.children.values())])
+            pidfd = os.pidfd_open(pid)
         self.served += 1
-        pidfd = os.pidfd_open(pid)
         self.children[pidfd] = (pid, conn)
         self.selector.register(pidfd, selectors.EVENT_READ, "child")
         _send(conn, f"pid {pid}")
+        self._new_spare()
 
     def _reap(self, pidfd: int) -> None:
         pid, conn = self.children.pop(pidfd)
@@ -348,7 +390,7 @@ def _preload() -> None:
 
 
 def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
-          inherited: list[socket.socket]) -> None:
+          inherited: list[socket.socket]) -> NoReturn:
     """The forked worker: become the client's process, run its command, exit. Never
     returns."""
     code = 1
@@ -376,8 +418,8 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
                   f"{exc.strerror}: {request['cwd']}", file=sys.stderr)
             print("atlas: hint: run it again from a folder that exists", file=sys.stderr)
             code = 2
-            return
-        code = _run(sys.argv[1:])
+        else:
+            code = _run(sys.argv[1:])
     except BaseException:  # noqa: BLE001 - the worker must end here, whatever happened
         traceback.print_exc()
     finally:

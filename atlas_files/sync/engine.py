@@ -16,7 +16,7 @@ import time
 from atlas_files.config import SyncConfig
 from atlas_files.errors import BadInput
 from atlas_files.record import Record
-from atlas_files.sync import drafts, repo
+from atlas_files.sync import drafts, gitdir, repo
 from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused
 from atlas_files.sync.git import (
     NETWORK_TIMEOUT_S,
@@ -164,9 +164,15 @@ class Engine:
             kind(r).describe() if kind(r).history else r for r in rels[:50])
         if len(rels) > 50:
             message += f"\n... and {len(rels) - 50} more"
-        self.git.committing("commit", "-q", "--no-verify", "-m", message,
-                            "--pathspec-from-file=-", "--pathspec-file-nul", input=nul)
+        # Without git's `maintenance run --auto` child (a process on every write): it is
+        # run here only when git's own sample says it could find work.
+        self.git.committing("-c", "maintenance.auto=false", "commit", "-q", "--no-verify",
+                            "-m", message, "--pathspec-from-file=-", "--pathspec-file-nul",
+                            input=nul)
         self._refresh()
+        if gitdir.loose_objects_due(self.facts.common_dir):
+            with contextlib.suppress(GitFailed):
+                self.git.run("maintenance", "run", "--auto", "--quiet")
         return rels
 
     # -- steps 2-4: fetch, check, integrate ------------------------------------------------

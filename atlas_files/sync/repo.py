@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from atlas_files.errors import BadInput
+from atlas_files.sync import gitdir
 from atlas_files.sync.git import Git, split_z
 
 ZERO = "0" * 40
@@ -32,7 +33,7 @@ class Facts(NamedTuple):
         return git_path[len(self.prefix):] if git_path.startswith(self.prefix) else None
 
 
-def read_facts(git: Git, root: Path) -> Facts:
+def _ask_git(git: Git, root: Path) -> tuple[str, str, str, str]:
     done = git.run("rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
                    "--git-common-dir", "--show-prefix", ok=(0, 128))
     if done.code != 0:
@@ -43,6 +44,15 @@ def read_facts(git: Git, root: Path) -> Facts:
         )
     lines = done.out.decode("utf-8", "surrogateescape").split("\n")
     top, git_dir, common_dir, prefix = (lines + ["", "", "", ""])[:4]
+    return top, git_dir, common_dir, prefix
+
+
+def read_facts(git: Git, root: Path) -> Facts:
+    found = gitdir.find(root)
+    if found is not None:
+        top, git_dir, common_dir, prefix = (*map(str, found), "")
+    else:
+        top, git_dir, common_dir, prefix = _ask_git(git, root)
     # HEAD read as git writes it (`ref: refs/heads/NAME`, or a bare commit id when
     # detached): one process fewer than asking git. The reftable format keeps a dummy
     # HEAD file, so there git is asked.
