@@ -18,10 +18,12 @@ read open a file anywhere the user can reach, and a named pipe would hang a read
 
 from __future__ import annotations
 
+import binascii
 import contextlib
 import errno
 import os
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from functools import cache
@@ -116,9 +118,11 @@ def _host_tag() -> str:
         parts.append(fh.read().strip())
     with contextlib.suppress(OSError):
         parts.append(str(os.stat("/proc/self/ns/pid").st_ino))
-    import hashlib  # noqa: PLC0415 - once a process, and only one that writes
-
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
+    # A checksum, not a digest: the tag tells machines apart, it guards nothing, and
+    # hashlib's OpenSSL start (2-3 ms) is more than a read that writes a receipt costs.
+    # (A tag of another scheme, from an older atlas, reads as another host's: its temp
+    # files are then left alone, never taken for debris.)
+    return f"{binascii.crc32('|'.join(parts).encode()):08x}"
 
 
 def _temp_name() -> str:
@@ -158,6 +162,23 @@ def _write_temp(folder: Path, data: bytes, mode: int, durable: bool = True) -> P
     return tmp
 
 
+_journal = threading.local()
+
+
+@contextlib.contextmanager
+def journal() -> Iterator[list[Path]]:
+    """The files this thread publishes (publish_exclusive) while inside, in order: what a
+    synced write commits without asking git what changed (a `git status` fewer: on a
+    10,000-file record, ~20 ms of every synced write)."""
+    outer = getattr(_journal, "paths", None)
+    paths: list[Path] = []
+    _journal.paths = paths
+    try:
+        yield paths
+    finally:
+        _journal.paths = outer
+
+
 def publish_exclusive(path: Path, data: bytes, *, mode: int = 0o444) -> Path:
     """Create ``path`` with ``data`` if and only if it does not exist yet.
 
@@ -186,6 +207,9 @@ def publish_exclusive(path: Path, data: bytes, *, mode: int = 0o444) -> Path:
                 os.unlink(tmp)
         break
     fsync_dir(folder)
+    paths = getattr(_journal, "paths", None)
+    if paths is not None:
+        paths.append(path)
     return path
 
 

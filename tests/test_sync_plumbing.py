@@ -217,3 +217,18 @@ def test_a_write_runs_git_maintenance_only_when_git_could_find_work(
     assert put(alice, "alice", "plan", "two\n")[0] == 0
     # git's own test now finds work: atlas lets git decide what to tidy.
     assert "maintenance run --auto" in trace.read_text()
+
+
+def test_a_synced_write_commits_what_it_wrote_without_a_second_status(
+        team: tuple[Team, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    remote, alice = team
+    trace = alice.parent / "trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    assert put(alice, "alice", "plan", "one\n")[0] == 0
+    lines = trace.read_text().splitlines()
+    # One status, beside the fetch (what was there before the write); none after it.
+    assert sum(" built-in: git status " in line for line in lines) == 1
+    monkeypatch.delenv("GIT_TRACE")
+    pushed = git(alice, "ls-tree", "-r", "--name-only", "origin/main")
+    assert "projects/main/artifacts/plan/plan.v0001.md" in pushed.splitlines()
+    assert git(alice, "status", "--porcelain") == ""  # nothing of the write left behind

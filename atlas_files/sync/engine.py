@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from pathlib import Path
 
 from atlas_files.config import SyncConfig
 from atlas_files.errors import BadInput
@@ -109,10 +110,48 @@ class Engine:
 
     # -- step 1: commit what atlas wrote here ---------------------------------------------
 
-    def commit_local(self, what: str) -> list[str]:
+    def commit_local(self, what: str, written: list[Path] | None = None) -> list[str]:
         """Commit the record's new files (and atlas.yaml, the README, the .gitignore when
         changed); refuse a published file changed or deleted in place. Returns the paths
-        committed, relative to the record."""
+        committed, relative to the record.
+
+        ``written``: the files a write has just published (fsio.journal), committed
+        without a `git status` of the whole work tree; whatever else changed meanwhile is
+        the next sync's to see, as it would be had it changed a moment later."""
+        new = self._new_files() if written is None else self._travelling(written)
+        if not new:
+            return []
+        nul = "\0".join(new).encode("utf-8", "surrogateescape")
+        self.git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul)
+        rels = [r for r in (self._rel(p) for p in new) if r is not None]
+        message = f"atlas: {what}\n\n" + "\n".join(
+            kind(r).describe() if kind(r).history else r for r in rels[:50])
+        if len(rels) > 50:
+            message += f"\n... and {len(rels) - 50} more"
+        # Without git's `maintenance run --auto` child (a process on every write): it is
+        # run here only when git's own sample says it could find work.
+        self.git.committing("-c", "maintenance.auto=false", "commit", "-q", "--no-verify",
+                            "-m", message, "--pathspec-from-file=-", "--pathspec-file-nul",
+                            input=nul)
+        self._refresh()
+        if gitdir.loose_objects_due(self.facts.common_dir):
+            with contextlib.suppress(GitFailed):
+                self.git.run("maintenance", "run", "--auto", "--quiet")
+        return rels
+
+    def _travelling(self, written: list[Path]) -> list[str]:
+        """The files of ``written`` that travel, as git names them (from the top)."""
+        found = []
+        for path in written:
+            rel = os.path.relpath(path, self.record.root).replace(os.sep, "/")
+            if not rel.startswith("../") and kind(rel).travels:
+                found.append(self.facts.prefix + rel)
+        return found
+
+    def _new_files(self) -> list[str]:
+        """The work tree's new files that travel, as git names them; SyncRefused for
+        history changed in place, BadInput for changes outside a record that shares its
+        repository."""
         changes = repo.status(self.git)
         repo.require_clean_index(changes)
         new: list[str] = []
@@ -155,25 +194,7 @@ class Engine:
                 "out as a worktree beside the code (see docs/sync.md)",
             )
         self.tally.left_out = [r for r in (self._rel(p) for p in left) if r is not None]
-        if not new:
-            return []
-        nul = "\0".join(new).encode("utf-8", "surrogateescape")
-        self.git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul)
-        rels = [r for r in (self._rel(p) for p in new) if r is not None]
-        message = f"atlas: {what}\n\n" + "\n".join(
-            kind(r).describe() if kind(r).history else r for r in rels[:50])
-        if len(rels) > 50:
-            message += f"\n... and {len(rels) - 50} more"
-        # Without git's `maintenance run --auto` child (a process on every write): it is
-        # run here only when git's own sample says it could find work.
-        self.git.committing("-c", "maintenance.auto=false", "commit", "-q", "--no-verify",
-                            "-m", message, "--pathspec-from-file=-", "--pathspec-file-nul",
-                            input=nul)
-        self._refresh()
-        if gitdir.loose_objects_due(self.facts.common_dir):
-            with contextlib.suppress(GitFailed):
-                self.git.run("maintenance", "run", "--auto", "--quiet")
-        return rels
+        return new
 
     # -- steps 2-4: fetch, check, integrate ------------------------------------------------
 

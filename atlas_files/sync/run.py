@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from atlas_files import fsio
 from atlas_files.api import Worker
 from atlas_files.config import SyncConfig
 from atlas_files.errors import AtlasError, warn
@@ -97,9 +98,10 @@ def synced_write(worker: Worker, what: str, fn: Callable[[], T],
         engine.exchange()
         if engine.tally.collisions:
             raise _lost(engine)  # an earlier write lost: say so before writing more
-        result = fn()
+        with fsio.journal() as written:
+            result = fn()
         try:
-            engine.commit_local(what)
+            engine.commit_local(what, written)
             engine.exchange()
         except GitFailed as exc:
             warn(f"{what}: written here, but not on {engine.where} yet: {exc.message}. "
