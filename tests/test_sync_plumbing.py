@@ -205,30 +205,21 @@ def _loose_in_17(root: Path, count: int) -> None:
                    input="\n".join(paths), text=True, capture_output=True)
 
 
-def test_a_write_runs_git_maintenance_only_when_git_could_find_work(
+def test_a_synced_write_asks_git_for_nothing_it_knows(
         team: tuple[Team, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """One status, beside the fetch (none after the write: atlas knows what it wrote), and
+    no `git maintenance run --auto` unless git's own sample says it could find work."""
     _, alice = team
     trace = alice.parent / "trace.txt"
     monkeypatch.setenv("GIT_TRACE", str(trace))
     assert put(alice, "alice", "plan", "one\n")[0] == 0
-    assert "maintenance run --auto" not in trace.read_text()  # neither git's nor atlas's
+    traced = trace.read_text()
+    assert sum(" built-in: git status " in line for line in traced.splitlines()) == 1
+    assert "maintenance run --auto" not in traced  # neither git's nor atlas's
+    pushed = git(alice, "ls-tree", "-r", "--name-only", "origin/main").splitlines()
+    assert "projects/main/artifacts/plan/plan.v0001.md" in pushed
+    assert git(alice, "status", "--porcelain") == ""  # nothing of the write left behind
     _loose_in_17(alice, 28)
     trace.write_text("")
     assert put(alice, "alice", "plan", "two\n")[0] == 0
-    # git's own test now finds work: atlas lets git decide what to tidy.
-    assert "maintenance run --auto" in trace.read_text()
-
-
-def test_a_synced_write_commits_what_it_wrote_without_a_second_status(
-        team: tuple[Team, Path], monkeypatch: pytest.MonkeyPatch) -> None:
-    remote, alice = team
-    trace = alice.parent / "trace.txt"
-    monkeypatch.setenv("GIT_TRACE", str(trace))
-    assert put(alice, "alice", "plan", "one\n")[0] == 0
-    lines = trace.read_text().splitlines()
-    # One status, beside the fetch (what was there before the write); none after it.
-    assert sum(" built-in: git status " in line for line in lines) == 1
-    monkeypatch.delenv("GIT_TRACE")
-    pushed = git(alice, "ls-tree", "-r", "--name-only", "origin/main")
-    assert "projects/main/artifacts/plan/plan.v0001.md" in pushed.splitlines()
-    assert git(alice, "status", "--porcelain") == ""  # nothing of the write left behind
+    assert "maintenance run --auto" in trace.read_text()  # git decides what to tidy
