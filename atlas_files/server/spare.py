@@ -30,6 +30,7 @@ from typing import Any, NoReturn
 # command running beside it is not slowed down on a machine with few CPUs.
 SETTLE_S = 0.25
 MAX_DEATHS = 3
+_BATCH = 5_000  # objects between two looks for a command: a millisecond or two
 _HEADER = 4
 
 Work = Callable[[socket.socket, dict[str, Any], list[int], list[socket.socket]], NoReturn]
@@ -98,7 +99,7 @@ def _wait(channel: socket.socket, work: Work) -> NoReturn:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_DFL)
     if not select.select([channel], [], [], SETTLE_S)[0]:
-        _own_pages()
+        _own_pages(channel)
     header, ancillary, _, _ = channel.recvmsg(_HEADER, socket.CMSG_SPACE(16 * 4))
     fds = [int.from_bytes(raw[i:i + 4], sys.byteorder)
            for level, kind, raw in ancillary
@@ -118,10 +119,16 @@ def _wait(channel: socket.socket, work: Work) -> NoReturn:
     work(conn, marshal.loads(bytes(data)), fds[1:], [])
 
 
-def _own_pages() -> None:
+def _own_pages(channel: socket.socket) -> None:
     """Write to every object the server loaded (a reference taken and dropped), so the
-    pages the spare shares with the server become its own before a command needs them."""
+    pages the spare shares with the server become its own before a command needs them;
+    stopped as soon as a command arrives, which then waits at most one batch."""
     gc.unfreeze()
-    for obj in gc.get_objects():
-        sys.getrefcount(obj)
+    objects = gc.get_objects()
     gc.freeze()
+    for start in range(0, len(objects), _BATCH):
+        if select.select([channel], [], [], 0)[0]:
+            break
+        for obj in objects[start:start + _BATCH]:
+            sys.getrefcount(obj)
+    del objects
