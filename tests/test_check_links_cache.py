@@ -168,6 +168,14 @@ Text[^1] and *emphasis*{ #emphasised }.
 
 [ref]: other.md#ref
 See [ref].
+
+## Call `#!python print("a<b")` & `x`
+
+Prose [with a link](other.md) and `#!python y = 2`{ #code-id } and `#!js z`.
+
+=== "Tab `#!python x = 1`"
+
+    Tabbed.
 """
 
 
@@ -175,6 +183,10 @@ def test_the_renderings_shortcuts_collect_what_the_whole_rendering_does(
         tmp_path: Path) -> None:
     site(tmp_path, [*EXTENSIONS, "def_list", "abbr", "pymdownx.betterem",
                    "pymdownx.mark", "pymdownx.keys", "pymdownx.tasklist"])
+    written = tmp_path / "mkdocs.yml"  # tabs named after their titles' text
+    written.write_text(written.read_text().replace(
+        "alternate_style: true", "alternate_style: true\n    slugify: "
+        "!!python/object/apply:pymdownx.slugs.slugify {kwds: {case: lower}}"))
     config = siteconfig.load(tmp_path / "mkdocs.yml")
     fast = Renderer(config, lambda key, message: None)
     whole = Renderer(config, lambda key, message: None, shortcuts=False)
@@ -188,5 +200,6 @@ def test_the_renderings_shortcuts_collect_what_the_whole_rendering_does(
         assert judged(quick.links) == judged(full.links)
     quick = fast.render(SHORTCUT_PAGE)
     assert {"custom", "emphasised", "raw-id", "fn:1", "fnref:1", "top-code-em-link",
-            "detailed-heading", "fish-chips"} <= quick.ids
+            "detailed-heading", "fish-chips", "code-id"} <= quick.ids
+    assert "call-printab-x" in quick.ids  # highlighted inline code in a heading
     assert "other.md#x" in quick.links and "#custom" in quick.links

@@ -30,7 +30,9 @@ are skipped, each because nothing collected can depend on it:
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from html import escape
 from html.parser import HTMLParser
 from typing import Any
 from xml.etree.ElementTree import Element
@@ -41,9 +43,16 @@ from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import Problem, Rendered, plan, trusted
+from atlas_files.check.siteplan import BUILTIN, Problem, Rendered, plan, trusted
 
 _PLAIN_BLOCKS = frozenset({"p", "li", "td", "th", "dd", "dt"})
+# Elements whose text no extension makes an id of (toc takes headings', tabbed its
+# labels'): inline code in them needs no highlighting.
+_PROSE = frozenset({
+    "div", "p", "li", "ul", "ol", "dl", "dd", "dt", "td", "th", "tr", "table", "thead",
+    "tbody", "blockquote", "em", "strong", "b", "i", "a", "del", "ins", "mark", "sub",
+    "sup", "small", "span", "s", "u", "details", "summary",
+})
 _INLINE_MARKS = ("[", "<", "{")
 
 
@@ -121,13 +130,41 @@ class _SkipPlain(Treeprocessor):  # type: ignore[misc]
                 element.text = AtomicString(text)
 
 
-def _unhighlighted(real: type[Any]) -> type[Any]:
-    """pymdownx.highlight's highlighter, leaving block code as it is."""
+class _Inline:
+    """Whether Python-Markdown's inline pass is running, and in which elements: the
+    ancestors it keeps for its own patterns."""
+
+    def __init__(self, md: markdown.Markdown) -> None:
+        self.processor = md.treeprocessors["inline"]
+        self.running = False
+        run = self.processor.run
+
+        def running(root: Element) -> Any:
+            self.running = True
+            try:
+                return run(root)
+            finally:
+                self.running = False
+
+        self.processor.run = running
+
+    def in_prose(self) -> bool:
+        """Whether the text being processed is prose, none of whose text becomes an id."""
+        return self.running and all(tag in _PROSE for tag in self.processor.ancestors)
+
+
+def _unhighlighted(real: type[Any], inline: _Inline) -> type[Any]:
+    """pymdownx.highlight's highlighter, leaving block code, and inline code in prose, as
+    they are (its text escaped, as the highlighter escapes it)."""
 
     class Unhighlighted(real):  # type: ignore[misc]
         def highlight(self, src: str, language: str, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("inline") or (len(args) > 5 and args[5]):
-                return super().highlight(src, language, *args, **kwargs)
+                if not inline.in_prose():
+                    return super().highlight(src, language, *args, **kwargs)
+                code = Element("code")
+                code.text = escape(src, quote=False)
+                return code
             return "<pre><code></code></pre>"
 
     return Unhighlighted
@@ -139,6 +176,22 @@ class Snippet:
 
     asked: str
     found: str | None
+
+
+class _Markdown(markdown.Markdown):  # type: ignore[misc]
+    def build_extension(self, ext_name: str, configs: Any) -> Any:
+        """Extension ``ext_name`` made as Python-Markdown makes it; Python-Markdown's own
+        and the trusted toolkits' (named as their packages register them), without asking
+        the entry points first (importlib.metadata: 20 ms of a cold check). Extensions
+        name others too (superfences loads pymdownx.highlight)."""
+        if not trusted(ext_name) or ":" in ext_name:
+            return super().build_extension(ext_name, configs)
+        module = importlib.import_module(
+            f"markdown.extensions.{ext_name}" if ext_name in BUILTIN else ext_name)
+        make = getattr(module, "makeExtension", None)
+        if make is None:  # not an extension: Python-Markdown says so in its own words
+            return super().build_extension(ext_name, configs)
+        return make(**dict(configs))
 
 
 def _code_format() -> Any:
@@ -157,7 +210,7 @@ class Renderer:
         self.snippet_bases: list[str] = []
         self.snippets: list[Snippet] = []  # those the last page asked for
         loaded: list[Any] = []
-        base = markdown.Markdown()
+        base = _Markdown()
         planned_all = plan(site, problem)
         for planned in planned_all:
             name = planned.name
@@ -169,7 +222,7 @@ class Renderer:
             except Exception as exc:  # noqa: BLE001 - a bad config is the site's problem
                 problem(name, f"markdown extension {name} cannot be loaded: "
                         f"{type(exc).__name__}: {exc}"[:300])
-        self.md = markdown.Markdown(extensions=loaded)
+        self.md = _Markdown(extensions=loaded)
         self._raw = _RawHtml()
         self.md.preprocessors.register(self._raw, "atlas_raw_ids", 21)
         self._ids = _Ids(self.md)
@@ -180,10 +233,11 @@ class Renderer:
         self._trace_snippets()
         if shortcuts and all(trusted(p.name) for p in planned_all):
             self.md.treeprocessors.register(_SkipPlain(self.md), "atlas_skip_plain", 21)
+            inline = _Inline(self.md)
             for ext in self.md.registeredExtensions:
                 if type(ext).__module__ == "pymdownx.highlight" and \
                         hasattr(ext, "get_pymdownx_highlighter"):
-                    cheap = _unhighlighted(ext.get_pymdownx_highlighter())
+                    cheap = _unhighlighted(ext.get_pymdownx_highlighter(), inline)
                     ext.get_pymdownx_highlighter = lambda cheap=cheap: cheap
 
     def _tuned(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
