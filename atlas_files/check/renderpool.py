@@ -1,0 +1,149 @@
+"""A site's pages rendered in several processes at once.
+
+Rendering the pages that links point into, with Python-Markdown and the site's extensions,
+is most of what a cold links check of a MkDocs site costs. Once the renderer is set up (its
+extensions imported and built), the process forks: each child renders a share of the
+pages, largest first, and sends back what each rendering yields (ids, links, the snippets
+it included) or the error it raised; the parent renders a share itself meanwhile. Nothing
+else comes back: findings, and the render cache, are the parent's alone, made from these
+outcomes exactly as from its own renderings.
+
+It only ever saves time. Where fork is not available, with one CPU, or where the pages
+are too small for a process to gain (unless ``ATLAS_CHECK_JOBS`` says how many), it does
+nothing and the pages are rendered one by one as they are needed; a child that fails to
+answer leaves its pages to be rendered so too.
+"""
+
+from __future__ import annotations
+
+import gc
+import marshal
+import os
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from atlas_files.check.siteplan import Rendered
+
+if TYPE_CHECKING:
+    from atlas_files.check.sitepages import Renderer
+
+ENV = "ATLAS_CHECK_JOBS"
+# Text a process must get to pay for its fork (about 5 ms of rendering).
+MIN_SHARE = 16 << 10
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What rendering one page gave: its rendering, or the error that stopped it."""
+
+    rendered: Rendered | None
+    snippets: tuple[tuple[str, str | None], ...] = ()
+    error: str | None = None  # "TypeName: message"
+
+
+def render(renderer: Renderer, text: str) -> Outcome:
+    try:
+        rendered = renderer.render(text)
+    except Exception as exc:  # noqa: BLE001 - an extension's bug: the caller says it
+        return Outcome(None, error=f"{type(exc).__name__}: {exc}")
+    return Outcome(rendered, tuple((s.asked, s.found) for s in renderer.snippets))
+
+
+def jobs(texts: Mapping[str, str]) -> int:
+    """How many processes should render ``texts``: 1 means this one alone."""
+    if len(texts) < 2 or not hasattr(os, "fork"):
+        return 1
+    asked = os.environ.get(ENV, "").strip()
+    if asked:
+        try:
+            return max(1, min(int(asked), len(texts)))
+        except ValueError:
+            pass
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, len(texts), sum(map(len, texts.values())) // MIN_SHARE))
+
+
+def _shares(texts: Mapping[str, str], count: int) -> list[list[str]]:
+    """The pages in ``count`` shares of about equal text, each largest first."""
+    shares: list[list[str]] = [[] for _ in range(count)]
+    sizes = [0] * count
+    for uri in sorted(texts, key=lambda u: len(texts[u]), reverse=True):
+        least = sizes.index(min(sizes))
+        shares[least].append(uri)
+        sizes[least] += len(texts[uri])
+    return shares
+
+
+def render_all(renderer: Renderer, texts: Mapping[str, str]) -> dict[str, Outcome]:
+    """The outcome of rendering each page of ``texts`` (uri: text) that several processes
+    rendered; empty where one process would do (the caller renders them as it goes)."""
+    count = jobs(texts)
+    if count < 2:
+        return {}
+    mine, *theirs = _shares(texts, count)
+    children: list[tuple[int, int]] = []  # pid, the read end of its pipe
+    gc.freeze()  # the children's collections leave the parent's objects (and pages) alone
+    try:
+        for share in theirs:
+            child = _fork(renderer, texts, share)
+            if child is not None:
+                children.append(child)
+    finally:
+        gc.unfreeze()
+    out = {uri: render(renderer, texts[uri]) for uri in mine}
+    for pid, reader in children:
+        out.update(_gather(pid, reader))
+    return out
+
+
+def _fork(renderer: Renderer, texts: Mapping[str, str], share: list[str],
+          ) -> tuple[int, int] | None:
+    reader, writer = os.pipe()
+    try:
+        with warnings.catch_warnings():  # a server's worker has a thread: it stays there
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(reader)
+        os.close(writer)
+        return None
+    if pid == 0:  # pragma: no cover - the child; its outcomes are what the tests compare
+        code = 1
+        try:
+            os.close(reader)
+            answer = [_flat(uri, render(renderer, texts[uri])) for uri in share]
+            with open(writer, "wb") as pipe:
+                pipe.write(marshal.dumps(answer))
+            code = 0
+        finally:
+            os._exit(code)  # nothing of the parent's (buffers, atexit) runs twice
+    os.close(writer)
+    return pid, reader
+
+
+def _flat(uri: str, outcome: Outcome) -> tuple[Any, ...]:
+    found = outcome.rendered
+    return (uri, None if found is None else sorted(found.ids),
+            None if found is None else list(found.links), list(outcome.snippets),
+            outcome.error)
+
+
+def _gather(pid: int, reader: int) -> dict[str, Outcome]:
+    """The child's outcomes; none if it failed (its pages are then rendered here)."""
+    with open(reader, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        return {}
+    try:
+        answer = marshal.loads(data)
+        return {uri: Outcome(None if ids is None else Rendered(frozenset(ids), tuple(links)),
+                             tuple((asked, found) for asked, found in snippets), error)
+                for uri, ids, links, snippets, error in answer}
+    except (EOFError, ValueError, TypeError):
+        return {}

@@ -1,0 +1,130 @@
+"""A MkDocs site's pages as its own parser renders them (sitepages.py), each got the
+cheapest way there is: kept from an earlier run (rendercache.py), rendered ahead in
+several processes (renderpool.py), or rendered here when asked for.
+
+However a rendering was got, what it says is said when the check asks for that page, and
+in the same words: what making the renderer says (an extension that cannot be loaded)
+when the first page is rendered, or replayed from the cache when none is; an extension's
+error on a page when that page is asked for. A page rendered ahead that the check never
+asks for says nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from atlas_files.check import renderpool
+from atlas_files.check.rendercache import RenderCache, setup_key
+from atlas_files.check.renderpool import Outcome
+from atlas_files.check.siteconfig import SiteConfig
+from atlas_files.check.siteplan import Problem, Rendered, plan
+
+if TYPE_CHECKING:
+    from atlas_files.check.sitepages import Renderer
+
+
+class Renderings:
+    """The renderings of one site's pages; ``text(uri)``: the text the site's parser
+    renders for a page (None: it is not rendered)."""
+
+    def __init__(self, site: SiteConfig, problem: Problem,
+                 text: Callable[[str], str | None]) -> None:
+        self.site = site
+        self._problem = problem
+        self._text = text
+        self._renderer: Renderer | None = None
+        self._unsaid: list[tuple[str, str]] | None = None  # the renderer's, not said yet
+        self._replayed = False
+        self._rendered: dict[str, Rendered | None] = {}
+        self._ahead: dict[str, Outcome] = {}
+        setup = setup_key(site, plan(site, lambda key, message: None))
+        self.cache = None if setup is None else RenderCache(site, setup)
+
+    def get(self, uri: str) -> Rendered | None:
+        """The page as the site's parser renders it (or as it rendered it on an earlier
+        run); None if it cannot be (then atlas's reader has the last word, and says so
+        once)."""
+        if uri in self._rendered:
+            return self._rendered[uri]
+        text = self._text(uri)
+        out = None
+        if text is not None:
+            out = self.cache.get(uri, text) if self.cache is not None else None
+            if out is not None:
+                self._said_by_renderer()
+            else:
+                out = self._render(uri, text)
+        self._rendered[uri] = out
+        return out
+
+    def known(self, uri: str) -> Rendered | None:
+        """The page's rendering if this run has it without rendering it (asked for
+        already, rendered ahead, or cached); nothing is said."""
+        if uri in self._rendered:
+            return self._rendered[uri]
+        if uri in self._ahead:
+            return self._ahead[uri].rendered
+        text = self._text(uri)
+        return None if self.cache is None or text is None else self.cache.get(uri, text)
+
+    def to_render(self, uri: str) -> str | None:
+        """The page's text if it would be rendered when asked for (not had yet, nor
+        cached, nor too large)."""
+        if uri in self._rendered or uri in self._ahead:
+            return None
+        text = self._text(uri)
+        if text is None or (self.cache is not None and self.cache.get(uri, text) is not None):
+            return None
+        return text
+
+    def ahead(self, texts: Mapping[str, str]) -> None:
+        """Render ``texts`` (uri: text) now, in several processes where that pays; each
+        outcome waits until its page is asked for."""
+        if len(texts) > 1 and renderpool.jobs(texts) > 1:
+            self._ahead.update(renderpool.render_all(self._made_renderer(), texts))
+
+    def _said_by_renderer(self) -> None:
+        """What making the renderer says (an extension that cannot be loaded), said as if
+        it had been made: a run that finds its renderings in the cache says the same."""
+        said = self._renderer is not None and self._unsaid is None
+        if not said and self.cache is not None and not self._replayed:
+            self._replayed = True
+            for key, message in self.cache.problems or []:
+                self._problem(key, message)
+
+    def _made_renderer(self) -> Renderer:
+        if self._renderer is None:
+            # Python-Markdown and the site's extensions take a tenth of a second or more
+            # to import and set up: a run whose renderings are all in the cache skips it.
+            from atlas_files.check.sitepages import Renderer  # noqa: PLC0415 - see above
+
+            unsaid: list[tuple[str, str]] = []
+            self._renderer = Renderer(self.site, lambda key, message: unsaid.append(
+                (key, message)))
+            self._unsaid = unsaid
+        return self._renderer
+
+    def _render(self, uri: str, text: str) -> Rendered | None:
+        renderer = self._made_renderer()
+        if self._unsaid is not None:  # said when the first page is rendered, as always
+            for key, message in self._unsaid:
+                self._problem(key, message)
+            if self.cache is not None:
+                self.cache.problems = self._unsaid
+            self._unsaid = None
+        outcome = self._ahead.pop(uri, None) or renderpool.render(renderer, text)
+        if outcome.error is not None:
+            self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
+                          f"extensions ({outcome.error}); atlas's own reader judged its "
+                          "links"[:400])
+            return None
+        if self.cache is not None and outcome.rendered is not None:
+            self.cache.put(uri, text, outcome.rendered, outcome.snippets,
+                           renderer.snippet_bases)
+        return outcome.rendered
+
+    def finish(self) -> None:
+        """Keep this run's renderings for the next (rendercache.py)."""
+        if self.cache is not None:
+            self.cache.save()
