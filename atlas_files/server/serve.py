@@ -33,7 +33,7 @@ from typing import Any
 
 from atlas_files import __version__, launch, timeutil
 from atlas_files.errors import BadInput
-from atlas_files.server import client, wire
+from atlas_files.server import client, preload, wire
 
 IDLE = 900  # seconds with no command before a server exits
 # Loaded once in the server, so no command pays for them: the CLI, every command but
@@ -162,6 +162,7 @@ class Server:
         try:
             _preload()
             self.stamp = CodeStamp()
+            self.learner = preload.Learner()
             gc.freeze()  # the workers share these pages; the collector never scans them
             self._loop(listener)
         finally:
@@ -221,6 +222,9 @@ class Server:
                     os.read(wake_r, 512)
                 else:
                     self._reap(key.fd)
+            if not self.children and not self.stopping:  # idle: learn (preload.py)
+                learned = self.learner.learn(lambda: bool(self.selector.select(0)))
+                self.stamp.files.update((f, CodeStamp._stat(f)) for f in learned)
 
     def _stop_signal(self, signum: int, frame: object) -> None:
         self._stop_listening()
@@ -295,7 +299,8 @@ class Server:
         return {"socket": self.path, "running": not self.stopping, "pid": os.getpid(),
                 "started_at": self.started_at, "served": self.served,
                 "in_progress": len(self.children), "idle_exit_s": self.idle,
-                "atlas": __version__, "python": sys.executable}
+                "atlas": __version__, "python": sys.executable,
+                "learned": len(self.learner.learned)}
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         pid = os.fork()
@@ -382,6 +387,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
         traceback.print_exc()
     finally:
         _flush()
+        preload.tell()
         os._exit(code)
 
 
