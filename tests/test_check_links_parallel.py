@@ -101,9 +101,9 @@ def test_pages_rendered_in_several_processes_say_what_one_process_says(
     here: dict[str, int] = {}  # pages rendered by this process (a child's are not seen)
     real_render = renderpool.render
 
-    def counted(renderer: object, text: str) -> renderpool.Outcome:
+    def counted(renderer: object, text: str, whole: bool = True) -> renderpool.Outcome:
         here[jobs] = here.get(jobs, 0) + 1
-        return real_render(renderer, text)  # type: ignore[arg-type]
+        return real_render(renderer, text, whole)  # type: ignore[arg-type]
 
     monkeypatch.setattr(renderpool, "render", counted)
     for jobs in ("1", "3"):
@@ -126,10 +126,10 @@ def test_a_child_that_dies_leaves_its_pages_to_the_parent(
     parent = os.getpid()
     real_render = renderpool.render
 
-    def dying(renderer: object, text: str) -> renderpool.Outcome:
+    def dying(renderer: object, text: str, whole: bool = True) -> renderpool.Outcome:
         if os.getpid() != parent:
             os._exit(9)
-        return real_render(renderer, text)  # type: ignore[arg-type]
+        return real_render(renderer, text, whole)  # type: ignore[arg-type]
 
     monkeypatch.setattr(renderpool, "render", dying)
     monkeypatch.setenv(renderpool.ENV, "4")
@@ -138,13 +138,14 @@ def test_a_child_that_dies_leaves_its_pages_to_the_parent(
 
 def test_one_process_where_pages_are_few_or_small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(renderpool.ENV, raising=False)
-    assert renderpool.jobs({"a.md": "x" * 10**6}) == 1  # one page
-    assert renderpool.jobs({"a.md": "# a\n", "b.md": "# b\n"}) == 1  # not worth a fork
+    big = ("x" * 10**6, True)
+    assert renderpool.jobs({"a.md": big}) == 1  # one page
+    assert renderpool.jobs({"a.md": ("# a\n", True), "b.md": ("# b\n", True)}) == 1  # small
     monkeypatch.setenv(renderpool.ENV, "1")
-    assert renderpool.jobs({f"{n}.md": "x" * 10**6 for n in range(4)}) == 1
+    assert renderpool.jobs({f"{n}.md": big for n in range(4)}) == 1
     monkeypatch.delattr(os, "fork")
     monkeypatch.setenv(renderpool.ENV, "4")
-    assert renderpool.jobs({f"{n}.md": "x" * 10**6 for n in range(4)}) == 1
+    assert renderpool.jobs({f"{n}.md": big for n in range(4)}) == 1
 
 
 @pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")

@@ -162,7 +162,8 @@ class RenderCache:
             ids, links = entry["ids"], entry["links"]
             holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
                 _sha(path) == sha for path, sha in entry["included"])
-            rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links))
+            rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links),
+                                entry.get("partial") is not True)
         except (KeyError, TypeError, ValueError):
             return None
         if not holds:
@@ -185,6 +186,8 @@ class RenderCache:
         self._pages[key] = {"ids": sorted(rendered.ids), "links": list(rendered.links),
                             "missing": sorted(missing),
                             "included": [[p, sha] for p, sha in sorted(found.items())]}
+        if not rendered.whole:
+            self._pages[key]["partial"] = True
         self._used.add(key)
         self._dirty = True
 

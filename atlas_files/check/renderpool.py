@@ -43,15 +43,18 @@ class Outcome:
     error: str | None = None  # "TypeName: message"
 
 
-def render(renderer: Renderer, text: str) -> Outcome:
+Job = tuple[str, bool]  # a page's text, and whether its links are wanted too
+
+
+def render(renderer: Renderer, text: str, whole: bool = True) -> Outcome:
     try:
-        rendered = renderer.render(text)
+        rendered = renderer.render(text, whole)
     except Exception as exc:  # noqa: BLE001 - an extension's bug: the caller says it
         return Outcome(None, error=f"{type(exc).__name__}: {exc}")
     return Outcome(rendered, tuple((s.asked, s.found) for s in renderer.snippets))
 
 
-def jobs(texts: Mapping[str, str]) -> int:
+def jobs(texts: Mapping[str, Job]) -> int:
     """How many processes should render ``texts``: 1 means this one alone."""
     if len(texts) < 2 or not hasattr(os, "fork"):
         return 1
@@ -65,23 +68,24 @@ def jobs(texts: Mapping[str, str]) -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    return max(1, min(cpus, len(texts), sum(map(len, texts.values())) // MIN_SHARE))
+    return max(1, min(cpus, len(texts), sum(len(t) for t, _ in texts.values()) // MIN_SHARE))
 
 
-def _shares(texts: Mapping[str, str], count: int) -> list[list[str]]:
+def _shares(texts: Mapping[str, Job], count: int) -> list[list[str]]:
     """The pages in ``count`` shares of about equal text, each largest first."""
     shares: list[list[str]] = [[] for _ in range(count)]
     sizes = [0] * count
-    for uri in sorted(texts, key=lambda u: len(texts[u]), reverse=True):
+    for uri in sorted(texts, key=lambda u: len(texts[u][0]), reverse=True):
         least = sizes.index(min(sizes))
         shares[least].append(uri)
-        sizes[least] += len(texts[uri])
+        sizes[least] += len(texts[uri][0])
     return shares
 
 
-def render_all(renderer: Renderer, texts: Mapping[str, str]) -> dict[str, Outcome]:
-    """The outcome of rendering each page of ``texts`` (uri: text) that several processes
-    rendered; empty where one process would do (the caller renders them as it goes)."""
+def render_all(renderer: Renderer, texts: Mapping[str, Job]) -> dict[str, Outcome]:
+    """The outcome of rendering each page of ``texts`` (uri: text, whole) that several
+    processes rendered; empty where one process would do (the caller renders them as it
+    goes)."""
     count = jobs(texts)
     if count < 2:
         return {}
@@ -95,13 +99,13 @@ def render_all(renderer: Renderer, texts: Mapping[str, str]) -> dict[str, Outcom
                 children.append(child)
     finally:
         gc.unfreeze()
-    out = {uri: render(renderer, texts[uri]) for uri in mine}
+    out = {uri: render(renderer, *texts[uri]) for uri in mine}
     for pid, reader in children:
         out.update(_gather(pid, reader))
     return out
 
 
-def _fork(renderer: Renderer, texts: Mapping[str, str], share: list[str],
+def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
           ) -> tuple[int, int] | None:
     reader, writer = os.pipe()
     try:
@@ -116,7 +120,7 @@ def _fork(renderer: Renderer, texts: Mapping[str, str], share: list[str],
         code = 1
         try:
             os.close(reader)
-            answer = [_flat(uri, render(renderer, texts[uri])) for uri in share]
+            answer = [_flat(uri, render(renderer, *texts[uri])) for uri in share]
             with open(writer, "wb") as pipe:
                 pipe.write(marshal.dumps(answer))
             code = 0
@@ -129,8 +133,8 @@ def _fork(renderer: Renderer, texts: Mapping[str, str], share: list[str],
 def _flat(uri: str, outcome: Outcome) -> tuple[Any, ...]:
     found = outcome.rendered
     return (uri, None if found is None else sorted(found.ids),
-            None if found is None else list(found.links), list(outcome.snippets),
-            outcome.error)
+            None if found is None else list(found.links), found is None or found.whole,
+            list(outcome.snippets), outcome.error)
 
 
 def _gather(pid: int, reader: int) -> dict[str, Outcome]:
@@ -142,8 +146,9 @@ def _gather(pid: int, reader: int) -> dict[str, Outcome]:
         return {}
     try:
         answer = marshal.loads(data)
-        return {uri: Outcome(None if ids is None else Rendered(frozenset(ids), tuple(links)),
+        return {uri: Outcome(None if ids is None
+                             else Rendered(frozenset(ids), tuple(links), whole),
                              tuple((asked, found) for asked, found in snippets), error)
-                for uri, ids, links, snippets, error in answer}
+                for uri, ids, links, whole, snippets, error in answer}
     except (EOFError, ValueError, TypeError):
         return {}

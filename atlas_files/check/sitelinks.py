@@ -181,9 +181,10 @@ class SiteLinks:
             self._anchors[uri] = self.reader.anchors_of(page.path, page.read)
         return self._anchors[uri]
 
-    def rendered(self, uri: str) -> Rendered | None:
-        """The page as the site's parser renders it (siterender.py)."""
-        return self.renderings.get(uri)
+    def rendered(self, uri: str, whole: bool = True) -> Rendered | None:
+        """The page as the site's parser renders it (siterender.py); ``whole=False``: for
+        its ids alone."""
+        return self.renderings.get(uri, whole)
 
     def _text(self, uri: str) -> str | None:
         """The text the site's parser renders for page ``uri`` (None: it is not rendered)."""
@@ -197,14 +198,17 @@ class SiteLinks:
         that checking ``paths`` will render: the targets of their anchors and the pages
         whose links look broken. Only the time changes."""
         for _ in range(2):  # then the pages that link to an anchor their target lacks
-            wanted: dict[str, str] = {}
+            whole: dict[str, bool] = {}
             for path in paths:
                 uri = path.relative_to(self.site.docs_dir).as_posix()
                 page = self.page(uri)
-                for target in self._to_render(uri, page) if page is not None else ():
-                    text = self.renderings.to_render(target)
-                    if text is not None:
-                        wanted[target] = text
+                for target, links in self._to_render(uri, page) if page is not None else ():
+                    whole[target] = whole.get(target, False) or links
+            wanted = {}
+            for target, links in whole.items():
+                text = self.renderings.to_render(target, links)
+                if text is not None:
+                    wanted[target] = (text, links)
             self.renderings.ahead(wanted)
 
     def finish(self) -> None:
@@ -281,7 +285,7 @@ class SiteLinks:
             if not used and not suspect.link.definition:
                 return  # the site makes no such link (code, raw HTML, a comment...)
         if suspect.target is not None:
-            target = self.rendered(suspect.target)
+            target = self.rendered(suspect.target, whole=False)
             if target is not None and (suspect.fragment in target.ids
                                        or unquote(suspect.fragment) in target.ids):
                 return
@@ -335,25 +339,26 @@ class SiteLinks:
             return None
         return self._anchor(link, where.fragment, where.target, found, where.target)
 
-    def _to_render(self, uri: str, page: Page) -> Iterator[str]:
-        """The pages that checking page ``uri`` renders, as far as is known before: the
-        targets of its anchors, and the page itself where a link looks broken."""
+    def _to_render(self, uri: str, page: Page) -> Iterator[tuple[str, bool]]:
+        """The pages that checking page ``uri`` renders, as far as is known before, and
+        whether for their links too: the targets of its anchors (their ids), and the page
+        itself where a link looks broken."""
         if self._makes_links(page):
-            yield uri
+            yield uri, True
         for link in page.read.links:
             where = self._where(uri, link)
             if where is None:
                 continue
             if where.kind != "anchor":
-                yield uri
+                yield uri, True
                 continue
             if self.page(where.target) is None:
                 continue
-            yield where.target
+            yield where.target, False
             known = self.renderings.known(where.target)
             if known is not None and where.fragment not in known.ids \
                     and unquote(where.fragment) not in known.ids:
-                yield uri
+                yield uri, True
 
     def _missing(self, link: markdown.Link, written: str, target: str) -> Suspect | None:
         levels = self.site.levels
@@ -380,7 +385,7 @@ class SiteLinks:
                 where: str) -> Suspect | None:
         # The target's ids as the site renders it (its reader's where it cannot be): a page
         # the reader misjudges (a fence the site's parser refuses) must not hide a break.
-        rendered = self.rendered(target)
+        rendered = self.rendered(target, whole=False)
         ids = rendered.ids if rendered is not None else self.reader_anchors(target, page).ids
         if fragment in ids or unquote(fragment) in ids:
             return None

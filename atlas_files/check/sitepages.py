@@ -16,16 +16,19 @@ collected, and is a tenth of the time a page takes.
 Where every extension is one atlas knows (siteplan.TRUSTED), two more parts of the work
 are skipped, each because nothing collected can depend on it:
 
-- highlighting block code: pymdownx.highlight's output goes to the stash whole, out of
-  the tree that ids and links are collected from (whether a fence is accepted is decided
-  before, and still is; inline code is still highlighted, as a heading's id is made of
-  its text);
+- highlighting code: pymdownx.highlight's output goes to the stash whole, out of the
+  tree that ids and links are collected from (whether a fence is accepted is decided
+  before, and still is). Inline code is still highlighted in headings and tab titles,
+  whose text ids are made of;
 - inline patterns on a paragraph, list item, table cell or definition with no ``[``,
   ``<`` or ``{`` in it: every link, image, footnote reference and wikilink needs a ``[``,
   every autolink and inline HTML a ``<``, every attr_list id a ``{``, and what magiclink
   makes of bare URLs and e-mail addresses is absolute links, which are never judged.
   Headings and tab titles are never skipped (ids are made of their text). Inline
-  patterns are over half of a page's time.
+  patterns are over half of a page's time. A page rendered only for its ids (the target
+  of an anchor, not a page whose links are checked) skips them on text with no ``{``
+  (attr_list) and no ``[^`` (a footnote reference): the ids of raw HTML are read from the
+  source, and toc's ids come from headings, which are never skipped.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ _PROSE = frozenset({
     "sup", "small", "span", "s", "u", "details", "summary",
 })
 _INLINE_MARKS = ("[", "<", "{")
+_ID_MARKS = ("{", "[^")  # a page rendered for its ids alone: attr_list, footnote references
 
 
 class _RawIds(HTMLParser):
@@ -121,12 +125,14 @@ class _SkipPlain(Treeprocessor):  # type: ignore[misc]
     """Marks the text of blocks that can make no link and no id as done (AtomicString),
     so that the inline patterns, which run next, leave it as it is."""
 
+    marks: tuple[str, ...] = _INLINE_MARKS
+
     def run(self, root: Element) -> None:
         for element in root.iter():
             text = element.text
             if element.tag in _PLAIN_BLOCKS and len(element) == 0 and text \
                     and not isinstance(text, AtomicString) \
-                    and not any(mark in text for mark in _INLINE_MARKS):
+                    and not any(mark in text for mark in self.marks):
                 element.text = AtomicString(text)
 
 
@@ -231,8 +237,10 @@ class Renderer:
         self._links.stop = shortcuts
         self.md.treeprocessors.register(self._links, "atlas_links", 0)
         self._trace_snippets()
+        self._skip: _SkipPlain | None = None
         if shortcuts and all(trusted(p.name) for p in planned_all):
-            self.md.treeprocessors.register(_SkipPlain(self.md), "atlas_skip_plain", 21)
+            self._skip = _SkipPlain(self.md)
+            self.md.treeprocessors.register(self._skip, "atlas_skip_plain", 21)
             inline = _Inline(self.md)
             for ext in self.md.registeredExtensions:
                 if type(ext).__module__ == "pymdownx.highlight" and \
@@ -277,12 +285,18 @@ class Renderer:
 
         snippets.get_snippet_path = traced
 
-    def render(self, text: str) -> Rendered:
+    def render(self, text: str, whole: bool = True) -> Rendered:
+        """The page's ids and links; ``whole=False``: its ids alone, where the shortcuts
+        apply (then inline patterns run only on text that can make an id)."""
         self.md.reset()
         self.snippets = []
         self._raw.ids, self._ids.ids, self._links.links = set(), set(), []
+        whole = whole or self._skip is None
+        if self._skip is not None:
+            self._skip.marks = _INLINE_MARKS if whole else _ID_MARKS
         try:
             self.md.convert(text)
         except _Collected:
             pass
-        return Rendered(frozenset(self._ids.ids | self._raw.ids), tuple(self._links.links))
+        return Rendered(frozenset(self._ids.ids | self._raw.ids),
+                        tuple(self._links.links) if whole else (), whole)

@@ -50,6 +50,7 @@ Problem = Callable[[str, str], None]  # (key said once, message)
 class Rendered:
     ids: frozenset[str]
     links: tuple[str, ...]  # in the order the page makes them
+    whole: bool = True  # False: rendered for its ids alone, its links not all collected
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from atlas_files.check import renderpool
 from atlas_files.check.rendercache import RenderCache, setup_key
-from atlas_files.check.renderpool import Outcome
+from atlas_files.check.renderpool import Job, Outcome
 from atlas_files.check.siteconfig import SiteConfig
 from atlas_files.check.siteplan import Problem, Rendered, plan
 
@@ -41,26 +41,26 @@ class Renderings:
         setup = setup_key(site, plan(site, lambda key, message: None))
         self.cache = None if setup is None else RenderCache(site, setup)
 
-    def get(self, uri: str) -> Rendered | None:
+    def get(self, uri: str, whole: bool = True) -> Rendered | None:
         """The page as the site's parser renders it (or as it rendered it on an earlier
         run); None if it cannot be (then atlas's reader has the last word, and says so
-        once)."""
-        if uri in self._rendered:
+        once). ``whole=False``: for its ids alone (sitepages.py)."""
+        if uri in self._rendered and _enough(self._rendered[uri], whole, failed=True):
             return self._rendered[uri]
         text = self._text(uri)
         out = None
         if text is not None:
             out = self.cache.get(uri, text) if self.cache is not None else None
-            if out is not None:
+            if _enough(out, whole):
                 self._said_by_renderer()
             else:
-                out = self._render(uri, text)
+                out = self._render(uri, text, whole)
         self._rendered[uri] = out
         return out
 
     def known(self, uri: str) -> Rendered | None:
-        """The page's rendering if this run has it without rendering it (asked for
-        already, rendered ahead, or cached); nothing is said."""
+        """The page's ids, if this run has them without rendering (asked for already,
+        rendered ahead, or cached); nothing is said."""
         if uri in self._rendered:
             return self._rendered[uri]
         if uri in self._ahead:
@@ -68,19 +68,24 @@ class Renderings:
         text = self._text(uri)
         return None if self.cache is None or text is None else self.cache.get(uri, text)
 
-    def to_render(self, uri: str) -> str | None:
+    def to_render(self, uri: str, whole: bool) -> str | None:
         """The page's text if it would be rendered when asked for (not had yet, nor
         cached, nor too large)."""
-        if uri in self._rendered or uri in self._ahead:
-            return None
+        for had in (self._rendered, self._ahead):
+            if uri in had:
+                found = had[uri]
+                if _enough(found if isinstance(found, Rendered | None) else found.rendered,
+                           whole, failed=True):
+                    return None
         text = self._text(uri)
-        if text is None or (self.cache is not None and self.cache.get(uri, text) is not None):
+        if text is None or (self.cache is not None
+                            and _enough(self.cache.get(uri, text), whole)):
             return None
         return text
 
-    def ahead(self, texts: Mapping[str, str]) -> None:
-        """Render ``texts`` (uri: text) now, in several processes where that pays; each
-        outcome waits until its page is asked for."""
+    def ahead(self, texts: Mapping[str, Job]) -> None:
+        """Render ``texts`` (uri: text, whole) now, in several processes where that pays;
+        each outcome waits until its page is asked for."""
         if len(texts) > 1 and renderpool.jobs(texts) > 1:
             self._ahead.update(renderpool.render_all(self._made_renderer(), texts))
 
@@ -105,7 +110,7 @@ class Renderings:
             self._unsaid = unsaid
         return self._renderer
 
-    def _render(self, uri: str, text: str) -> Rendered | None:
+    def _render(self, uri: str, text: str, whole: bool) -> Rendered | None:
         renderer = self._made_renderer()
         if self._unsaid is not None:  # said when the first page is rendered, as always
             for key, message in self._unsaid:
@@ -113,7 +118,9 @@ class Renderings:
             if self.cache is not None:
                 self.cache.problems = self._unsaid
             self._unsaid = None
-        outcome = self._ahead.pop(uri, None) or renderpool.render(renderer, text)
+        outcome = self._ahead.pop(uri, None)
+        if outcome is None or (outcome.error is None and not _enough(outcome.rendered, whole)):
+            outcome = renderpool.render(renderer, text, whole)
         if outcome.error is not None:
             self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
                           f"extensions ({outcome.error}); atlas's own reader judged its "
@@ -128,3 +135,11 @@ class Renderings:
         """Keep this run's renderings for the next (rendercache.py)."""
         if self.cache is not None:
             self.cache.save()
+
+
+def _enough(rendered: Rendered | None, whole: bool, failed: bool = False) -> bool:
+    """Whether ``rendered`` answers a request for the page (``whole``: its links too);
+    ``failed``: a rendering that failed (None) is an answer, not to be tried again."""
+    if rendered is None:
+        return failed
+    return rendered.whole or not whole
