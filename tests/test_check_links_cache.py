@@ -79,6 +79,16 @@ def test_a_changed_page_is_rendered_again(tmp_path: Path) -> None:
     assert [f[0] for f in found(folder)] == ["ATL010"]
 
 
+def test_a_page_kept_for_its_ids_is_rendered_again_when_its_links_are_judged(
+        tmp_path: Path) -> None:
+    folder = site(tmp_path)
+    write(folder, {"a.md": "# A\n\n[to b](b.md#x)\n", "b.md": "# B\n\n## X\n",
+                   "c.md": "# C\n\n[to a](a.md#a)\n"})
+    assert found(folder) == []  # a.md rendered (and kept) for its ids alone
+    write(folder, {"b.md": "# B\n\n## Y\n"})  # a.md unchanged, its link now broken
+    assert found(folder) == [("ATL011", ERROR, 3, "a.md")]
+
+
 def test_a_changed_snippet_is_rendered_again(tmp_path: Path) -> None:
     folder = site(tmp_path)
     write(folder, {"index.md": "# Home\n\n--8<-- \"part.md\"\n\n[a](#included)\n",
