@@ -1,10 +1,11 @@
 """Renderings of a MkDocs site's pages kept between runs, in ``<site>/.atlas-cache/links/``.
 
 A pre-commit hook checks links on every commit, and most pages have not changed since the
-last one. What rendering a page yields (its ids and links: sitepages.py) is kept, keyed
-by the page's path and text, in one file per *setup*: the extensions atlas loads and
-their configuration (siteplan.py), where the installed Python-Markdown and extension
-packages lie and their stamps, atlas's own renderer, and Python's version. A rendering
+last one. What rendering a page yields (its ids and links, or its ids alone for a page
+rendered only as the target of anchors: sitepages.py) is kept, keyed by the page's path
+and text, in one file per *setup*: the extensions atlas loads and their configuration
+(siteplan.py), where the installed Python-Markdown and extension packages lie and their
+stamps, atlas's own renderer, and Python's version. A rendering
 holds only while every file it included with pymdownx.snippets is byte for byte the same
 and every file the snippets extension looked for in vain is still missing.
 

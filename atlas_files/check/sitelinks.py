@@ -34,7 +34,13 @@ from atlas_files.check import anchors, markdown
 from atlas_files.check.findings import WARNING, Report
 from atlas_files.check.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
 from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
-from atlas_files.check.siteplan import DIRECTIVE_MAKERS, NOT_RUN, Rendered, unresolved_message
+from atlas_files.check.siteplan import (
+    BUILTIN,
+    DIRECTIVE_MAKERS,
+    NOT_RUN,
+    Rendered,
+    unresolved_message,
+)
 from atlas_files.check.siterender import Renderings
 from atlas_files.check.sources import Source
 
@@ -110,11 +116,15 @@ class SiteLinks:
             if name in NOT_RUN:
                 continue
             # Asked in order of cost: a module (found, not imported), one of
-            # Python-Markdown's own (`toc`: its package is imported, as rendering will),
-            # and only then the entry points (importlib.metadata: 20 ms at import).
+            # Python-Markdown's own (`toc`: found with its package, not imported: a run
+            # whose renderings are all cached never imports it), another short name
+            # (its package is imported), and only then the entry points
+            # (importlib.metadata: 20 ms at import).
             module = name.split(":")[0].split(".")[0]
-            if not (_findable(module) or ("." not in name and ":" not in name and _findable(
-                    f"markdown.extensions.{name}")) or name in self._entry_points):
+            short = "." not in name and ":" not in name
+            if not (_findable(module) or (name in BUILTIN and _findable("markdown"))
+                    or (short and _findable(f"markdown.extensions.{name}"))
+                    or name in self._entry_points):
                 self._problem(name, f"markdown extension {name} is not installed here: pages "
                               "are read without it (install it where atlas runs to check them "
                               "as built)")
