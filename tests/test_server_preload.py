@@ -45,7 +45,7 @@ def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
     site = tmp_path / "site"
     (site / "docs").mkdir(parents=True)
     (site / "mkdocs.yml").write_text(yaml.safe_dump({
-        "site_name": "t", "markdown_extensions": ["abbr", "atlas_probe_ext"]}))
+        "site_name": "t", "markdown_extensions": ["sane_lists", "atlas_probe_ext"]}))
     (site / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
     started = run_atlas("server", "start", "--socket", str(sock), env=env, process=True)
     assert started.returncode == 0, started.stderr

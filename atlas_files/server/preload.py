@@ -14,6 +14,9 @@ that lies elsewhere, is never tried again; at most ``MAX_LEARNED`` are learned; 
 learned is kept in the server's memory only, and its files join the code stamp that
 makes a server step aside when its code changes on disk (serve.CodeStamp). Importing
 stops as soon as a command arrives.
+
+A new server starts with the extensions most sites use (``SEED``), under the same rule:
+its first links check need not wait for them to be learned.
 """
 
 from __future__ import annotations
@@ -28,6 +31,20 @@ import warnings
 from collections.abc import Callable
 
 MAX_LEARNED = 800
+# Imported at the server's start, where installed: the Markdown extensions Material for
+# MkDocs documents for its sites (Python-Markdown's own, pymdown-extensions'), which most
+# MkDocs sites' links checks render with. Others are learned as commands import them.
+SEED = (
+    "markdown.extensions.toc", "markdown.extensions.tables",
+    "markdown.extensions.fenced_code", "markdown.extensions.attr_list",
+    "markdown.extensions.admonition", "markdown.extensions.md_in_html",
+    "markdown.extensions.footnotes", "markdown.extensions.def_list",
+    "markdown.extensions.abbr", "pymdownx.superfences", "pymdownx.highlight",
+    "pymdownx.inlinehilite", "pymdownx.snippets", "pymdownx.tabbed", "pymdownx.details",
+    "pymdownx.magiclink", "pymdownx.tasklist", "pymdownx.betterem", "pymdownx.caret",
+    "pymdownx.mark", "pymdownx.tilde", "pymdownx.keys", "pymdownx.smartsymbols",
+    "pymdownx.arithmatex", "pymdownx.critic", "pygments.formatters.html",
+)
 _MAX_NAME = 200
 _CHUNK = 4096  # PIPE_BUF: a write this long is never interleaved with another's
 
@@ -73,11 +90,15 @@ class Learner:
         self._reader, writer = os.pipe()
         os.set_blocking(self._reader, False)
         os.set_blocking(writer, False)
-        _writer, _known = writer, frozenset(sys.modules)
+        _writer = writer
         self._roots = _roots()
         self._told: dict[str, None] = {}  # in the order workers imported them
         self.failed: set[str] = set()
         self.learned: list[str] = []
+        for name in SEED:  # before the server stamps its code: these are its own
+            if name not in sys.modules and not (self._installed(name) and self._import(name)):
+                self.failed.add(name)
+        _known = frozenset(sys.modules)
 
     def learn(self, busy: Callable[[], bool]) -> list[str]:
         """Import what workers told of, one module at a time until ``busy()``; the files

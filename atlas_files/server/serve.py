@@ -161,8 +161,8 @@ class Server:
         listener = self._bind()
         try:
             _preload()
-            self.stamp = CodeStamp()
             self.learner = preload.Learner()
+            self.stamp = CodeStamp()
             gc.freeze()  # the workers share these pages; the collector never scans them
             self._loop(listener)
         finally:
