@@ -91,14 +91,18 @@ def render_all(renderer: Renderer, texts: Mapping[str, Job]) -> dict[str, Outcom
         return {}
     mine, *theirs = _shares(texts, count)
     children: list[tuple[int, int]] = []  # pid, the read end of its pipe
-    gc.freeze()  # the children's collections leave the parent's objects (and pages) alone
+    # The children's collections leave the parent's objects (and their pages) alone. What
+    # was frozen already (a command server's own objects, in its worker) stays frozen.
+    frozen = gc.get_freeze_count()
+    gc.freeze()
     try:
         for share in theirs:
             child = _fork(renderer, texts, share)
             if child is not None:
                 children.append(child)
     finally:
-        gc.unfreeze()
+        if not frozen:
+            gc.unfreeze()
     out = {uri: render(renderer, *texts[uri]) for uri in mine}
     for pid, reader in children:
         out.update(_gather(pid, reader))
