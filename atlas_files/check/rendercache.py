@@ -149,6 +149,11 @@ class RenderCache:
                 for p in problems):
             self.problems = [(p[0], p[1]) for p in problems]
 
+    @property
+    def empty(self) -> bool:
+        """Whether no rendering is kept (a first run, or a new setup)."""
+        return not self._pages
+
     @staticmethod
     def key(uri: str, text: str) -> str:
         return hashlib.sha256(f"{uri}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()

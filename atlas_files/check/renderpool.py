@@ -20,7 +20,7 @@ import gc
 import marshal
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -64,11 +64,18 @@ def jobs(texts: Mapping[str, Job]) -> int:
             return max(1, min(int(asked), len(texts)))
         except ValueError:
             pass
+    return max(1, min(cpus(), len(texts), sum(len(t) for t, _ in texts.values()) // MIN_SHARE))
+
+
+def cpus() -> int:
+    """The CPUs this process may run on (``ATLAS_CHECK_JOBS``, where set)."""
+    asked = os.environ.get(ENV, "").strip()
+    if asked.isdigit():
+        return max(1, int(asked))
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, len(texts), sum(len(t) for t, _ in texts.values()) // MIN_SHARE))
+        return os.cpu_count() or 1
 
 
 def _shares(texts: Mapping[str, Job], count: int) -> list[list[str]]:
@@ -109,36 +116,62 @@ def render_all(renderer: Renderer, texts: Mapping[str, Job]) -> dict[str, Outcom
     return out
 
 
-def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
-          ) -> tuple[int, int] | None:
-    reader, writer = os.pipe()
+def fork_child(run: Callable[[], None], child_closes: Sequence[int],
+               parent_closes: Sequence[int]) -> int | None:
+    """Fork a child that closes ``child_closes``, runs ``run()`` and exits (0 if it
+    returned); in the parent, close ``parent_closes`` and return the child's pid (None,
+    every descriptor closed, where fork fails)."""
     try:
         with warnings.catch_warnings():  # a server's worker has a thread: it stays there
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:
-        os.close(reader)
-        os.close(writer)
+        for fd in (*child_closes, *parent_closes):
+            os.close(fd)
         return None
-    if pid == 0:  # pragma: no cover - the child; its outcomes are what the tests compare
+    if pid == 0:  # pragma: no cover - the child; what it answers is what tests compare
         code = 1
         try:
-            os.close(reader)
-            answer = [_flat(uri, render(renderer, *texts[uri])) for uri in share]
-            with open(writer, "wb") as pipe:
-                pipe.write(marshal.dumps(answer))
+            for fd in child_closes:
+                os.close(fd)
+            run()
             code = 0
         finally:
             os._exit(code)  # nothing of the parent's (buffers, atexit) runs twice
-    os.close(writer)
-    return pid, reader
+    for fd in parent_closes:
+        os.close(fd)
+    return pid
 
 
-def _flat(uri: str, outcome: Outcome) -> tuple[Any, ...]:
-    found = outcome.rendered
-    return (uri, None if found is None else sorted(found.ids),
-            None if found is None else list(found.links), found is None or found.whole,
-            list(outcome.snippets), outcome.error)
+def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
+          ) -> tuple[int, int] | None:
+    reader, writer = os.pipe()
+
+    def child() -> None:
+        answer = flat({uri: render(renderer, *texts[uri]) for uri in share})
+        with open(writer, "wb") as pipe:
+            pipe.write(marshal.dumps(answer))
+
+    pid = fork_child(child, [reader], [writer])
+    return None if pid is None else (pid, reader)
+
+
+def flat(outcomes: Mapping[str, Outcome]) -> list[tuple[Any, ...]]:
+    """``outcomes`` as marshal writes them."""
+    out = []
+    for uri, outcome in outcomes.items():
+        found = outcome.rendered
+        out.append((uri, None if found is None else sorted(found.ids),
+                    None if found is None else list(found.links),
+                    found is None or found.whole, list(outcome.snippets), outcome.error))
+    return out
+
+
+def unflat(answer: Any) -> dict[str, Outcome]:
+    """What ``flat`` wrote, read back; ValueError or TypeError if it is not that."""
+    return {uri: Outcome(None if ids is None else Rendered(frozenset(ids), tuple(links), whole),
+                         tuple((asked, found) for asked, found in snippets), error)
+            for uri, ids, links, whole, snippets, error in answer}
 
 
 def _gather(pid: int, reader: int) -> dict[str, Outcome]:
@@ -149,10 +182,6 @@ def _gather(pid: int, reader: int) -> dict[str, Outcome]:
     if os.waitstatus_to_exitcode(status) != 0:
         return {}
     try:
-        answer = marshal.loads(data)
-        return {uri: Outcome(None if ids is None
-                             else Rendered(frozenset(ids), tuple(links), whole),
-                             tuple((asked, found) for asked, found in snippets), error)
-                for uri, ids, links, whole, snippets, error in answer}
+        return unflat(marshal.loads(data))
     except (EOFError, ValueError, TypeError):
         return {}

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from atlas_files.check import renderpool
+from atlas_files.check import renderearly, renderpool
 from atlas_files.check.rendercache import RenderCache, setup_key
+from atlas_files.check.renderearly import Early
 from atlas_files.check.renderpool import Job, Outcome
 from atlas_files.check.siteconfig import SiteConfig
 from atlas_files.check.siteplan import Problem, Rendered, plan
@@ -34,12 +35,16 @@ class Renderings:
         self._problem = problem
         self._text = text
         self._renderer: Renderer | None = None
-        self._unsaid: list[tuple[str, str]] | None = None  # the renderer's, not said yet
+        self._setup: tuple[list[tuple[str, str]], list[str]] | None = None  # said, bases
+        self._setup_said = False
         self._replayed = False
         self._rendered: dict[str, Rendered | None] = {}
         self._ahead: dict[str, Outcome] = {}
         setup = setup_key(site, plan(site, lambda key, message: None))
         self.cache = None if setup is None else RenderCache(site, setup)
+        # A first run: the renderer is set up in a child while the pages are read.
+        self._early = Early.start(site) if (self.cache is None or self.cache.empty) \
+            and renderearly.worth_it() else None
 
     def get(self, uri: str, whole: bool = True) -> Rendered | None:
         """The page as the site's parser renders it (or as it rendered it on an earlier
@@ -86,14 +91,20 @@ class Renderings:
     def ahead(self, texts: Mapping[str, Job]) -> None:
         """Render ``texts`` (uri: text, whole) now, in several processes where that pays;
         each outcome waits until its page is asked for."""
+        if texts and self._early is not None:
+            answer = self._early.render(texts)
+            if answer is not None:
+                self._setup = self._setup or (answer.said, answer.snippet_bases)
+                self._ahead.update(answer.outcomes)
+                return
+            self._early = None
         if len(texts) > 1 and renderpool.jobs(texts) > 1:
             self._ahead.update(renderpool.render_all(self._made_renderer(), texts))
 
     def _said_by_renderer(self) -> None:
         """What making the renderer says (an extension that cannot be loaded), said as if
         it had been made: a run that finds its renderings in the cache says the same."""
-        said = self._renderer is not None and self._unsaid is None
-        if not said and self.cache is not None and not self._replayed:
+        if not self._setup_said and self.cache is not None and not self._replayed:
             self._replayed = True
             for key, message in self.cache.problems or []:
                 self._problem(key, message)
@@ -104,37 +115,49 @@ class Renderings:
             # to import and set up: a run whose renderings are all in the cache skips it.
             from atlas_files.check.sitepages import Renderer  # noqa: PLC0415 - see above
 
-            unsaid: list[tuple[str, str]] = []
-            self._renderer = Renderer(self.site, lambda key, message: unsaid.append(
+            said: list[tuple[str, str]] = []
+            self._renderer = Renderer(self.site, lambda key, message: said.append(
                 (key, message)))
-            self._unsaid = unsaid
+            self._setup = self._setup or (said, self._renderer.snippet_bases)
         return self._renderer
 
     def _render(self, uri: str, text: str, whole: bool) -> Rendered | None:
-        renderer = self._made_renderer()
-        if self._unsaid is not None:  # said when the first page is rendered, as always
-            for key, message in self._unsaid:
+        outcome = self._ahead.pop(uri, None)
+        if not _answers(outcome, whole) and self._early is not None:
+            self.ahead({uri: (text, whole)})
+            outcome = self._ahead.pop(uri, None)
+        if outcome is None or not _answers(outcome, whole):
+            outcome = renderpool.render(self._made_renderer(), text, whole)
+        assert self._setup is not None  # made by whoever rendered
+        said, bases = self._setup
+        if not self._setup_said:  # said when the first page is rendered, as always
+            self._setup_said = True
+            for key, message in said:
                 self._problem(key, message)
             if self.cache is not None:
-                self.cache.problems = self._unsaid
-            self._unsaid = None
-        outcome = self._ahead.pop(uri, None)
-        if outcome is None or (outcome.error is None and not _enough(outcome.rendered, whole)):
-            outcome = renderpool.render(renderer, text, whole)
+                self.cache.problems = said
         if outcome.error is not None:
             self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
                           f"extensions ({outcome.error}); atlas's own reader judged its "
                           "links"[:400])
             return None
         if self.cache is not None and outcome.rendered is not None:
-            self.cache.put(uri, text, outcome.rendered, outcome.snippets,
-                           renderer.snippet_bases)
+            self.cache.put(uri, text, outcome.rendered, outcome.snippets, bases)
         return outcome.rendered
 
     def finish(self) -> None:
         """Keep this run's renderings for the next (rendercache.py)."""
+        if self._early is not None:
+            self._early.stop()
+            self._early = None
         if self.cache is not None:
             self.cache.save()
+
+
+def _answers(outcome: Outcome | None, whole: bool) -> bool:
+    """Whether ``outcome`` is the page's answer: an error, or a rendering enough."""
+    return outcome is not None and (outcome.error is not None
+                                    or _enough(outcome.rendered, whole))
 
 
 def _enough(rendered: Rendered | None, whole: bool, failed: bool = False) -> bool:
