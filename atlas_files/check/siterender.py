@@ -42,9 +42,7 @@ class Renderings:
         self._ahead: dict[str, Outcome] = {}
         setup = setup_key(site, plan(site, lambda key, message: None))
         self.cache = None if setup is None else RenderCache(site, setup)
-        # A first run: the renderer is set up in a child while the pages are read.
-        self._early = Early.start(site) if (self.cache is None or self.cache.empty) \
-            and renderearly.worth_it() else None
+        self._early: Early | None = None
 
     def get(self, uri: str, whole: bool = True) -> Rendered | None:
         """The page as the site's parser renders it (or as it rendered it on an earlier
@@ -87,6 +85,13 @@ class Renderings:
                             and _enough(self.cache.get(uri, text), whole)):
             return None
         return text
+
+    def start(self) -> None:
+        """Before the pages are read, on a first run: set the renderer up in a child
+        meanwhile (renderearly.py). Stopped by ``finish``."""
+        if self._early is None and (self.cache is None or self.cache.empty) \
+                and renderearly.worth_it():
+            self._early = Early.start(self.site)
 
     def ahead(self, texts: Mapping[str, Job]) -> None:
         """Render ``texts`` (uri: text, whole) now, in several processes where that pays;
