@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,6 +51,8 @@ _PAGE_EVENTS = ("on_page_markdown", "on_page_content", "on_post_page", "on_page_
 _MAX_RENDERED = 2 << 20  # bytes: past this a page is read by atlas's own reader (linear)
 _MAX_FOUND = 200  # suspect links confirmed by rendering, per page; past that, as read
 _AMP_SUBSTITUTE = "\x02amp\x03"
+_SET_ID = re.compile(r"#([^\s}]*)")  # in a heading's { }: the ids it may set
+_PLAIN_ID = re.compile(r"[\w.:-]+")
 
 
 @dataclass(frozen=True)
@@ -264,9 +267,13 @@ class SiteLinks:
     def _makes_links(self, page: Page) -> bool:
         """Whether the site's parser may make links the page's source does not show that
         could be broken: a footnote's way back (to a reference that may not exist), and a
-        heading's permalink where the heading sets its own id (an escape in it shows)."""
+        heading's permalink where the heading sets its own id with more than letters,
+        digits and ``_.:-`` in it (an escape, a ``%``: the link is ``#`` and the id as
+        written, which such a character may make another)."""
         return any(label.startswith("fn:") for label in page.read.ids) or any(
-            "{" in raw and "#" in raw for _, raw in page.read.headings)
+            "{" in raw and "#" in raw and not all(
+                _PLAIN_ID.fullmatch(ident) for ident in _SET_ID.findall(raw[raw.rfind("{"):]))
+            for _, raw in page.read.headings)
 
     def _made_links(self, uri: str, page: Page) -> list[Suspect]:
         rendered = self.rendered(uri)
