@@ -6,6 +6,9 @@ collect exactly what the whole rendering does."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -213,3 +216,25 @@ def test_the_renderings_shortcuts_collect_what_the_whole_rendering_does(
             "detailed-heading", "fish-chips", "code-id"} <= quick.ids
     assert "call-printab-x" in quick.ids  # highlighted inline code in a heading
     assert "other.md#x" in quick.links and "#custom" in quick.links
+
+
+def test_the_emoji_index_a_site_names_is_found_not_imported(tmp_path: Path) -> None:
+    # pymdownx.emoji makes no id and no link, so atlas leaves it out; the index its
+    # configuration names (a large module) is looked for, not imported, and a name that
+    # cannot be found is still said.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
+        "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+        "      emoji_generator: !!python/name:pymdownx.no_such_module.to_svg\n")
+    script = ("import json, sys; from atlas_files.check import check_links; "
+              f"report = check_links([{str(tmp_path / 'docs')!r}]); "
+              "print(json.dumps([[f.code, f.message] for f in report.findings])); "
+              "print('material.extensions.emoji' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    found = json.loads(out[0])
+    assert [code for code, _ in found] == ["ATL018", "ATL011"]
+    assert "pymdownx.no_such_module.to_svg" in found[0][1]
+    assert out[1] == "False"
