@@ -96,6 +96,7 @@ class SiteLinks:
         self._files: set[str] | None = None
         self._pages: dict[str, Page | None] = {}
         self._anchors: dict[str, Anchors] = {}
+        self._wheres: dict[tuple[str, str], Where | None] = {}
         self._said: set[str] = set()
         self.renderings = Renderings(site, self._problem, self._text)
         self._hooks = self._page_hooks()
@@ -321,8 +322,14 @@ class SiteLinks:
 
     def _where(self, uri: str, link: markdown.Link) -> Where | None:
         """Where ``link`` on page ``uri`` leads, as far as atlas judges it (None: a link
-        it does not judge, or one that is fine as written)."""
-        url = link.target
+        it does not judge, or one that is fine as written). Asked for each link as the
+        pages to render are worked out, and again as it is judged: worked out once."""
+        key = (uri, link.target)
+        if key not in self._wheres:
+            self._wheres[key] = self._work_out(uri, link.target)
+        return self._wheres[key]
+
+    def _work_out(self, uri: str, url: str) -> Where | None:
         try:
             parts = urlsplit(url)
         except ValueError:
