@@ -42,6 +42,7 @@ IDLE = 900  # seconds with no command before a server exits
 LEFT_OUT = {"mcp"}
 ALSO = ("atlas_files.check.sitepages",)
 MAX_REQUEST = 16 << 20
+_WORKER_SIGNALS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 FDS = 3
 
 
@@ -303,9 +304,13 @@ class Server:
                 "learned": len(self.learner.learned)}
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+        # Blocked until the worker has its own handlers: a signal that comes first (the
+        # client's Ctrl-C, passed on) must not run the server's handler in the worker.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
         pid = os.fork()
         if pid == 0:
             _work(conn, request, fds, [self.listener, *(c for _, c in self.children.values())])
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
         self.served += 1
         pidfd = os.pidfd_open(pid)
         self.children[pidfd] = (pid, conn)
@@ -364,6 +369,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.set_wakeup_fd(-1)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
