@@ -6,6 +6,9 @@ collect exactly what the whole rendering does."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -77,6 +80,16 @@ def test_a_changed_page_is_rendered_again(tmp_path: Path) -> None:
     assert [f[0] for f in found(folder)] == ["ATL011", "ATL010"]
     write(folder, {"guide.md": "# Guide\n\n## Nope\n\n## Usage\n"})
     assert [f[0] for f in found(folder)] == ["ATL010"]
+
+
+def test_a_page_kept_for_its_ids_is_rendered_again_when_its_links_are_judged(
+        tmp_path: Path) -> None:
+    folder = site(tmp_path)
+    write(folder, {"a.md": "# A\n\n[to b](b.md#x)\n", "b.md": "# B\n\n## X\n",
+                   "c.md": "# C\n\n[to a](a.md#a)\n"})
+    assert found(folder) == []  # a.md rendered (and kept) for its ids alone
+    write(folder, {"b.md": "# B\n\n## Y\n"})  # a.md unchanged, its link now broken
+    assert found(folder) == [("ATL011", ERROR, 3, "a.md")]
 
 
 def test_a_changed_snippet_is_rendered_again(tmp_path: Path) -> None:
@@ -168,6 +181,14 @@ Text[^1] and *emphasis*{ #emphasised }.
 
 [ref]: other.md#ref
 See [ref].
+
+## Call `#!python print("a<b")` & `x`
+
+Prose [with a link](other.md) and `#!python y = 2`{ #code-id } and `#!js z`.
+
+=== "Tab `#!python x = 1`"
+
+    Tabbed.
 """
 
 
@@ -175,12 +196,16 @@ def test_the_renderings_shortcuts_collect_what_the_whole_rendering_does(
         tmp_path: Path) -> None:
     site(tmp_path, [*EXTENSIONS, "def_list", "abbr", "pymdownx.betterem",
                    "pymdownx.mark", "pymdownx.keys", "pymdownx.tasklist"])
+    written = tmp_path / "mkdocs.yml"  # tabs named after their titles' text
+    written.write_text(written.read_text().replace(
+        "alternate_style: true", "alternate_style: true\n    slugify: "
+        "!!python/object/apply:pymdownx.slugs.slugify {kwds: {case: lower}}"))
     config = siteconfig.load(tmp_path / "mkdocs.yml")
     fast = Renderer(config, lambda key, message: None)
     whole = Renderer(config, lambda key, message: None, shortcuts=False)
     for text in (SHORTCUT_PAGE, PAGES["guide.md"], PAGES["index.md"]):
         quick, full = fast.render(text), whole.render(text)
-        assert quick.ids == full.ids
+        assert quick.ids == full.ids == fast.render(text, whole=False).ids  # ids alone
 
         def judged(links: tuple[str, ...]) -> list[str]:  # absolute ones never are
             return [u for u in links if "://" not in u and "\x02amp" not in u]
@@ -188,5 +213,28 @@ def test_the_renderings_shortcuts_collect_what_the_whole_rendering_does(
         assert judged(quick.links) == judged(full.links)
     quick = fast.render(SHORTCUT_PAGE)
     assert {"custom", "emphasised", "raw-id", "fn:1", "fnref:1", "top-code-em-link",
-            "detailed-heading", "fish-chips"} <= quick.ids
+            "detailed-heading", "fish-chips", "code-id"} <= quick.ids
+    assert "call-printab-x" in quick.ids  # highlighted inline code in a heading
     assert "other.md#x" in quick.links and "#custom" in quick.links
+
+
+def test_the_emoji_index_a_site_names_is_found_not_imported(tmp_path: Path) -> None:
+    # pymdownx.emoji makes no id and no link, so atlas leaves it out; the index its
+    # configuration names (a large module) is looked for, not imported, and a name that
+    # cannot be found is still said.
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: t\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
+        "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+        "      emoji_generator: !!python/name:pymdownx.no_such_module.to_svg\n")
+    script = ("import json, sys; from atlas_files.check import check_links; "
+              f"report = check_links([{str(tmp_path / 'docs')!r}]); "
+              "print(json.dumps([[f.code, f.message] for f in report.findings])); "
+              "print('material.extensions.emoji' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    found = json.loads(out[0])
+    assert [code for code, _ in found] == ["ATL018", "ATL011"]
+    assert "pymdownx.no_such_module.to_svg" in found[0][1]
+    assert out[1] == "False"

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-from atlas_files.record import Record, require_identity
+if TYPE_CHECKING:
+    from atlas_files.record import Record
 
 __all__ = ["Worker"]
 
@@ -46,6 +48,10 @@ class Worker:
         """Find the record as the CLI does (``record``, ``$ATLAS_RECORD``, then the nearest
         folder upward holding atlas.yaml); ``identity`` and ``project`` default to
         ``$ATLAS_AS`` and ``$ATLAS_PROJECT``."""
+        # The record's modules (and YAML) are imported when a record is opened, not with
+        # this package: a links check opens none (api/checks.py).
+        from atlas_files.record import Record  # noqa: PLC0415
+
         environ = os.environ if env is None else env
         return cls(Record.find(record, environ), identity or environ.get("ATLAS_AS"),
                    project or environ.get("ATLAS_PROJECT"))
@@ -53,6 +59,8 @@ class Worker:
     @property
     def author(self) -> str:
         """The identity, required: every write names its author."""
+        from atlas_files.record import require_identity  # noqa: PLC0415 - see open
+
         return require_identity(self.identity)
 
     @property

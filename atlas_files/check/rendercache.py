@@ -1,10 +1,11 @@
 """Renderings of a MkDocs site's pages kept between runs, in ``<site>/.atlas-cache/links/``.
 
 A pre-commit hook checks links on every commit, and most pages have not changed since the
-last one. What rendering a page yields (its ids and links: sitepages.py) is kept, keyed
-by the page's path and text, in one file per *setup*: the extensions atlas loads and
-their configuration (siteplan.py), where the installed Python-Markdown and extension
-packages lie and their stamps, atlas's own renderer, and Python's version. A rendering
+last one. What rendering a page yields (its ids and links, or its ids alone for a page
+rendered only as the target of anchors: sitepages.py) is kept, keyed by the page's path
+and text, in one file per *setup*: the extensions atlas loads and their configuration
+(siteplan.py), where the installed Python-Markdown and extension packages lie and their
+stamps, atlas's own renderer, and Python's version. A rendering
 holds only while every file it included with pymdownx.snippets is byte for byte the same
 and every file the snippets extension looked for in vain is still missing.
 
@@ -148,6 +149,11 @@ class RenderCache:
                 for p in problems):
             self.problems = [(p[0], p[1]) for p in problems]
 
+    @property
+    def empty(self) -> bool:
+        """Whether no rendering is kept (a first run, or a new setup)."""
+        return not self._pages
+
     @staticmethod
     def key(uri: str, text: str) -> str:
         return hashlib.sha256(f"{uri}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
@@ -162,7 +168,8 @@ class RenderCache:
             ids, links = entry["ids"], entry["links"]
             holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
                 _sha(path) == sha for path, sha in entry["included"])
-            rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links))
+            rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links),
+                                entry.get("partial") is not True)
         except (KeyError, TypeError, ValueError):
             return None
         if not holds:
@@ -185,6 +192,8 @@ class RenderCache:
         self._pages[key] = {"ids": sorted(rendered.ids), "links": list(rendered.links),
                             "missing": sorted(missing),
                             "included": [[p, sha] for p, sha in sorted(found.items())]}
+        if not rendered.whole:
+            self._pages[key]["partial"] = True
         self._used.add(key)
         self._dirty = True
 

@@ -31,10 +31,13 @@ class Links:
         self._found: dict[Path, Path | None] = {}
         self._loaded: dict[Path, SiteLinks | None] = {}
 
-    def site_for(self, path: Path) -> SiteLinks | None:
+    def _config(self, path: Path) -> Path | None:
         if not self.sites:
             return None
-        config = self.mkdocs or siteconfig.find(path.parent, self._found)
+        return self.mkdocs or siteconfig.find(path.parent, self._found)
+
+    def site_for(self, path: Path) -> SiteLinks | None:
+        config = self._config(path)
         if config is None:
             return None
         if config not in self._loaded:
@@ -63,9 +66,19 @@ class Links:
             self.fast.check_file(path)
 
     def check_files(self, paths: Iterable[Path]) -> None:
+        paths = list(paths)
+        prefetched: set[Path] = set()
         try:
-            for path in paths:
+            for at, path in enumerate(paths):
                 self.report.files += 1
+                config = self._config(path)
+                site = self.site_for(path)
+                if site is not None and config is not None and config not in prefetched:
+                    # The site's pages that this check will render, rendered at once (in
+                    # several processes where that pays) when the site is first met.
+                    prefetched.add(config)
+                    site.prefetch([p for p in paths[at:] if self._config(p) == config
+                                   and site.contains(p)])
                 self.check_file(path)
         finally:
             for site in self._loaded.values():

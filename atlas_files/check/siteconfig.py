@@ -9,13 +9,15 @@ and hooks change pages as the site is built.
 A linter must not run a repository's code. So the YAML is read with a safe loader that
 knows MkDocs' tags: ``!ENV`` and ``!relative`` are resolved; ``!!python/name:`` and
 ``!!python/object/apply:`` only for the Markdown toolkits atlas depends on (Python-Markdown,
-pymdown-extensions, Material, MkDocs); anything else stays unresolved, is left out, and is
-said once (ATL018).
+pymdown-extensions, Material, MkDocs), and imported only in the configuration of an
+extension atlas loads (elsewhere they are only looked for); anything else stays
+unresolved, is left out, and is said once (ATL018).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 from collections.abc import Callable
@@ -30,6 +32,9 @@ from atlas_files.check.findings import ERROR, WARNING
 NAMES = ("mkdocs.yml", "mkdocs.yaml")
 _TRUSTED = ("markdown", "pymdownx", "material", "mkdocs")
 BUILTIN_EXTENSIONS = ("toc", "tables", "fenced_code")
+# Extensions whose output holds no id and no relative link, left out for speed (the emoji
+# index alone takes longer to load than most pages take to render): siteplan.py.
+NOT_NEEDED = frozenset({"pymdownx.emoji"})
 # MkDocs' validation levels, as findings: warn fails a strict build, info is only logged.
 _LEVELS = {"warn": ERROR, "info": WARNING, "ignore": None, "debug": None}
 # Unset: what atlas reports (anchors are always checked; a broken one is an error).
@@ -73,6 +78,15 @@ def _relative(loader: _Loader, node: yaml.Node) -> Relative:
     return Relative(str(value or ""))
 
 
+@dataclass(frozen=True)
+class _Named:
+    """A ``!!python/name:`` (``call`` None) or ``!!python/object/apply:`` as written,
+    resolved once its extension is known (``resolve``)."""
+
+    name: str
+    call: tuple[list[Any], dict[str, Any]] | None = None
+
+
 def _trusted(name: str) -> Any:
     """The object ``module.attr`` names, if it lies in a trusted toolkit; else Unresolved."""
     module, _, attr = name.rpartition(".")
@@ -84,14 +98,43 @@ def _trusted(name: str) -> Any:
         return Unresolved(name)
 
 
+def _findable(name: str) -> Any:
+    """As ``_trusted``, but found rather than imported: Unresolved, or the name."""
+    module = name.rpartition(".")[0]
+    if name.split(".")[0] not in _TRUSTED or not module:
+        return Unresolved(name)
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    return name if found else Unresolved(name)
+
+
+def _resolved(value: Any, lookup: Callable[[str], Any]) -> Any:
+    """``value`` with each python name made what ``lookup`` makes of it (and called)."""
+    if isinstance(value, dict):
+        return {k: _resolved(v, lookup) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolved(v, lookup) for v in value]
+    if not isinstance(value, _Named):
+        return value
+    found = lookup(value.name)
+    if value.call is None or isinstance(found, Unresolved) or lookup is _findable:
+        return found
+    if not callable(found):
+        return Unresolved(value.name)
+    args, kwds = (_resolved(part, lookup) for part in value.call)
+    try:
+        return found(*args, **kwds)
+    except Exception:  # noqa: BLE001 - a bad argument: as if not resolved
+        return Unresolved(value.name)
+
+
 def _python_name(loader: _Loader, suffix: str, node: yaml.Node) -> Any:
-    return _trusted(suffix)
+    return _Named(suffix)
 
 
 def _python_apply(loader: _Loader, suffix: str, node: yaml.Node) -> Any:
-    func = _trusted(suffix)
-    if isinstance(func, Unresolved) or not callable(func):
-        return Unresolved(suffix)
     if isinstance(node, yaml.MappingNode):
         spec = loader.construct_mapping(node, deep=True)
         args, kwds = spec.get("args", []), spec.get("kwds", {})
@@ -99,10 +142,8 @@ def _python_apply(loader: _Loader, suffix: str, node: yaml.Node) -> Any:
         args, kwds = loader.construct_sequence(node, deep=True), {}
     else:
         args, kwds = [], {}
-    try:
-        return func(*args, **kwds)
-    except Exception:  # noqa: BLE001 - a bad argument: as if not resolved
-        return Unresolved(suffix)
+    return _Named(suffix, (list(args) if isinstance(args, list) else [],
+                           dict(kwds) if isinstance(kwds, dict) else {}))
 
 
 def _unknown(loader: _Loader, suffix: str, node: yaml.Node) -> Any:
@@ -215,6 +256,9 @@ def load(path: Path) -> SiteConfig:
     docs_dir = (root / (docs if isinstance(docs, str) else "docs")).resolve()
     extensions: list[tuple[str, dict[str, Any]]] = [(n, {}) for n in BUILTIN_EXTENSIONS]
     for name, cfg in _names(data.get("markdown_extensions")):
+        # Python names are imported only where the extension is loaded: one left out for
+        # speed (the emoji index, whose module is larger than most pages) is only found.
+        cfg = _resolved(cfg, _findable if name in NOT_NEEDED else _trusted)
         # Configured again, an extension keeps its place (MkDocs' own come first).
         at = next((i for i, e in enumerate(extensions) if e[0] == name), None)
         if at is None:

@@ -22,29 +22,28 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import util
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from atlas_files.check import anchors, markdown
 from atlas_files.check.findings import WARNING, Report
 from atlas_files.check.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
-from atlas_files.check.rendercache import RenderCache, setup_key
 from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
 from atlas_files.check.siteplan import (
+    BUILTIN,
     DIRECTIVE_MAKERS,
     NOT_RUN,
     Rendered,
-    plan,
     unresolved_message,
 )
+from atlas_files.check.siterender import Renderings
 from atlas_files.check.sources import Source
-
-if TYPE_CHECKING:
-    from atlas_files.check.sitepages import Renderer
 
 # Plugins that add pages (a link to a file not in docs_dir may be to one of them).
 _FILE_MAKERS = frozenset({"gen-files", "blog", "mkdocs-gen-files", "redirects"})
@@ -52,6 +51,8 @@ _PAGE_EVENTS = ("on_page_markdown", "on_page_content", "on_post_page", "on_page_
 _MAX_RENDERED = 2 << 20  # bytes: past this a page is read by atlas's own reader (linear)
 _MAX_FOUND = 200  # suspect links confirmed by rendering, per page; past that, as read
 _AMP_SUBSTITUTE = "\x02amp\x03"
+_SET_ID = re.compile(r"#([^\s}]*)")  # in a heading's { }: the ids it may set
+_PLAIN_ID = re.compile(r"[\w.:-]+")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,13 @@ class Page:
     first: int  # the body's first line in the file
     read: markdown.Page
     why: str | None  # why some of its anchors cannot be seen from source
+
+
+class Where(NamedTuple):
+    kind: str  # "absolute", "missing" (no such file in docs_dir) or "anchor"
+    target: str  # the file's path in docs_dir (an anchor's: the page that should have it)
+    written: str  # the link's path as written ("": an anchor on its own page)
+    fragment: str
 
 
 @dataclass(frozen=True)
@@ -85,17 +93,12 @@ class SiteLinks:
         self.report = report
         self.source = source
         self.fast = fast
-        self._renderer: Renderer | None = None
         self._files: set[str] | None = None
         self._pages: dict[str, Page | None] = {}
-        self._rendered: dict[str, Rendered | None] = {}
         self._anchors: dict[str, Anchors] = {}
+        self._wheres: dict[tuple[str, str], Where | None] = {}
         self._said: set[str] = set()
-        self._cache: RenderCache | None = None
-        self._replayed = False
-        setup = setup_key(site, plan(site, lambda key, message: None))
-        if setup is not None:
-            self._cache = RenderCache(site, setup)
+        self.renderings = Renderings(site, self._problem, self._text)
         self._hooks = self._page_hooks()
         self._missing_extensions()
         # Its own reader, with the site's toc (the ids it proposes are the site's).
@@ -117,11 +120,15 @@ class SiteLinks:
             if name in NOT_RUN:
                 continue
             # Asked in order of cost: a module (found, not imported), one of
-            # Python-Markdown's own (`toc`: its package is imported, as rendering will),
-            # and only then the entry points (importlib.metadata: 20 ms at import).
+            # Python-Markdown's own (`toc`: found with its package, not imported: a run
+            # whose renderings are all cached never imports it), another short name
+            # (its package is imported), and only then the entry points
+            # (importlib.metadata: 20 ms at import).
             module = name.split(":")[0].split(".")[0]
-            if not (_findable(module) or ("." not in name and ":" not in name and _findable(
-                    f"markdown.extensions.{name}")) or name in self._entry_points):
+            short = "." not in name and ":" not in name
+            if not (_findable(module) or (name in BUILTIN and _findable("markdown"))
+                    or (short and _findable(f"markdown.extensions.{name}"))
+                    or name in self._entry_points):
                 self._problem(name, f"markdown extension {name} is not installed here: pages "
                               "are read without it (install it where atlas runs to check them "
                               "as built)")
@@ -188,63 +195,40 @@ class SiteLinks:
             self._anchors[uri] = self.reader.anchors_of(page.path, page.read)
         return self._anchors[uri]
 
-    def rendered(self, uri: str) -> Rendered | None:
-        """The page as the site's parser renders it (or as it rendered it on an earlier
-        run: rendercache.py); None if it cannot be (then atlas's reader has the last word,
-        and says so once)."""
-        if uri in self._rendered:
-            return self._rendered[uri]
+    def rendered(self, uri: str, whole: bool = True) -> Rendered | None:
+        """The page as the site's parser renders it (siterender.py); ``whole=False``: for
+        its ids alone."""
+        return self.renderings.get(uri, whole)
+
+    def _text(self, uri: str) -> str | None:
+        """The text the site's parser renders for page ``uri`` (None: it is not rendered)."""
         page = self.page(uri)
-        out = None
-        if page is not None and len(page.body) <= _MAX_RENDERED:
-            text = "\n" * (page.first - 1) + page.body
-            out = self._cache.get(uri, text) if self._cache is not None else None
-            if out is not None:
-                self._said_by_renderer()
-            else:
-                out = self._render(uri, text)
-        self._rendered[uri] = out
-        return out
-
-    def _said_by_renderer(self) -> None:
-        """What making the renderer says (an extension that cannot be loaded), said as if
-        it had been made: a run that finds its renderings in the cache says the same."""
-        if self._renderer is None and self._cache is not None and not self._replayed:
-            self._replayed = True
-            for key, message in self._cache.problems or []:
-                self._problem(key, message)
-
-    def _render(self, uri: str, text: str) -> Rendered | None:
-        if self._renderer is None:
-            # Python-Markdown and the site's extensions take a tenth of a second or more
-            # to import and set up: a run whose renderings are all in the cache skips it.
-            from atlas_files.check.sitepages import Renderer  # noqa: PLC0415 - see above
-
-            said: list[tuple[str, str]] = []
-
-            def problem(key: str, message: str) -> None:
-                said.append((key, message))
-                self._problem(key, message)
-
-            self._renderer = Renderer(self.site, problem)
-            if self._cache is not None:
-                self._cache.problems = said
-        try:
-            out = self._renderer.render(text)
-        except Exception as exc:  # noqa: BLE001 - an extension's bug: say it, go on
-            self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
-                          f"extensions ({type(exc).__name__}: {exc}); atlas's own reader "
-                          "judged its links"[:400])
+        if page is None or len(page.body) > _MAX_RENDERED:
             return None
-        if self._cache is not None:
-            self._cache.put(uri, text, out, [(s.asked, s.found) for s in self._renderer.snippets],
-                            self._renderer.snippet_bases)
-        return out
+        return "\n" * (page.first - 1) + page.body
+
+    def prefetch(self, paths: list[Path]) -> None:
+        """Render ahead, in several processes where that pays (renderpool.py), the pages
+        that checking ``paths`` will render: the targets of their anchors and the pages
+        whose links look broken. Only the time changes."""
+        self.renderings.start()
+        for _ in range(2):  # then the pages that link to an anchor their target lacks
+            whole: dict[str, bool] = {}
+            for path in paths:
+                uri = path.relative_to(self.site.docs_dir).as_posix()
+                page = self.page(uri)
+                for target, links in self._to_render(uri, page) if page is not None else ():
+                    whole[target] = whole.get(target, False) or links
+            wanted = {}
+            for target, links in whole.items():
+                text = self.renderings.to_render(target, links)
+                if text is not None:
+                    wanted[target] = (text, links)
+            self.renderings.ahead(wanted)
 
     def finish(self) -> None:
         """Keep this run's renderings for the next (rendercache.py)."""
-        if self._cache is not None:
-            self._cache.save()
+        self.renderings.finish()
 
     def _made_at_build(self, page: markdown.Page, body: str) -> str | None:
         names = dict(self.site.extensions)
@@ -284,9 +268,13 @@ class SiteLinks:
     def _makes_links(self, page: Page) -> bool:
         """Whether the site's parser may make links the page's source does not show that
         could be broken: a footnote's way back (to a reference that may not exist), and a
-        heading's permalink where the heading sets its own id (an escape in it shows)."""
+        heading's permalink where the heading sets its own id with more than letters,
+        digits and ``_.:-`` in it (an escape, a ``%``: the link is ``#`` and the id as
+        written, which such a character may make another)."""
         return any(label.startswith("fn:") for label in page.read.ids) or any(
-            "{" in raw and "#" in raw for _, raw in page.read.headings)
+            "{" in raw and "#" in raw and not all(
+                _PLAIN_ID.fullmatch(ident) for ident in _SET_ID.findall(raw[raw.rfind("{"):]))
+            for _, raw in page.read.headings)
 
     def _made_links(self, uri: str, page: Page) -> list[Suspect]:
         rendered = self.rendered(uri)
@@ -316,7 +304,7 @@ class SiteLinks:
             if not used and not suspect.link.definition:
                 return  # the site makes no such link (code, raw HTML, a comment...)
         if suspect.target is not None:
-            target = self.rendered(suspect.target)
+            target = self.rendered(suspect.target, whole=False)
             if target is not None and (suspect.fragment in target.ids
                                        or unquote(suspect.fragment) in target.ids):
                 return
@@ -332,9 +320,16 @@ class SiteLinks:
         self.report.add(path, suspect.link.line, suspect.code, suspect.message, suspect.hint,
                         severity=suspect.level)
 
-    def _judge(self, uri: str, link: markdown.Link, page: Page) -> Suspect | None:
-        levels = self.site.levels
-        url = link.target
+    def _where(self, uri: str, link: markdown.Link) -> Where | None:
+        """Where ``link`` on page ``uri`` leads, as far as atlas judges it (None: a link
+        it does not judge, or one that is fine as written). Asked for each link as the
+        pages to render are worked out, and again as it is judged: worked out once."""
+        key = (uri, link.target)
+        if key not in self._wheres:
+            self._wheres[key] = self._work_out(uri, link.target)
+        return self._wheres[key]
+
+    def _work_out(self, uri: str, url: str) -> Where | None:
         try:
             parts = urlsplit(url)
         except ValueError:
@@ -342,21 +337,53 @@ class SiteLinks:
         if parts.scheme or parts.netloc or _AMP_SUBSTITUTE in url:
             return None
         if url.startswith(("/", "\\")):
-            return Suspect(link, "ATL010", levels["absolute_links"],
-                           f"absolute link '{cut(url)}': MkDocs leaves it as is")
+            return Where("absolute", uri, parts.path, "")
         if not parts.path:
-            if not parts.fragment:
-                return None
-            return self._anchor(link, parts.fragment, uri, page, "this page")
+            return Where("anchor", uri, "", parts.fragment) if parts.fragment else None
         target = posixpath.normpath(posixpath.join(posixpath.dirname(uri),
                                                    unquote(parts.path))).lstrip("/")
         if target not in self.files:
-            return self._missing(link, parts.path, target)
+            return Where("missing", target, parts.path, "")
         if parts.fragment and target.lower().endswith(PAGE_SUFFIXES):
-            found = self.page(target)
-            if found is not None:
-                return self._anchor(link, parts.fragment, target, found, target)
+            return Where("anchor", target, parts.path, parts.fragment)
         return None
+
+    def _judge(self, uri: str, link: markdown.Link, page: Page) -> Suspect | None:
+        where = self._where(uri, link)
+        if where is None:
+            return None
+        if where.kind == "absolute":
+            return Suspect(link, "ATL010", self.site.levels["absolute_links"],
+                           f"absolute link '{cut(link.target)}': MkDocs leaves it as is")
+        if where.kind == "missing":
+            return self._missing(link, where.written, where.target)
+        if not where.written:
+            return self._anchor(link, where.fragment, uri, page, "this page")
+        found = self.page(where.target)
+        if found is None:
+            return None
+        return self._anchor(link, where.fragment, where.target, found, where.target)
+
+    def _to_render(self, uri: str, page: Page) -> Iterator[tuple[str, bool]]:
+        """The pages that checking page ``uri`` renders, as far as is known before, and
+        whether for their links too: the targets of its anchors (their ids), and the page
+        itself where a link looks broken."""
+        if self._makes_links(page):
+            yield uri, True
+        for link in page.read.links:
+            where = self._where(uri, link)
+            if where is None:
+                continue
+            if where.kind != "anchor":
+                yield uri, True
+                continue
+            if self.page(where.target) is None:
+                continue
+            yield where.target, False
+            known = self.renderings.known(where.target)
+            if known is not None and where.fragment not in known.ids \
+                    and unquote(where.fragment) not in known.ids:
+                yield uri, True
 
     def _missing(self, link: markdown.Link, written: str, target: str) -> Suspect | None:
         levels = self.site.levels
@@ -383,7 +410,7 @@ class SiteLinks:
                 where: str) -> Suspect | None:
         # The target's ids as the site renders it (its reader's where it cannot be): a page
         # the reader misjudges (a fence the site's parser refuses) must not hide a break.
-        rendered = self.rendered(target)
+        rendered = self.rendered(target, whole=False)
         ids = rendered.ids if rendered is not None else self.reader_anchors(target, page).ids
         if fragment in ids or unquote(fragment) in ids:
             return None

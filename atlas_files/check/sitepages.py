@@ -16,21 +16,26 @@ collected, and is a tenth of the time a page takes.
 Where every extension is one atlas knows (siteplan.TRUSTED), two more parts of the work
 are skipped, each because nothing collected can depend on it:
 
-- highlighting block code: pymdownx.highlight's output goes to the stash whole, out of
-  the tree that ids and links are collected from (whether a fence is accepted is decided
-  before, and still is; inline code is still highlighted, as a heading's id is made of
-  its text);
+- highlighting code: pymdownx.highlight's output goes to the stash whole, out of the
+  tree that ids and links are collected from (whether a fence is accepted is decided
+  before, and still is). Inline code is still highlighted in headings and tab titles,
+  whose text ids are made of;
 - inline patterns on a paragraph, list item, table cell or definition with no ``[``,
   ``<`` or ``{`` in it: every link, image, footnote reference and wikilink needs a ``[``,
   every autolink and inline HTML a ``<``, every attr_list id a ``{``, and what magiclink
   makes of bare URLs and e-mail addresses is absolute links, which are never judged.
   Headings and tab titles are never skipped (ids are made of their text). Inline
-  patterns are over half of a page's time.
+  patterns are over half of a page's time. A page rendered only for its ids (the target
+  of an anchor, not a page whose links are checked) skips them on text with no ``{``
+  (attr_list) and no ``[^`` (a footnote reference): the ids of raw HTML are read from the
+  source, and toc's ids come from headings, which are never skipped.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
+from html import escape
 from html.parser import HTMLParser
 from typing import Any
 from xml.etree.ElementTree import Element
@@ -41,10 +46,18 @@ from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import Problem, Rendered, plan, trusted
+from atlas_files.check.siteplan import BUILTIN, Problem, Rendered, plan, trusted
 
 _PLAIN_BLOCKS = frozenset({"p", "li", "td", "th", "dd", "dt"})
+# Elements whose text no extension makes an id of (toc takes headings', tabbed its
+# labels'): inline code in them needs no highlighting.
+_PROSE = frozenset({
+    "div", "p", "li", "ul", "ol", "dl", "dd", "dt", "td", "th", "tr", "table", "thead",
+    "tbody", "blockquote", "em", "strong", "b", "i", "a", "del", "ins", "mark", "sub",
+    "sup", "small", "span", "s", "u", "details", "summary",
+})
 _INLINE_MARKS = ("[", "<", "{")
+_ID_MARKS = ("{", "[^")  # a page rendered for its ids alone: attr_list, footnote references
 
 
 class _RawIds(HTMLParser):
@@ -112,22 +125,52 @@ class _SkipPlain(Treeprocessor):  # type: ignore[misc]
     """Marks the text of blocks that can make no link and no id as done (AtomicString),
     so that the inline patterns, which run next, leave it as it is."""
 
+    marks: tuple[str, ...] = _INLINE_MARKS
+
     def run(self, root: Element) -> None:
         for element in root.iter():
             text = element.text
             if element.tag in _PLAIN_BLOCKS and len(element) == 0 and text \
                     and not isinstance(text, AtomicString) \
-                    and not any(mark in text for mark in _INLINE_MARKS):
+                    and not any(mark in text for mark in self.marks):
                 element.text = AtomicString(text)
 
 
-def _unhighlighted(real: type[Any]) -> type[Any]:
-    """pymdownx.highlight's highlighter, leaving block code as it is."""
+class _Inline:
+    """Whether Python-Markdown's inline pass is running, and in which elements: the
+    ancestors it keeps for its own patterns."""
+
+    def __init__(self, md: markdown.Markdown) -> None:
+        self.processor = md.treeprocessors["inline"]
+        self.running = False
+        run = self.processor.run
+
+        def running(root: Element) -> Any:
+            self.running = True
+            try:
+                return run(root)
+            finally:
+                self.running = False
+
+        self.processor.run = running
+
+    def in_prose(self) -> bool:
+        """Whether the text being processed is prose, none of whose text becomes an id."""
+        return self.running and all(tag in _PROSE for tag in self.processor.ancestors)
+
+
+def _unhighlighted(real: type[Any], inline: _Inline) -> type[Any]:
+    """pymdownx.highlight's highlighter, leaving block code, and inline code in prose, as
+    they are (its text escaped, as the highlighter escapes it)."""
 
     class Unhighlighted(real):  # type: ignore[misc]
         def highlight(self, src: str, language: str, *args: Any, **kwargs: Any) -> Any:
             if kwargs.get("inline") or (len(args) > 5 and args[5]):
-                return super().highlight(src, language, *args, **kwargs)
+                if not inline.in_prose():
+                    return super().highlight(src, language, *args, **kwargs)
+                code = Element("code")
+                code.text = escape(src, quote=False)
+                return code
             return "<pre><code></code></pre>"
 
     return Unhighlighted
@@ -139,6 +182,22 @@ class Snippet:
 
     asked: str
     found: str | None
+
+
+class _Markdown(markdown.Markdown):  # type: ignore[misc]
+    def build_extension(self, ext_name: str, configs: Any) -> Any:
+        """Extension ``ext_name`` made as Python-Markdown makes it; Python-Markdown's own
+        and the trusted toolkits' (named as their packages register them), without asking
+        the entry points first (importlib.metadata: 20 ms of a cold check). Extensions
+        name others too (superfences loads pymdownx.highlight)."""
+        if not trusted(ext_name) or ":" in ext_name:
+            return super().build_extension(ext_name, configs)
+        module = importlib.import_module(
+            f"markdown.extensions.{ext_name}" if ext_name in BUILTIN else ext_name)
+        make = getattr(module, "makeExtension", None)
+        if make is None:  # not an extension: Python-Markdown says so in its own words
+            return super().build_extension(ext_name, configs)
+        return make(**dict(configs))
 
 
 def _code_format() -> Any:
@@ -157,7 +216,7 @@ class Renderer:
         self.snippet_bases: list[str] = []
         self.snippets: list[Snippet] = []  # those the last page asked for
         loaded: list[Any] = []
-        base = markdown.Markdown()
+        base = _Markdown()
         planned_all = plan(site, problem)
         for planned in planned_all:
             name = planned.name
@@ -169,7 +228,7 @@ class Renderer:
             except Exception as exc:  # noqa: BLE001 - a bad config is the site's problem
                 problem(name, f"markdown extension {name} cannot be loaded: "
                         f"{type(exc).__name__}: {exc}"[:300])
-        self.md = markdown.Markdown(extensions=loaded)
+        self.md = _Markdown(extensions=loaded)
         self._raw = _RawHtml()
         self.md.preprocessors.register(self._raw, "atlas_raw_ids", 21)
         self._ids = _Ids(self.md)
@@ -178,12 +237,15 @@ class Renderer:
         self._links.stop = shortcuts
         self.md.treeprocessors.register(self._links, "atlas_links", 0)
         self._trace_snippets()
+        self._skip: _SkipPlain | None = None
         if shortcuts and all(trusted(p.name) for p in planned_all):
-            self.md.treeprocessors.register(_SkipPlain(self.md), "atlas_skip_plain", 21)
+            self._skip = _SkipPlain(self.md)
+            self.md.treeprocessors.register(self._skip, "atlas_skip_plain", 21)
+            inline = _Inline(self.md)
             for ext in self.md.registeredExtensions:
                 if type(ext).__module__ == "pymdownx.highlight" and \
                         hasattr(ext, "get_pymdownx_highlighter"):
-                    cheap = _unhighlighted(ext.get_pymdownx_highlighter())
+                    cheap = _unhighlighted(ext.get_pymdownx_highlighter(), inline)
                     ext.get_pymdownx_highlighter = lambda cheap=cheap: cheap
 
     def _tuned(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
@@ -223,12 +285,18 @@ class Renderer:
 
         snippets.get_snippet_path = traced
 
-    def render(self, text: str) -> Rendered:
+    def render(self, text: str, whole: bool = True) -> Rendered:
+        """The page's ids and links; ``whole=False``: its ids alone, where the shortcuts
+        apply (then inline patterns run only on text that can make an id)."""
         self.md.reset()
         self.snippets = []
         self._raw.ids, self._ids.ids, self._links.links = set(), set(), []
+        whole = whole or self._skip is None
+        if self._skip is not None:
+            self._skip.marks = _INLINE_MARKS if whole else _ID_MARKS
         try:
             self.md.convert(text)
         except _Collected:
             pass
-        return Rendered(frozenset(self._ids.ids | self._raw.ids), tuple(self._links.links))
+        return Rendered(frozenset(self._ids.ids | self._raw.ids),
+                        tuple(self._links.links) if whole else (), whole)

@@ -19,16 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
+from atlas_files.check.siteconfig import NOT_NEEDED, SiteConfig, Unresolved, resolve_relative
 
 # Extensions never loaded here: they run the project's code, or fetch from the network.
 NOT_RUN = frozenset({
     "mkdocs-click", "mkdocs_click", "markdown_exec", "markdown-exec", "plantuml_markdown",
     "markdown_kroki", "mkdocs_kroki", "mdx_truly_sane_lists_exec",
 })
-# Extensions whose output holds no id and no relative link, left out for speed (the emoji
-# index alone takes longer to load than most pages take to render).
-NOT_NEEDED = frozenset({"pymdownx.emoji"})
 # Extensions that need their generator's build around them (Zensical's own).
 BUILD_ONLY = ("zensical.",)
 # Directives (`::: name`) these make at build time: mkdocstrings (a plugin) and mkdocs-click.
@@ -50,6 +47,7 @@ Problem = Callable[[str, str], None]  # (key said once, message)
 class Rendered:
     ids: frozenset[str]
     links: tuple[str, ...]  # in the order the page makes them
+    whole: bool = True  # False: rendered for its ids alone, its links not all collected
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from typing import Any, NoReturn
 
 from atlas_files import __version__, launch, timeutil
 from atlas_files.errors import BadInput
-from atlas_files.server import client, spare, wire
+from atlas_files.server import client, preload, spare, wire
 
 IDLE = 900  # seconds with no command before a server exits
 # Loaded once in the server, so no command pays for them: the CLI, every command but
@@ -42,6 +42,7 @@ IDLE = 900  # seconds with no command before a server exits
 LEFT_OUT = {"mcp"}
 ALSO = ("atlas_files.check.sitepages",)
 MAX_REQUEST = 16 << 20
+_WORKER_SIGNALS = spare.BLOCKED_ACROSS_FORK
 FDS = 3
 
 
@@ -163,6 +164,7 @@ class Server:
         listener = self._bind()
         try:
             _preload()
+            self.learner = preload.Learner()
             self.stamp = CodeStamp()
             gc.freeze()  # the workers share these pages; the collector never scans them
             self._loop(listener)
@@ -227,6 +229,12 @@ class Server:
                     self._spare_died()
                 else:
                     self._reap(key.fd)
+            if not self.children and not self.stopping:  # idle: learn (preload.py)
+                learned = self.learner.learn(lambda: bool(self.selector.select(0)))
+                self.stamp.files.update((f, CodeStamp._stat(f)) for f in learned)
+                if learned:  # the spare was forked before: it lacks what came in
+                    self._dismiss_spare()
+                    self._new_spare()
 
     def _stop_signal(self, signum: int, frame: object) -> None:
         self._stop_listening()
@@ -244,8 +252,12 @@ class Server:
     def _new_spare(self) -> None:
         if self.stopping or self.spare_deaths >= spare.MAX_DEATHS:
             return
-        self.spare = spare.fork([self.listener, *(c for _, c in self.children.values())],
-                                _work)
+        signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)  # as in _fork
+        try:
+            self.spare = spare.fork(
+                [self.listener, *(c for _, c in self.children.values())], _work)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
         self.selector.register(self.spare.pidfd, selectors.EVENT_READ, "spare")
 
     def _take_spare(self) -> spare.Spare | None:
@@ -280,6 +292,10 @@ class Server:
         finally:
             for fd in fds:
                 os.close(fd)
+        # Only now, with the command's streams closed here: a spare forked earlier would
+        # hold them open, and the command's reader would never see their end.
+        if self.spare is None:
+            self._new_spare()
 
     def _receive(self, conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
         credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # pid uid gid
@@ -328,7 +344,8 @@ class Server:
                 "started_at": self.started_at, "served": self.served,
                 "in_progress": len(self.children), "idle_exit_s": self.idle,
                 "spare": self.spare.pid if self.spare else None,
-                "atlas": __version__, "python": sys.executable}
+                "atlas": __version__, "python": sys.executable,
+                "learned": len(self.learner.learned)}
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         ready = self._take_spare()
@@ -338,16 +355,19 @@ class Server:
         else:
             if ready is not None:
                 ready.dismiss()
+            # Blocked until the worker has its own handlers: a signal that comes first
+            # (the client's Ctrl-C, passed on) must not run the server's handler in it.
+            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
             pid = os.fork()
             if pid == 0:
                 _work(conn, request, fds,
                       [self.listener, *(c for _, c in self.children.values())])
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
             pidfd = os.pidfd_open(pid)
         self.served += 1
         self.children[pidfd] = (pid, conn)
         self.selector.register(pidfd, selectors.EVENT_READ, "child")
         _send(conn, f"pid {pid}")
-        self._new_spare()
 
     def _reap(self, pidfd: int) -> None:
         pid, conn = self.children.pop(pidfd)
@@ -401,6 +421,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.set_wakeup_fd(-1)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
             os.close(fd)
@@ -424,6 +445,7 @@ def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
         traceback.print_exc()
     finally:
         _flush()
+        preload.tell()
         os._exit(code)
 
 

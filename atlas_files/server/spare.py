@@ -1,17 +1,18 @@
 """A worker forked ahead of the next command, so that a command starts in a process that
-already exists (bench/bench_sync.py: a served `atlas put` 3-4 ms sooner).
+already exists (a few ms of each served command; bench/bench_sync.py).
 
-The server keeps one spare. It is forked when the one before it takes a command, and
-waits on its end of a socket pair. The server hands it the client's connection and
-standard streams (the descriptors themselves, SCM_RIGHTS) and the request, and it becomes
-that command's worker exactly as a freshly forked one would. A spare left waiting for a
-while first writes to every object the server loaded: each page it shares with the
-server is then its own, so the command does not stop at each first write to copy one
-(about 2 ms of a command; the price is the spare's memory, a copy of the server's).
+The server keeps one spare, which waits on its end of a socket pair. The server hands it
+the client's connection and standard streams (the descriptors themselves, SCM_RIGHTS) and
+the request, and it becomes that command's worker exactly as a freshly forked one would.
+A spare left waiting for a while first writes to every object the server loaded: each
+page it shares with the server is then its own, so the command does not stop at each
+first write to copy one (the price is the spare's memory, a copy of the server's).
 
-A spare whose server goes away (its end of the pair closes) exits. One that dies
-unexpectedly is not replaced after the third time: the server then forks per command, as
-it would without spares.
+A spare is forked when the server holds no command's standard streams (they are closed
+once handed over), and again whenever the server has learned new imports (preload.py),
+which a spare forked earlier would lack. A spare whose server goes away (its end of the
+pair closes) exits. One that dies unexpectedly is not replaced after the third time: the
+server then forks per command, as it would without spares.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from typing import Any, NoReturn
 # command running beside it is not slowed down on a machine with few CPUs.
 SETTLE_S = 0.25
 MAX_DEATHS = 3
+# Signals whose server handlers must never run in a child: blocked across a fork.
+BLOCKED_ACROSS_FORK = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 _BATCH = 5_000  # objects between two looks for a command: a millisecond or two
 _HEADER = 4
 
@@ -72,7 +75,10 @@ class Spare:
 
 def fork(inherited: list[socket.socket], work: Work) -> Spare:
     """Fork a spare that closes ``inherited`` (the server's listener and the connections of
-    commands running now) and waits for a command to run with ``work``."""
+    commands running now) and waits for a command to run with ``work``. The caller blocks
+    BLOCKED_ACROSS_FORK around the call; the spare unblocks them once its handlers are
+    its own. Fork it while the server holds no command's streams (it would keep them
+    open)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
@@ -80,12 +86,6 @@ def fork(inherited: list[socket.socket], work: Work) -> Spare:
             ours.close()
             for sock in inherited:
                 sock.close()
-            # Every other descriptor the server holds now goes too: above all the
-            # standard streams of the command just handed over, which a spare holding
-            # them open would keep that command's reader from ever seeing their end.
-            keep = theirs.fileno()
-            os.closerange(3, keep)
-            os.closerange(keep + 1, os.sysconf("SC_OPEN_MAX"))
             _wait(theirs, work)
         finally:
             os._exit(1)  # _wait never returns; this is for an exception in it
@@ -96,8 +96,9 @@ def fork(inherited: list[socket.socket], work: Work) -> Spare:
 def _wait(channel: socket.socket, work: Work) -> NoReturn:
     # The server's handlers and wakeup descriptor are not the spare's.
     signal.set_wakeup_fd(-1)
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for signum in BLOCKED_ACROSS_FORK:
         signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
     if not select.select([channel], [], [], SETTLE_S)[0]:
         _own_pages(channel)
     header, ancillary, _, _ = channel.recvmsg(_HEADER, socket.CMSG_SPACE(16 * 4))

@@ -1,0 +1,173 @@
+"""A MkDocs site's pages as its own parser renders them (sitepages.py), each got the
+cheapest way there is: kept from an earlier run (rendercache.py), rendered ahead in
+several processes (renderpool.py), or rendered here when asked for.
+
+However a rendering was got, what it says is said when the check asks for that page, and
+in the same words: what making the renderer says (an extension that cannot be loaded)
+when the first page is rendered, or replayed from the cache when none is; an extension's
+error on a page when that page is asked for. A page rendered ahead that the check never
+asks for says nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from atlas_files.check import renderearly, renderpool
+from atlas_files.check.rendercache import RenderCache, setup_key
+from atlas_files.check.renderearly import Early
+from atlas_files.check.renderpool import Job, Outcome
+from atlas_files.check.siteconfig import SiteConfig
+from atlas_files.check.siteplan import Problem, Rendered, plan
+
+if TYPE_CHECKING:
+    from atlas_files.check.sitepages import Renderer
+
+
+class Renderings:
+    """The renderings of one site's pages; ``text(uri)``: the text the site's parser
+    renders for a page (None: it is not rendered)."""
+
+    def __init__(self, site: SiteConfig, problem: Problem,
+                 text: Callable[[str], str | None]) -> None:
+        self.site = site
+        self._problem = problem
+        self._text = text
+        self._renderer: Renderer | None = None
+        self._setup: tuple[list[tuple[str, str]], list[str]] | None = None  # said, bases
+        self._setup_said = False
+        self._replayed = False
+        self._rendered: dict[str, Rendered | None] = {}
+        self._ahead: dict[str, Outcome] = {}
+        setup = setup_key(site, plan(site, lambda key, message: None))
+        self.cache = None if setup is None else RenderCache(site, setup)
+        self._early: Early | None = None
+
+    def get(self, uri: str, whole: bool = True) -> Rendered | None:
+        """The page as the site's parser renders it (or as it rendered it on an earlier
+        run); None if it cannot be (then atlas's reader has the last word, and says so
+        once). ``whole=False``: for its ids alone (sitepages.py)."""
+        if uri in self._rendered and _enough(self._rendered[uri], whole, failed=True):
+            return self._rendered[uri]
+        text = self._text(uri)
+        out = None
+        if text is not None:
+            out = self.cache.get(uri, text) if self.cache is not None else None
+            if _enough(out, whole):
+                self._said_by_renderer()
+            else:
+                out = self._render(uri, text, whole)
+        self._rendered[uri] = out
+        return out
+
+    def known(self, uri: str) -> Rendered | None:
+        """The page's ids, if this run has them without rendering (asked for already,
+        rendered ahead, or cached); nothing is said."""
+        if uri in self._rendered:
+            return self._rendered[uri]
+        if uri in self._ahead:
+            return self._ahead[uri].rendered
+        text = self._text(uri)
+        return None if self.cache is None or text is None else self.cache.get(uri, text)
+
+    def to_render(self, uri: str, whole: bool) -> str | None:
+        """The page's text if it would be rendered when asked for (not had yet, nor
+        cached, nor too large)."""
+        for had in (self._rendered, self._ahead):
+            if uri in had:
+                found = had[uri]
+                if _enough(found if isinstance(found, Rendered | None) else found.rendered,
+                           whole, failed=True):
+                    return None
+        text = self._text(uri)
+        if text is None or (self.cache is not None
+                            and _enough(self.cache.get(uri, text), whole)):
+            return None
+        return text
+
+    def start(self) -> None:
+        """Before the pages are read, on a first run: set the renderer up in a child
+        meanwhile (renderearly.py). Stopped by ``finish``."""
+        if self._early is None and (self.cache is None or self.cache.empty) \
+                and renderearly.worth_it():
+            self._early = Early.start(self.site)
+
+    def ahead(self, texts: Mapping[str, Job]) -> None:
+        """Render ``texts`` (uri: text, whole) now, in several processes where that pays;
+        each outcome waits until its page is asked for."""
+        if texts and self._early is not None:
+            answer = self._early.render(texts)
+            if answer is not None:
+                self._setup = self._setup or (answer.said, answer.snippet_bases)
+                self._ahead.update(answer.outcomes)
+                return
+            self._early = None
+        if len(texts) > 1 and renderpool.jobs(texts) > 1:
+            self._ahead.update(renderpool.render_all(self._made_renderer(), texts))
+
+    def _said_by_renderer(self) -> None:
+        """What making the renderer says (an extension that cannot be loaded), said as if
+        it had been made: a run that finds its renderings in the cache says the same."""
+        if not self._setup_said and self.cache is not None and not self._replayed:
+            self._replayed = True
+            for key, message in self.cache.problems or []:
+                self._problem(key, message)
+
+    def _made_renderer(self) -> Renderer:
+        if self._renderer is None:
+            # Python-Markdown and the site's extensions take a tenth of a second or more
+            # to import and set up: a run whose renderings are all in the cache skips it.
+            from atlas_files.check.sitepages import Renderer  # noqa: PLC0415 - see above
+
+            said: list[tuple[str, str]] = []
+            self._renderer = Renderer(self.site, lambda key, message: said.append(
+                (key, message)))
+            self._setup = self._setup or (said, self._renderer.snippet_bases)
+        return self._renderer
+
+    def _render(self, uri: str, text: str, whole: bool) -> Rendered | None:
+        outcome = self._ahead.pop(uri, None)
+        if not _answers(outcome, whole) and self._early is not None:
+            self.ahead({uri: (text, whole)})
+            outcome = self._ahead.pop(uri, None)
+        if outcome is None or not _answers(outcome, whole):
+            outcome = renderpool.render(self._made_renderer(), text, whole)
+        assert self._setup is not None  # made by whoever rendered
+        said, bases = self._setup
+        if not self._setup_said:  # said when the first page is rendered, as always
+            self._setup_said = True
+            for key, message in said:
+                self._problem(key, message)
+            if self.cache is not None:
+                self.cache.problems = said
+        if outcome.error is not None:
+            self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
+                          f"extensions ({outcome.error}); atlas's own reader judged its "
+                          "links"[:400])
+            return None
+        if self.cache is not None and outcome.rendered is not None:
+            self.cache.put(uri, text, outcome.rendered, outcome.snippets, bases)
+        return outcome.rendered
+
+    def finish(self) -> None:
+        """Keep this run's renderings for the next (rendercache.py)."""
+        if self._early is not None:
+            self._early.stop()
+            self._early = None
+        if self.cache is not None:
+            self.cache.save()
+
+
+def _answers(outcome: Outcome | None, whole: bool) -> bool:
+    """Whether ``outcome`` is the page's answer: an error, or a rendering enough."""
+    return outcome is not None and (outcome.error is not None
+                                    or _enough(outcome.rendered, whole))
+
+
+def _enough(rendered: Rendered | None, whole: bool, failed: bool = False) -> bool:
+    """Whether ``rendered`` answers a request for the page (``whole``: its links too);
+    ``failed``: a rendering that failed (None) is an answer, not to be tried again."""
+    if rendered is None:
+        return failed
+    return rendered.whole or not whole

@@ -1,0 +1,67 @@
+"""A command server learns what its commands import (atlas_files/server/preload.py): a
+real server, real commands. It imports the installed modules its workers imported, and
+never a module from outside its own install, however often a command imports one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from atlas_files.server import wire
+from tests.conftest import run_atlas
+from tests.test_server import _status, _wait_for, served, sock  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
+
+# A Markdown extension outside every install: it notes each process that imports it.
+PROBE = """\
+import os
+from markdown.extensions import Extension
+
+with open(os.environ["PROBE_LOG"], "a") as log:
+    log.write(f"{os.getpid()}\\n")
+
+
+class Probe(Extension):
+    def extendMarkdown(self, md):
+        pass
+
+
+def makeExtension(**kwargs):
+    return Probe(**kwargs)
+"""
+
+
+def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
+        sock: Path, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "atlas_probe_ext.py").write_text(PROBE)
+    log = tmp_path / "imported-by"
+    env = {"PYTHONPATH": str(outside), "PROBE_LOG": str(log)}
+    site = tmp_path / "site"
+    (site / "docs").mkdir(parents=True)
+    (site / "mkdocs.yml").write_text(yaml.safe_dump({
+        "site_name": "t", "markdown_extensions": ["sane_lists", "atlas_probe_ext"]}))
+    (site / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
+    started = run_atlas("server", "start", "--socket", str(sock), env=env, process=True)
+    assert started.returncode == 0, started.stderr
+    server_pid = int(_status(sock)["pid"])  # type: ignore[call-overload]
+    assert _status(sock)["learned"] == 0
+
+    outputs = []
+    for run in (1, 2):
+        result = run_atlas("check", "--links-only", "--json", str(site / "docs"),
+                           env={**env, "ATLAS_SERVER": str(sock)}, process=True)
+        assert result.returncode == 1, result.stderr
+        outputs.append(json.loads(result.stdout))
+        assert served(sock) == run
+        _wait_for(lambda: int(_status(sock)["learned"]) > 0)  # type: ignore[call-overload]
+    assert outputs[0] == outputs[1]
+    assert [f["code"] for f in outputs[0]["findings"]] == ["ATL011"]
+    # Each worker imported the probe itself: the server never did, nor gave it to them.
+    importers = [int(pid) for pid in log.read_text().split()]
+    assert len(importers) == 2 and server_pid not in importers
