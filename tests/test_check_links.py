@@ -271,3 +271,28 @@ def test_a_longer_fence_does_not_close_a_code_block(tmp_path: Path, mode: str) -
     page = "```\ncode\n````\n\n# Heading A\n\n```\n\n# B\n\n[a](#heading-a) [b](#b)\n"
     assert findings(docs(tmp_path, mode), {"index.md": page}) == [
         ("ATL011", ERROR, 11, "index.md")]
+
+
+def test_an_extension_that_fails_to_set_itself_up_is_said_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "brokenext.py").write_text(
+        "from markdown.extensions import Extension\n"
+        "class Broken(Extension):\n"
+        "    def extendMarkdown(self, md):\n"
+        "        raise RuntimeError('this site extension is broken')\n"
+        "def makeExtension(**kwargs):\n"
+        "    return Broken(**kwargs)\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))  # installed: not the project's own
+    (tmp_path / "project").mkdir()
+    folder = site(tmp_path / "project", ["attr_list", "brokenext"])
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n*x*{ #here }\n[b](b.md#b) [gone](b.md#gone)\n")
+    (folder / "b.md").write_text("# B\n[a](a.md#here)\n")
+    result = run_atlas("check", "--links-only", "--json", str(folder), cwd=tmp_path / "project")
+    assert "Traceback" not in result.stderr
+    found = {(f["code"], f["severity"]) for f in result.json()["findings"]}
+    # Said once, as a warning on mkdocs.yml; the pages are still judged with attr_list.
+    assert found == {("ATL018", "warning"), ("ATL011", ERROR)}, result.stdout
+    said = [f for f in result.json()["findings"] if f["code"] == "ATL018"]
+    assert "failed to set itself up" in said[0]["message"]

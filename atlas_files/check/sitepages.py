@@ -215,20 +215,32 @@ class Renderer:
         self.site = site
         self.snippet_bases: list[str] = []
         self.snippets: list[Snippet] = []  # those the last page asked for
-        loaded: list[Any] = []
+        loaded: list[tuple[str, Any]] = []
         base = _Markdown()
         planned_all = plan(site, problem)
         for planned in planned_all:
             name = planned.name
             try:
-                loaded.append(base.build_extension(name, self._tuned(name, planned.config)))
+                loaded.append((name, base.build_extension(name,
+                                                          self._tuned(name, planned.config))))
             except ImportError:
                 problem(name, f"markdown extension {name} is not installed here: pages are "
                         "read without it (install it where atlas runs to check them as built)")
             except Exception as exc:  # noqa: BLE001 - a bad config is the site's problem
                 problem(name, f"markdown extension {name} cannot be loaded: "
                         f"{type(exc).__name__}: {exc}"[:300])
-        self.md = _Markdown(extensions=loaded)
+        # As Markdown(extensions=...) would set them up, but one at a time: an extension
+        # that fails in its own set-up (a site's own code, or a version mismatch) is the
+        # site's problem to report, not a traceback of atlas's.
+        self.md = _Markdown()
+        for name, extension in loaded:
+            try:
+                self.md.registerExtensions([extension], {})
+            except Exception as exc:  # noqa: BLE001 - whatever the site's code raises
+                problem(name, f"markdown extension {name} failed to set itself up: "
+                        f"{type(exc).__name__}: {exc}"[:300] + "; pages are read without "
+                        "what it did not add")
+        self.md.reset()
         self._raw = _RawHtml()
         self.md.preprocessors.register(self._raw, "atlas_raw_ids", 21)
         self._ids = _Ids(self.md)
