@@ -4,7 +4,9 @@
    against `git fetch` + `git status` on the same clone. Target: <= 3x.
 2. `atlas put` with auto sync to a local bare remote (the whole command: interpreter,
    fetch, write, commit, push) against the floor of the same exchange done with git alone
-   for one new file: `git fetch` + `git add` + `git commit` + `git push`. Target: <= 1.5x.
+   for one new file: `git fetch` + `git add` + `git commit` + `git push`, in a clone that
+   has fetched what the round pushed (so that its timed fetch, like atlas's, finds nothing
+   new), with the file at the root and where a put writes it. Target: <= 1.5x.
    The library call (what an MCP server, a long-lived caller, pays) is shown beside it.
    Then the start-up floors of a whole command, with no record and no git: the
    interpreter alone, with click, with click and yaml, `atlas --version`, and the imports
