@@ -37,6 +37,13 @@ class DamagedFile(BadInput):
     """A file in the record cannot be read as its kind (hand edit, bad encoding)."""
 
 
+class BrokenInstall(AtlasError):
+    """A package atlas needs cannot be imported in this Python (installed without its
+    dependencies, or half removed): nothing that needs it was done."""
+
+    exit_code = 2
+
+
 class VersionConflict(AtlasError):
     """The version-jump stop sign: someone wrote since you read. Nothing was written."""
 

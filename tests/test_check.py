@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
-from atlas_files.check import check_record
+from atlas_files.check import check_record, validators
 from atlas_files.record import Record
 from atlas_files.telemetry import rows
 from tests.conftest import run_atlas
@@ -102,6 +103,22 @@ def test_clean_record_cli_exits_0_and_json_is_one_document(rich: Record) -> None
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.json() == {"ok": True, "findings": [], "fixed": [],
                              "files": result.json()["files"]}
+
+
+def test_a_missing_validator_library_is_said_once_not_on_every_file(
+        rich: Record, monkeypatch: pytest.MonkeyPatch) -> None:
+    """atlas installed without its dependencies: one plain error and exit 2, not a
+    'bug in atlas' finding on each of the record's files."""
+    monkeypatch.setitem(sys.modules, "jsonschema_rs", None)  # its import now fails
+    validators.fast.cache_clear()
+    try:
+        result = run_atlas("check", record=rich.root)
+    finally:
+        validators.fast.cache_clear()
+    assert result.returncode == 2
+    assert "ATL099" not in result.stdout + result.stderr
+    assert "jsonschema-rs" in result.stderr and "reinstall atlas-files" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 # -- schema ---------------------------------------------------------------------------------

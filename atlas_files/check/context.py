@@ -17,7 +17,7 @@ from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
 from atlas_files.check.links import LinkChecker
 from atlas_files.check.sources import DiskSource, Source, why_unreadable
-from atlas_files.errors import AtlasError
+from atlas_files.errors import AtlasError, BrokenInstall
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def per_file(fn: F) -> F:
     def guarded(ctx: CheckRun, path: Path, *args: Any, **kwargs: Any) -> None:
         try:
             fn(ctx, path, *args, **kwargs)
-        except (KeyboardInterrupt, SystemExit):
+        except (KeyboardInterrupt, SystemExit, BrokenInstall):
             raise
         except DAMAGE as exc:
             ctx.report.add(path, getattr(exc, "line", 1) or 1, "ATL002", damage_message(exc))

@@ -33,6 +33,7 @@ from typing import Any
 
 import atlas_files
 from atlas_files import schemas
+from atlas_files.errors import BrokenInstall
 
 # Python's whitespace (what ``\s`` matches in a str pattern), spelled out for jsonschema-rs.
 _PY_SPACE = "".join(f"\\u{ord(c):04x}" for c in map(chr, range(0x3001)) if c.isspace())
@@ -121,7 +122,15 @@ def fast(kind: str) -> Any:
     """The jsonschema-rs validator of ``kind`` (its ``is_valid`` is the verdict)."""
     # Measured: 13-45 ms to import on a shared two-core machine, a tenth of a one-file
     # commit check; a commit of Markdown alone never validates a schema.
-    import jsonschema_rs  # noqa: PLC0415 - see above
+    try:
+        import jsonschema_rs  # noqa: PLC0415 - see above
+    except ImportError as exc:
+        # Said once for the run, not as a finding on every file.
+        raise BrokenInstall(
+            f"jsonschema-rs, which atlas check validates the record with, cannot be "
+            f"imported here: {exc}",
+            hint="reinstall atlas-files with its dependencies (`pip install atlas-files`, "
+            "without --no-deps)") from None
 
     return jsonschema_rs.Draft202012Validator(_rewrite(load(kind)), validate_formats=True)
 
