@@ -1,10 +1,12 @@
-"""The command server: a loop that forks a worker per command, and the worker itself.
+"""The command server: a loop that hands each command to a worker of its own.
 
 The server imports the CLI, every command and the Markdown renderer once, then waits on
 its socket. For each request it checks the caller (same user, same Python setup, its own
-code unchanged on disk), forks, and reports the worker's pid and, once it is reaped, its
-exit status. The worker takes the caller's standard streams, folder, umask, environment
-and command line, and runs the command exactly as `atlas` would, then exits.
+code unchanged on disk), hands the command to the worker it forked ahead (spare.py), or
+forks one, and reports the worker's pid and, once it is reaped, its exit status. The
+worker (worker.py) takes the caller's standard streams, folder, umask, environment and
+command line, and runs the command exactly as `atlas` would, then exits. While idle, the
+server imports what its commands imported (preload.py).
 
 What differs from a fresh process, and why it does not matter to a command: the worker's
 parent is the server (atlas never asks for its parent), and interpreter flags given to the
@@ -14,11 +16,9 @@ kills itself at once, so killing `atlas` still kills the command.
 
 from __future__ import annotations
 
-import atexit
 import fcntl
 import gc
 import importlib
-import io
 import json
 import marshal
 import os
@@ -26,14 +26,12 @@ import selectors
 import signal
 import socket
 import sys
-import threading
 import time
-import traceback
-from typing import Any, NoReturn
+from typing import Any
 
-from atlas_files import __version__, launch, timeutil
+from atlas_files import __version__, timeutil
 from atlas_files.errors import BadInput
-from atlas_files.server import client, preload, spare, wire
+from atlas_files.server import client, preload, spare, wire, worker
 
 IDLE = 900  # seconds with no command before a server exits
 # Loaded once in the server, so no command pays for them: the CLI, every command but
@@ -255,7 +253,7 @@ class Server:
         signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)  # as in _fork
         try:
             self.spare = spare.fork(
-                [self.listener, *(c for _, c in self.children.values())], _work)
+                [self.listener, *(c for _, c in self.children.values())], worker.work)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
         self.selector.register(self.spare.pidfd, selectors.EVENT_READ, "spare")
@@ -360,7 +358,7 @@ class Server:
             signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
             pid = os.fork()
             if pid == 0:
-                _work(conn, request, fds,
+                worker.work(conn, request, fds,
                       [self.listener, *(c for _, c in self.children.values())])
             signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
             pidfd = os.pidfd_open(pid)
@@ -407,109 +405,3 @@ def _preload() -> None:
             app.load_command(name)
     for module in ALSO:
         importlib.import_module(module)
-
-
-def _work(conn: socket.socket, request: dict[str, Any], fds: list[int],
-          inherited: list[socket.socket]) -> NoReturn:
-    """The forked worker: become the client's process, run its command, exit. Never
-    returns."""
-    code = 1
-    try:
-        for other in inherited:
-            other.close()
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-            signal.signal(signum, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.set_wakeup_fd(-1)
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
-        for target, fd in enumerate(fds):
-            os.dup2(fd, target)
-            os.close(fd)
-        fds.clear()
-        os.umask(request["umask"])
-        os.environ.clear()
-        os.environ.update(request["env"])
-        sys.argv = list(request["argv"])
-        _streams(request["streams"])
-        _die_with_client(conn)
-        try:
-            os.chdir(request["cwd"])
-        except OSError as exc:
-            print(f"atlas: error: the folder atlas was run in cannot be entered: "
-                  f"{exc.strerror}: {request['cwd']}", file=sys.stderr)
-            print("atlas: hint: run it again from a folder that exists", file=sys.stderr)
-            code = 2
-        else:
-            code = _run(sys.argv[1:])
-    except BaseException:  # noqa: BLE001 - the worker must end here, whatever happened
-        traceback.print_exc()
-    finally:
-        _flush()
-        preload.tell()
-        os._exit(code)
-
-
-def _streams(shapes: list[Any]) -> None:
-    """Standard streams on the client's descriptors, with the client's encodings."""
-    made = []
-    for fd, shape in enumerate(shapes):
-        encoding, errors, line_buffering = shape or ("utf-8", "strict", False)
-        made.append(io.TextIOWrapper(
-            open(fd, "rb" if fd == 0 else "wb", closefd=False),  # noqa: SIM115
-            encoding=encoding, errors=errors, line_buffering=line_buffering,
-            write_through=fd == 2))
-    # The originals (sys.__stdout__...) stay: they are the server's, on its own
-    # descriptors 0-2, which the worker has just pointed at the client's.
-    sys.stdin, sys.stdout, sys.stderr = made
-
-
-def _die_with_client(conn: socket.socket) -> None:
-    """The client sends nothing after its request: its end closing means it is gone
-    (killed, even with SIGKILL), and the command it ran must go with it."""
-    def watch() -> None:
-        try:
-            conn.recv(1)
-        except OSError:
-            pass
-        os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def _run(args: list[str]) -> int:
-    gc.enable()
-    try:
-        launch.run(args)
-        code = 0
-    except SystemExit as exc:
-        code = _exit_status(exc.code)
-    except KeyboardInterrupt:
-        _flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-        code = 130
-    except BaseException:  # noqa: BLE001 - what the interpreter would print, then exit 1
-        traceback.print_exc()
-        code = 1
-    try:
-        atexit._run_exitfuncs()
-    finally:
-        _flush()
-    return code
-
-
-def _exit_status(code: object) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass

@@ -1,0 +1,130 @@
+"""The worker: a process forked from the command server that becomes the client's process
+for one command (its streams, folder, umask, environment and command line), runs the
+command through the same entry point `atlas` uses, and exits with its status.
+
+A worker whose client dies (SIGKILL included) kills itself at once, so killing `atlas`
+still kills the command. What differs from a fresh process, and why that does not matter
+to a command, is said in serve.py.
+"""
+
+from __future__ import annotations
+
+import atexit
+import gc
+import io
+import os
+import signal
+import socket
+import sys
+import threading
+import traceback
+from typing import Any, NoReturn
+
+from atlas_files import launch
+from atlas_files.server import preload, spare
+
+
+def work(conn: socket.socket, request: dict[str, Any], fds: list[int],
+          inherited: list[socket.socket]) -> NoReturn:
+    """The forked worker: become the client's process, run its command, exit. Never
+    returns."""
+    code = 1
+    try:
+        for other in inherited:
+            other.close()
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+            signal.signal(signum, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.set_wakeup_fd(-1)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, spare.BLOCKED_ACROSS_FORK)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        fds.clear()
+        os.umask(request["umask"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.argv = list(request["argv"])
+        _streams(request["streams"])
+        _die_with_client(conn)
+        try:
+            os.chdir(request["cwd"])
+        except OSError as exc:
+            print(f"atlas: error: the folder atlas was run in cannot be entered: "
+                  f"{exc.strerror}: {request['cwd']}", file=sys.stderr)
+            print("atlas: hint: run it again from a folder that exists", file=sys.stderr)
+            code = 2
+        else:
+            code = _run(sys.argv[1:])
+    except BaseException:  # noqa: BLE001 - the worker must end here, whatever happened
+        traceback.print_exc()
+    finally:
+        _flush()
+        preload.tell()
+        os._exit(code)
+
+
+def _streams(shapes: list[Any]) -> None:
+    """Standard streams on the client's descriptors, with the client's encodings."""
+    made = []
+    for fd, shape in enumerate(shapes):
+        encoding, errors, line_buffering = shape or ("utf-8", "strict", False)
+        made.append(io.TextIOWrapper(
+            open(fd, "rb" if fd == 0 else "wb", closefd=False),  # noqa: SIM115
+            encoding=encoding, errors=errors, line_buffering=line_buffering,
+            write_through=fd == 2))
+    # The originals (sys.__stdout__...) stay: they are the server's, on its own
+    # descriptors 0-2, which the worker has just pointed at the client's.
+    sys.stdin, sys.stdout, sys.stderr = made
+
+
+def _die_with_client(conn: socket.socket) -> None:
+    """The client sends nothing after its request: its end closing means it is gone
+    (killed, even with SIGKILL), and the command it ran must go with it."""
+    def watch() -> None:
+        try:
+            conn.recv(1)
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _run(args: list[str]) -> int:
+    gc.enable()
+    try:
+        launch.run(args)
+        code = 0
+    except SystemExit as exc:
+        code = _exit_status(exc.code)
+    except KeyboardInterrupt:
+        _flush()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+        code = 130
+    except BaseException:  # noqa: BLE001 - what the interpreter would print, then exit 1
+        traceback.print_exc()
+        code = 1
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        _flush()
+    return code
+
+
+def _exit_status(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
