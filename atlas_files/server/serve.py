@@ -40,7 +40,6 @@ IDLE = 900  # seconds with no command before a server exits
 LEFT_OUT = {"mcp"}
 ALSO = ("atlas_files.check.sitepages",)
 MAX_REQUEST = 16 << 20
-_WORKER_SIGNALS = spare.BLOCKED_ACROSS_FORK
 FDS = 3
 
 
@@ -250,13 +249,13 @@ class Server:
     def _new_spare(self) -> None:
         if self.stopping or self.spare_deaths >= spare.MAX_DEATHS:
             return
-        signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)  # as in _fork
-        try:
-            self.spare = spare.fork(
-                [self.listener, *(c for _, c in self.children.values())], worker.work)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
+        with spare.signals_blocked():
+            self.spare = spare.fork(self._inherited(), worker.work)
         self.selector.register(self.spare.pidfd, selectors.EVENT_READ, "spare")
+
+    def _inherited(self) -> list[socket.socket]:
+        """What a forked child must close: the listener, the running commands' sockets."""
+        return [self.listener, *(c for _, c in self.children.values())]
 
     def _take_spare(self) -> spare.Spare | None:
         taken, self.spare = self.spare, None
@@ -353,14 +352,10 @@ class Server:
         else:
             if ready is not None:
                 ready.dismiss()
-            # Blocked until the worker has its own handlers: a signal that comes first
-            # (the client's Ctrl-C, passed on) must not run the server's handler in it.
-            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_SIGNALS)
-            pid = os.fork()
-            if pid == 0:
-                worker.work(conn, request, fds,
-                      [self.listener, *(c for _, c in self.children.values())])
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, _WORKER_SIGNALS)
+            with spare.signals_blocked():
+                pid = os.fork()
+                if pid == 0:
+                    worker.work(conn, request, fds, self._inherited())
             pidfd = os.pidfd_open(pid)
         self.served += 1
         self.children[pidfd] = (pid, conn)

@@ -17,6 +17,7 @@ server then forks per command, as it would without spares.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import marshal
 import os
@@ -24,7 +25,7 @@ import select
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 # How long a new spare waits before it copies the server's pages: long enough that a
@@ -52,10 +53,8 @@ class Spare:
         """Give the spare a command; False if it cannot take it (then fork as before)."""
         data = marshal.dumps(request)
         try:
-            sent = self.channel.sendmsg(
-                [len(data).to_bytes(_HEADER, "big")],
-                [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                  b"".join(fd.to_bytes(4, sys.byteorder) for fd in [conn.fileno(), *fds]))])
+            sent = socket.send_fds(self.channel, [len(data).to_bytes(_HEADER, "big")],
+                                   [conn.fileno(), *fds])
             if sent != _HEADER:
                 return False
             self.channel.sendall(data)
@@ -73,12 +72,23 @@ class Spare:
         os.close(self.pidfd)
 
 
+@contextlib.contextmanager
+def signals_blocked() -> Iterator[None]:
+    """BLOCKED_ACROSS_FORK blocked while a child is forked: a signal that comes first (a
+    client's Ctrl-C, passed on) must not run the server's handler in the child, which
+    unblocks them once its handlers are its own."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, BLOCKED_ACROSS_FORK)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
+
+
 def fork(inherited: list[socket.socket], work: Work) -> Spare:
     """Fork a spare that closes ``inherited`` (the server's listener and the connections of
-    commands running now) and waits for a command to run with ``work``. The caller blocks
-    BLOCKED_ACROSS_FORK around the call; the spare unblocks them once its handlers are
-    its own. Fork it while the server holds no command's streams (it would keep them
-    open)."""
+    commands running now) and waits for a command to run with ``work``. Call it within
+    signals_blocked(), while the server holds no command's streams (the spare would keep
+    them open)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:
@@ -101,11 +111,7 @@ def _wait(channel: socket.socket, work: Work) -> NoReturn:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
     if not select.select([channel], [], [], SETTLE_S)[0]:
         _own_pages(channel)
-    header, ancillary, _, _ = channel.recvmsg(_HEADER, socket.CMSG_SPACE(16 * 4))
-    fds = [int.from_bytes(raw[i:i + 4], sys.byteorder)
-           for level, kind, raw in ancillary
-           if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS
-           for i in range(0, len(raw) - len(raw) % 4, 4)]
+    header, fds, _, _ = socket.recv_fds(channel, _HEADER, 16)
     if len(header) < _HEADER or not fds:
         os._exit(0)  # the server closed the pair: it is stopping
     size = int.from_bytes(header, "big")

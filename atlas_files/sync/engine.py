@@ -135,8 +135,7 @@ class Engine:
                             input=nul)
         self._refresh()
         if gitdir.loose_objects_due(self.facts.common_dir):
-            with contextlib.suppress(GitFailed):
-                self.git.run("maintenance", "run", "--auto", "--quiet")
+            self._tidy()
         return rels
 
     def _travelling(self, written: list[Path]) -> list[str]:
@@ -222,10 +221,14 @@ class Engine:
         self.local.fetched()
         self._refresh()
         if self.theirs != before:
-            # Objects came in: what fetch itself would have run. Its verdict never fails
-            # a sync (gc reports its own trouble the next time git runs it).
-            with contextlib.suppress(GitFailed):
-                self.git.run("maintenance", "run", "--auto", "--quiet")
+            self._tidy()  # objects came in: what fetch itself would have run
+
+    def _tidy(self) -> None:
+        """git's automatic tidying, which atlas's fetch and commit do not start themselves.
+        Its verdict never fails a sync (gc reports its own trouble the next time git runs
+        it)."""
+        with contextlib.suppress(GitFailed):
+            self.git.run("maintenance", "run", "--auto", "--quiet")
 
     def pull(self) -> None:
         before = self.theirs
