@@ -47,7 +47,8 @@ def _hook_worker(ctx: Invocation, event: dict[str, Any], harness: str) -> Worker
 
 
 @click.command()
-@click.option("--max-chars", type=click.IntRange(min=1), default=6000, show_default=True,
+@click.option("--max-chars", type=click.IntRange(min=ritual.MIN_CHARS), default=6000,
+              show_default=True,
               metavar="N", help="The briefing's size at most; what is cut is counted and "
               "named, with the command that lists it.")
 @click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini",
