@@ -217,6 +217,17 @@ def _settings(path: Path, real: Path, harness: str, identity: str | None,
                   before is not None)
 
 
+def _read_text(path: Path, real: Path) -> tuple[str, bool]:
+    """The text of ``real`` (where ``path`` leads) and whether it existed."""
+    try:
+        return fsio.read_nofollow(real, SETTINGS_LIMIT).decode("utf-8"), True
+    except FileNotFoundError:
+        return "", False
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path} cannot be read as UTF-8 text ({exc}); nothing was written",
+                       hint="fix or move the file, then run setup again") from None
+
+
 # Codex gives a hook no way to set the agent's shell environment (0.171), but its config
 # does: `shell_environment_policy.set` in the project's .codex/config.toml, read in a
 # project the person trusts, as the hooks are.
@@ -236,14 +247,7 @@ def _codex_shell(path: Path, real: Path, identity: str | None, remove: bool
     """Set ATLAS_AS for Codex's agent shell in .codex/config.toml, between markers (no
     identity or ``remove``: take the block out). A file whose own
     `shell_environment_policy.set` is there already is left alone, with a note."""
-    try:
-        text = fsio.read_nofollow(real, SETTINGS_LIMIT).decode("utf-8")
-        existed = True
-    except FileNotFoundError:
-        text, existed = "", False
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path} cannot be read as UTF-8 text ({exc}); nothing was written",
-                       hint="fix or move the file, then run setup again") from None
+    text, existed = _read_text(path, real)
     start, stop = text.find(TOML_BEGIN), text.find(TOML_END)
     rest = (text[:start].rstrip("\n") + "\n" + text[stop + len(TOML_END):].lstrip("\n")
             if start != -1 and stop > start else text)
@@ -308,14 +312,7 @@ POINTER = "\n".join([BEGIN_MARK, "@AGENTS.md", "", "The atlas record's protocol 
 
 def _marked(path: Path, real: Path, section: str | None) -> Change:
     """Put ``section`` between the markers of ``path`` (None: take the section out)."""
-    try:
-        text = fsio.read_nofollow(real, SETTINGS_LIMIT).decode("utf-8")
-        existed = True
-    except FileNotFoundError:
-        text, existed = "", False
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path} cannot be read as UTF-8 text ({exc}); nothing was written",
-                       hint="fix or move the file, then run setup again") from None
+    text, existed = _read_text(path, real)
     start, stop = text.find(BEGIN_MARK), text.find(END_MARK)
     if start != -1 and stop > start:
         head, tail = text[:start], text[stop + len(END_MARK):].removeprefix("\n")
