@@ -386,6 +386,9 @@ NOTES = {
              "trust the atlas hooks in /hooks. Until then `codex exec` skips them without a "
              "word; for unattended runs of hooks you have read, `codex exec "
              "--dangerously-bypass-hook-trust` runs them for that run only",
-    "gemini": "Gemini CLI runs hooks from .gemini/settings.json where hooks are enabled; "
-              "it reads GEMINI.md, not AGENTS.md, unless context.fileName names AGENTS.md",
+    "gemini": "Gemini CLI runs a project's hooks only in a folder you trusted (it asks; "
+              "GEMINI_CLI_TRUST_WORKSPACE=true for unattended runs) and names them at start. "
+              "No hook can set the agent's shell environment there: the briefing tells the "
+              "agent to pass --as, or start gemini with ATLAS_AS set. It reads GEMINI.md, "
+              "not AGENTS.md, unless context.fileName names AGENTS.md",
 }

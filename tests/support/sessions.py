@@ -158,3 +158,23 @@ def codex_session(codex: Path, project: Path, prompt: str, model: ScriptedModel,
             *(["--dangerously-bypass-hook-trust"] if trust_hooks else []), prompt]
     return run_harness(argv, project, base_env(home, {"SCRIPTED_API_KEY": "sk-scripted"}),
                        record=record, timeout=timeout)
+
+
+# -- Gemini CLI ---------------------------------------------------------------------------------
+
+
+def gemini_session(gemini: Path, project: Path, prompt: str, model: ScriptedModel, *,
+                   home: Path, record: Path | None = None, model_name: str = "gemini-2.5-flash",
+                   timeout: float = SESSION_TIMEOUT) -> Session:
+    """`gemini -p PROMPT -m MODEL --approval-mode yolo` in ``project``, the API at the
+    stand-in (GOOGLE_GEMINI_BASE_URL), an API key chosen in the user's settings, the
+    folder trusted (GEMINI_CLI_TRUST_WORKSPACE: project hooks run only in a trusted
+    folder). A named model skips Gemini CLI's routing requests."""
+    settings = home / ".gemini"
+    settings.mkdir(exist_ok=True)
+    (settings / "settings.json").write_text(json.dumps(
+        {"security": {"auth": {"selectedType": "gemini-api-key"}}}))
+    env = base_env(home, {"GEMINI_API_KEY": "scripted-key", "GOOGLE_GEMINI_BASE_URL": model.url,
+                          "GEMINI_CLI_TRUST_WORKSPACE": "true"})
+    argv = [str(gemini), "-p", prompt, "-m", model_name, "--approval-mode", "yolo"]
+    return run_harness(argv, project, env, record=record, timeout=timeout)
