@@ -18,6 +18,10 @@ prints exactly one document, or nothing where the harness reads nothing as "go o
   R}`` (Claude, Codex) or ``{"decision": "deny", "reason": R}`` (Gemini), exit 0. The
   input's ``stop_hook_active`` is true while the agent already goes on because of a
   block: such a stop is always allowed, so a hook can never trap the agent.
+* Cursor (``.cursor/hooks.json``, ``{"version": 1, "hooks": {...}}``): ``sessionStart``
+  answers ``{"additional_context": T}``; ``stop`` allows with ``{}`` and keeps the agent
+  working with ``{"followup_message": R}``; its input names ``workspace_roots`` rather
+  than a cwd, and counts follow-ups in ``loop_count`` rather than ``stop_hook_active``.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import shlex
 import sys
 from typing import Any
 
-HARNESSES = ("claude", "codex", "gemini")
+HARNESSES = ("claude", "codex", "gemini", "cursor")
 INPUT_LIMIT = 16 << 20  # a harness sends a few hundred bytes; never read a runaway stream
 
 
@@ -51,12 +55,25 @@ def goes_on(event: dict[str, Any]) -> bool:
 
 
 def stop_hook_active(event: dict[str, Any]) -> bool:
-    return event.get("stop_hook_active") is True
+    """The agent already goes on because of a hook (Cursor counts its follow-ups in
+    ``loop_count`` instead), or the loop did not end by itself (Cursor's ``status``
+    aborted or error): either way the stop is let through."""
+    if event.get("stop_hook_active") is True:
+        return True
+    count = event.get("loop_count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return True
+    return event.get("status") in ("aborted", "error")
 
 
 def cwd(event: dict[str, Any]) -> str | None:
     value = event.get("cwd")
-    return value if isinstance(value, str) and value else None
+    if isinstance(value, str) and value:
+        return value
+    roots = event.get("workspace_roots")  # Cursor names the workspace, not a cwd
+    if isinstance(roots, list) and roots and isinstance(roots[0], str) and roots[0]:
+        return roots[0]
+    return None
 
 
 def _dump(value: dict[str, Any]) -> str:
@@ -66,6 +83,8 @@ def _dump(value: dict[str, Any]) -> str:
 
 def context(harness: str, text: str) -> str:
     """What a session-start hook prints to hand ``text`` to the agent."""
+    if harness == "cursor":
+        return _dump({"additional_context": text})
     return _dump({"hookSpecificOutput": {"hookEventName": "SessionStart",
                                          "additionalContext": text}})
 
@@ -77,6 +96,8 @@ def allow(harness: str) -> str | None:
 
 def block(harness: str, reason: str) -> str:
     """What a turn-end hook prints to keep the agent working, ``reason`` its next prompt."""
+    if harness == "cursor":  # sent as the user's next message; loop_limit bounds it
+        return _dump({"followup_message": reason})
     decision = "deny" if harness == "gemini" else "block"
     return _dump({"decision": decision, "reason": reason})
 

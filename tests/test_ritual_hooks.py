@@ -261,3 +261,22 @@ def test_a_plugins_configured_identity(started: Record, configured: str,
         assert f"you are {acts_as}" in text
     else:
         assert "names no identity" in text
+
+
+def cursor_event(root: Path, event: str, **extra: Any) -> dict[str, Any]:
+    """What Cursor sends: no cwd, the workspace's folders instead."""
+    return {"conversation_id": "c-1", "generation_id": "g-1", "hook_event_name": event,
+            "workspace_roots": [str(root)], "cursor_version": "2.0.77", **extra}
+
+
+def test_cursor_hooks(started: Record) -> None:
+    out = hook(started, "begin", "cursor", cursor_event(started.root, "sessionStart"))
+    doc = json.loads(out.stdout)
+    assert list(doc) == ["additional_context"] and "Ship the loader" in doc["additional_context"]
+    stop = cursor_event(started.root, "stop", status="completed", loop_count=0)
+    assert json.loads(hook(started, "end", "cursor", stop).stdout) == {}
+    put(started, "bob", "notes")
+    followup = json.loads(hook(started, "end", "cursor", stop).stdout)
+    assert list(followup) == ["followup_message"] and "notes v1" in followup["followup_message"]
+    for again in ({**stop, "loop_count": 1}, {**stop, "status": "aborted"}):
+        assert json.loads(hook(started, "end", "cursor", again).stdout) == {}

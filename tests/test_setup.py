@@ -215,3 +215,25 @@ def test_codex_gets_the_identity_into_its_agents_shell(tmp_path: Path) -> None:
     before = files(tmp_path)
     assert run("setup", "codex", "--as", "bob", "--dir", str(tmp_path)) == 2
     assert files(tmp_path) == before
+
+
+def test_cursor_gets_its_own_flat_hooks_file(tmp_path: Path) -> None:
+    hooks = tmp_path / ".cursor" / "hooks.json"
+    hooks.parent.mkdir()
+    theirs = {"command": "./audit.sh"}
+    hooks.write_text(json.dumps({"version": 1, "hooks": {"stop": [theirs]}}))
+    setup("cursor", directory=tmp_path, identity="bob")
+    data = json.loads(hooks.read_text())
+    assert data == {"version": 1, "hooks": {
+        "stop": [theirs, {"command": "atlas --as bob end --hook cursor", "timeout": 10,
+                          "loop_limit": 5}],
+        "sessionStart": [{"command": "atlas --as bob begin --hook cursor", "timeout": 30}]}}
+    setup("cursor", directory=tmp_path, identity="carol")
+    assert json.loads(hooks.read_text())["hooks"]["stop"][1]["command"] == \
+        "atlas --as carol end --hook cursor"
+    setup("cursor", directory=tmp_path, remove=True)
+    assert json.loads(hooks.read_text()) == {"version": 1, "hooks": {"stop": [theirs]}}
+    hooks.unlink()
+    setup("cursor", directory=tmp_path)
+    setup("cursor", directory=tmp_path, remove=True)
+    assert not hooks.exists()

@@ -25,15 +25,17 @@ from atlas_files import fsio
 from atlas_files.errors import BadInput
 from atlas_files.names import check_name
 
-HARNESSES = ("claude", "codex", "gemini")
+HARNESSES = ("claude", "codex", "gemini", "cursor")
 TARGETS = (*HARNESSES, "agents-md")
 SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json"),
-            "gemini": (".gemini", "settings.json")}
+            "gemini": (".gemini", "settings.json"), "cursor": (".cursor", "hooks.json")}
 # The harness's event at session start, and the one after each turn of the agent.
 EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
-          "gemini": ("SessionStart", "AfterAgent")}
+          "gemini": ("SessionStart", "AfterAgent"), "cursor": ("sessionStart", "stop")}
+# Cursor's stop may send the block's reason back as a follow-up this many times in a row.
+CURSOR_LOOP_LIMIT = 5
 OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end) --hook "
-                  r"(claude|codex|gemini)$")
+                  r"(claude|codex|gemini|cursor)$")
 BEGIN_MARK = "<!-- atlas-files:begin (written by `atlas setup`; `atlas setup agents-md " \
              "--remove` takes it out) -->"
 END_MARK = "<!-- atlas-files:end -->"
@@ -71,6 +73,10 @@ def _handler(harness: str, verb: str, identity: str | None) -> dict[str, Any]:
     """One hook entry in the harness's own form (Claude and Codex count timeouts in
     seconds, Gemini in milliseconds; Gemini names its hooks)."""
     seconds = 30 if verb == "begin" else 10
+    if harness == "cursor":  # a flat entry: no type, no group
+        flat: dict[str, Any] = {"command": hook_command(harness, verb, identity),
+                                "timeout": seconds}
+        return flat | ({"loop_limit": CURSOR_LOOP_LIMIT} if verb == "end" else {})
     entry: dict[str, Any] = {"type": "command",
                              "command": hook_command(harness, verb, identity)}
     if harness == "gemini":
@@ -107,10 +113,19 @@ def _shape(data: Any, path: Path) -> dict[str, Any]:
 def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dict[str, Any]:
     """``data`` with our two hook entries in it: an entry of ours for the same event is
     updated in place (a new identity), never added twice."""
+    if harness == "cursor":
+        data.setdefault("version", 1)
     hooks = data.setdefault("hooks", {})
     for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True):
         wanted = _handler(harness, verb, identity)
         groups = hooks.setdefault(event, [])
+        if harness == "cursor":
+            mine = [i for i, entry in enumerate(groups) if _is_ours(entry) == verb]
+            if mine:
+                groups[mine[0]] = {**groups[mine[0]], "command": wanted["command"]}
+            else:
+                groups.append(wanted)
+            continue
         found = False
         for group in groups:
             handlers = group.get("hooks") if isinstance(group, dict) else None
@@ -134,6 +149,8 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
         groups = hooks[event]
         kept = []
         for group in groups:
+            if _is_ours(group):  # a flat entry of Cursor's
+                continue
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(handlers, list) and any(_is_ours(h) for h in handlers):
                 rest = [h for h in handlers if not _is_ours(h)]
@@ -147,6 +164,8 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
             del hooks[event]
     if not hooks:
         del data["hooks"]
+        if data == {"version": 1}:  # Cursor's file with nothing else in it
+            del data["version"]
     return data
 
 
@@ -386,6 +405,10 @@ NOTES = {
              "trust the atlas hooks in /hooks. Until then `codex exec` skips them without a "
              "word; for unattended runs of hooks you have read, `codex exec "
              "--dangerously-bypass-hook-trust` runs them for that run only",
+    "cursor": "Cursor runs .cursor/hooks.json in this project; its stop hook sends the "
+              "reason back as your next message at most loop_limit (5) times in a row. "
+              "No hook can set the agent's shell environment there: the briefing tells the "
+              "agent to pass --as",
     "gemini": "Gemini CLI runs a project's hooks only in a folder you trusted (it asks; "
               "GEMINI_CLI_TRUST_WORKSPACE=true for unattended runs) and names them at start. "
               "No hook can set the agent's shell environment there: the briefing tells the "

@@ -51,7 +51,7 @@ def _hook_worker(ctx: Invocation, event: dict[str, Any], harness: str) -> Worker
 @click.option("--max-chars", type=click.IntRange(min=1), default=6000, show_default=True,
               metavar="N", help="The briefing's size at most; what is cut is counted and "
               "named, with the command that lists it.")
-@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini",
+@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini|cursor",
               help="Run as that harness's session-start hook (JSON in, JSON out).")
 @json_option
 @pass_ctx
@@ -125,7 +125,7 @@ def _export_identity(ctx: Invocation, worker: Worker) -> str:
 @click.option("--summary", metavar="TEXT", help="One line saying what changed (with a status).")
 @click.option("--release-leases", is_flag=True,
               help="Release the leases you hold, once the session ends.")
-@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini",
+@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini|cursor",
               help="Run as that harness's turn-end (Stop) hook: block a stop after writes "
               "without a status.")
 @json_option
