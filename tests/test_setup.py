@@ -178,6 +178,16 @@ def test_a_symlink_inside_the_project_is_followed(tmp_path: Path) -> None:
     assert text.startswith("# Notes for Claude\n") and "@AGENTS.md" in text
     assert run_atlas("setup", "claude", "--dir", str(project), "--remove").returncode == 0
     assert not (project / "config" / "claude" / "settings.json").exists()
+    # A settings file that is itself a link inside the project (this failed with "Too
+    # many levels of symbolic links"):
+    (project / "config" / "codex-hooks.json").write_text('{"model": "o3"}\n')
+    (project / ".codex").mkdir()
+    (project / ".codex" / "hooks.json").symlink_to("../config/codex-hooks.json")
+    out = run_atlas("setup", "codex", "--as", "bob", "--dir", str(project))
+    assert out.returncode == 0, out.stderr
+    data = json.loads((project / "config" / "codex-hooks.json").read_text())
+    assert data["model"] == "o3" and commands(data, "Stop") == ["atlas --as bob end --hook codex"]
+    assert (project / ".codex" / "hooks.json").is_symlink()
 
 
 def test_claude_md_linked_to_agents_md_keeps_the_protocol(tmp_path: Path) -> None:
