@@ -4,12 +4,14 @@ setup codex --as alice`), against a scripted Responses API."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import run_atlas
 from support.scripted_model import RESPONSES, Call, Say, ScriptedModel, turn
-from support.sessions import codex_session
+from support.sessions import codex_home, codex_session
 from test_harness_claude import STATUS, author, versions
 
 from atlas_files.record import Record
@@ -29,7 +31,17 @@ def project(tmp_path: Path) -> Path:
     return root
 
 
+def trust(codex: Path, project: Path, home: Path, *extra: str) -> Any:
+    """`atlas setup codex --as alice --trust`, with this Codex on PATH and HOME the
+    harness's (whose ~/.codex/config.toml Codex writes the trust into)."""
+    path = f"{codex.parent}{os.pathsep}{os.environ['PATH']}"
+    return run_atlas("setup", "codex", "--as", "alice", "--dir", str(project), "--trust",
+                     *extra, env={"HOME": str(home), "PATH": path}, process=True)
+
+
 def test_the_ritual_in_codex(codex_binary: Path, project: Path, harness_home: Path) -> None:
+    """Installed as a user does: setup, the project trusted, the hooks trusted ahead of
+    time by `setup --trust` (no per-run bypass), then an unattended `codex exec`."""
     script = [
         turn(shell("printf 'Notes.\\n' | atlas put notes -f -")),
         turn(Say("Notes written.")),
@@ -37,8 +49,13 @@ def test_the_ritual_in_codex(codex_binary: Path, project: Path, harness_home: Pa
         turn(Say("Status written.")),
     ]
     with ScriptedModel(RESPONSES, script) as model:
+        codex_home(harness_home, project, model)
+        trusted = trust(codex_binary, project, harness_home, "--json")
+        assert trusted.returncode == 0, trusted.stderr
+        assert "now trusts the atlas hooks" in " ".join(trusted.json()["notes"])
+        assert "trusted_hash" in (harness_home / ".codex" / "config.toml").read_text()
         run = codex_session(codex_binary, project, "Write notes.", model, home=harness_home,
-                            record=project)
+                            record=project, trust_hooks=False)
     assert run.returncode == 0, run.stderr[-3000:]
     turns = model.turns
     assert len(turns) == 4 and model.overrun == 0
@@ -64,3 +81,17 @@ def test_codex_skips_hooks_nobody_trusted(codex_binary: Path, project: Path,
     assert "sessions/alice.json" not in run.record
     out = run_atlas("setup", "codex", "--as", "alice", "--dir", str(project), "--json")
     assert "/hooks" in " ".join(out.json()["notes"])
+
+
+def test_trust_needs_codex_and_a_trusted_project(codex_binary: Path, project: Path,
+                                                 harness_home: Path) -> None:
+    """--trust refuses, saying what to do by hand, where no codex is on PATH or Codex
+    does not read the project (not trusted); the hooks stay written either way."""
+    out = run_atlas("setup", "codex", "--as", "alice", "--dir", str(project), "--trust",
+                    env={"HOME": str(harness_home), "PATH": "/usr/bin:/bin"}, process=True)
+    assert out.returncode == 2 and "no `codex` is on PATH" in out.stderr
+    assert "/hooks" in out.stderr and (project / ".codex" / "hooks.json").exists()
+    out = trust(codex_binary, project, harness_home)
+    assert out.returncode == 2 and "codex exec --trust" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert run_atlas("setup", "claude", "--trust", "--dir", str(project)).returncode == 2

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import fsio
+from atlas_files.api import codextrust
 from atlas_files.errors import BadInput
 from atlas_files.names import check_name
 
@@ -355,11 +356,16 @@ def _marked(path: Path, real: Path, section: str | None) -> Change:
 
 
 def setup(target: str, *, directory: str | os.PathLike[str] = ".",
-          identity: str | None = None, remove: bool = False) -> SetupResult:
-    """Wire ``target`` (claude, codex, gemini, agents-md) into ``directory``; ``remove``
-    takes out what setup wrote there for it."""
+          identity: str | None = None, remove: bool = False,
+          trust: bool = False) -> SetupResult:
+    """Wire ``target`` (claude, codex, gemini, cursor, agents-md) into ``directory``;
+    ``remove`` takes out what setup wrote there for it. ``trust`` (codex only) then asks
+    Codex to record the person's trust in the two hooks (api.codextrust)."""
     if target not in TARGETS:
         raise BadInput(f"unknown harness {target!r}", hint=f"one of {', '.join(TARGETS)}")
+    if trust and (target != "codex" or remove):
+        raise BadInput("--trust is for `setup codex`: Codex is the harness that keeps a "
+                       "trust record per hook", hint="leave --trust out")
     if identity is not None:
         identity = check_name(identity, "identity")
     root = Path(directory)
@@ -392,6 +398,12 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
     if not identity and not remove:
         notes.append("no identity given: the hooks act as $ATLAS_AS, so set it in the "
                      "environment the agent runs in (or run setup again with --as NAME)")
+    if trust:
+        events = codextrust.trust_hooks(root, _is_ours)
+        notes = [n for n in notes if n != NOTES["codex"]]
+        notes.append(f"Codex now trusts the atlas hooks ({', '.join(events)}) by their "
+                     "current hash, in your ~/.codex/config.toml; after they change (setup "
+                     "with another --as) run setup --trust again")
     return SetupResult(target, identity, remove, tuple(changes), tuple(notes))
 
 

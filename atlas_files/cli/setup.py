@@ -18,10 +18,14 @@ from atlas_files.cli.render import emit_json
 @click.option("--dir", "directory", default=".", show_default=True, metavar="DIR",
               type=click.Path(file_okay=False), help="The project folder to set up.")
 @click.option("--remove", is_flag=True, help="Take out only what setup wrote.")
+@click.option("--trust", is_flag=True,
+              help="codex: also have Codex record that you trust the two atlas hooks "
+              "(through `codex app-server`, as its /hooks screen does), so `codex exec` "
+              "runs them. The project itself must be trusted in Codex already.")
 @json_option
 @pass_ctx
 def setup(ctx: Invocation, target: str, identity: str | None, directory: str, remove: bool,
-          as_json: bool) -> None:
+          trust: bool, as_json: bool) -> None:
     """Hook the session ritual into an agent harness, and tell agents the protocol.
 
     For claude, codex, gemini and cursor: merges two hooks into DIR's
@@ -37,7 +41,7 @@ def setup(ctx: Invocation, target: str, identity: str | None, directory: str, re
     No token or secret is written: only the commands, and the identity if given.
     """
     result = api.setup(target, directory=directory, identity=identity or ctx.identity,
-                       remove=remove)
+                       remove=remove, trust=trust)
     if as_json:
         emit_json(result.to_json())
         return

@@ -139,13 +139,8 @@ def login_profile(home: Path) -> None:
 # -- Codex --------------------------------------------------------------------------------------
 
 
-def codex_session(codex: Path, project: Path, prompt: str, model: ScriptedModel, *,
-                  home: Path, record: Path | None = None, trust_hooks: bool = True,
-                  timeout: float = SESSION_TIMEOUT) -> Session:
-    """`codex exec PROMPT` in ``project``, its model a `model_providers` entry at the
-    stand-in (wire_api "responses"), the project trusted in ~/.codex/config.toml. Codex
-    skips a hook no person has trusted; ``trust_hooks`` passes
-    --dangerously-bypass-hook-trust, the flag for automation that vetted its hooks."""
+def codex_home(home: Path, project: Path, model: ScriptedModel) -> None:
+    """~/.codex/config.toml: the stand-in as the model provider, ``project`` trusted."""
     config = home / ".codex"
     config.mkdir(exist_ok=True)
     (config / "config.toml").write_text("\n".join([
@@ -153,6 +148,18 @@ def codex_session(codex: Path, project: Path, prompt: str, model: ScriptedModel,
         "[model_providers.scripted]", 'name = "scripted"', f'base_url = "{model.url}/v1"',
         'wire_api = "responses"', 'env_key = "SCRIPTED_API_KEY"',
         f"[projects.{json.dumps(str(project))}]", 'trust_level = "trusted"', ""]))
+
+
+def codex_session(codex: Path, project: Path, prompt: str, model: ScriptedModel, *,
+                  home: Path, record: Path | None = None, trust_hooks: bool = True,
+                  timeout: float = SESSION_TIMEOUT) -> Session:
+    """`codex exec PROMPT` in ``project``, its model a `model_providers` entry at the
+    stand-in (wire_api "responses"), the project trusted in ~/.codex/config.toml (written
+    by ``codex_home`` unless the test wrote it first). Codex
+    skips a hook no person has trusted; ``trust_hooks`` passes
+    --dangerously-bypass-hook-trust, the flag for automation that vetted its hooks."""
+    if not (home / ".codex" / "config.toml").exists():
+        codex_home(home, project, model)
     login_profile(home)
     argv = [str(codex), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access",
             *(["--dangerously-bypass-hook-trust"] if trust_hooks else []), prompt]
