@@ -89,8 +89,9 @@ def _install(npm: str, pin: Pin, root: Path) -> str | None:
     (staging / "package.json").write_text('{"private": true}\n')
     try:
         proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(staging),
-             f"{pin.package}@{pin.version}"],
+            # Bounded fetches: offline, the install fails in minutes, not npm's own hour.
+            [npm, "install", "--no-audit", "--no-fund", "--no-save", "--fetch-retries=2",
+             "--fetch-timeout=120000", "--prefix", str(staging), f"{pin.package}@{pin.version}"],
             capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
             stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
