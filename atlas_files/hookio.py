@@ -12,7 +12,9 @@ prints exactly one document, or nothing where the harness reads nothing as "go o
   whose ``export`` lines it runs before each of the agent's shell commands; Codex names
   the same kind of file ``CODEX_ENV_FILE`` in versions that have it. ``export_to_shell``
   writes the identity and the record there, so the agent's own ``atlas put`` acts as the
-  identity the hooks act as. Gemini CLI and Codex 0.171 give a hook no such file.
+  identity the hooks act as. Gemini CLI and Codex 0.171 give a hook no such file: for
+  Gemini, `atlas setup gemini --as NAME` adds a BeforeTool hook on its shell tool whose
+  answer (``shell_identity``) puts the same exports before a command that runs atlas.
 * Turn end (Claude and Codex ``Stop``, Gemini ``AfterAgent``): allow is exit 0 with no
   output (Claude) or ``{}`` (Codex, Gemini); block is ``{"decision": "block", "reason":
   R}`` (Claude, Codex) or ``{"decision": "deny", "reason": R}`` (Gemini), exit 0. The
@@ -137,3 +139,23 @@ def identity(given: str | None) -> str | None:
     configured = os.environ.get(PLUGIN_IDENTITY, "")
     # An option never set reaches a server as "" or as its unexpanded ${user_config...}.
     return configured if configured and "$" not in configured else None
+
+
+def before_shell(event: dict[str, Any]) -> bool:
+    """Gemini CLI's BeforeTool event for its shell tool (setup's identity hook)."""
+    return (event.get("hook_event_name") == "BeforeTool"
+            and event.get("tool_name") == "run_shell_command")
+
+
+def shell_identity(harness: str, event: dict[str, Any], values: dict[str, str]) -> str:
+    """The answer to a BeforeTool event of the shell tool: a command that runs atlas gets
+    ``values`` exported before it (Gemini merges ``tool_input`` over the model's
+    arguments); any other command is left as it is."""
+    tool_input = event.get("tool_input")
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    if not isinstance(command, str) or "atlas" not in command or "ATLAS_AS" not in values:
+        return "{}"
+    exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in values.items())
+    return _dump({"hookSpecificOutput": {"hookEventName": "BeforeTool",
+                                         "tool_input": {"command": f"export {exports}; "
+                                                        f"{command}"}}})

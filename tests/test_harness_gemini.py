@@ -1,7 +1,7 @@
 """The session ritual inside the real Gemini CLI, installed as a user installs it (`atlas
 setup gemini --as alice`), against a scripted Gemini API. Gemini CLI lets no hook set the
-agent's shell environment, so the briefing tells the agent to pass --as; the scripted
-model does as it is told."""
+agent's shell environment; setup's BeforeTool hook on the shell tool hands an atlas
+command the identity instead, so the agent's plain `atlas put` acts as alice."""
 
 from __future__ import annotations
 
@@ -34,9 +34,9 @@ def project(tmp_path: Path) -> Path:
 def test_the_ritual_in_gemini_cli(gemini_binary: Path, project: Path,
                                   harness_home: Path) -> None:
     script = [
-        turn(shell("printf 'Notes.\\n' | atlas --as alice put notes -f -")),
+        turn(shell("printf 'Notes.\\n' | atlas put notes -f -")),
         turn(Say("Notes written.")),
-        turn(shell("atlas --as alice end --status 'Notes written; loader next.'")),
+        turn(shell("atlas end --status 'Notes written; loader next.'")),
         turn(Say("Status written.")),
     ]
     with ScriptedModel(GEMINI, script) as model:
@@ -47,7 +47,7 @@ def test_the_ritual_in_gemini_cli(gemini_binary: Path, project: Path,
     assert len(turns) == 4 and model.overrun == 0
     first = turns[0].text()
     assert STATUS in first  # SessionStart's additionalContext, before the prompt
-    assert "run every atlas command as `atlas --as alice ...`" in first
+    assert "act as alice where `atlas setup gemini --as alice` installed" in first
     assert "wrote notes v1" in turns[1].text()
     reason = turns[2].text()  # AfterAgent's deny: the reason is the model's next prompt
     assert "notes v1" in reason and "atlas --as alice end --status" in reason

@@ -280,3 +280,27 @@ def test_cursor_hooks(started: Record) -> None:
     assert list(followup) == ["followup_message"] and "notes v1" in followup["followup_message"]
     for again in ({**stop, "loop_count": 1}, {**stop, "status": "aborted"}):
         assert json.loads(hook(started, "end", "cursor", again).stdout) == {}
+
+
+def test_gemini_shell_commands_get_the_identity(started: Record) -> None:
+    """The BeforeTool hook of Gemini's shell tool puts the identity and the record before
+    a command that runs atlas (quoted), and leaves any other command alone."""
+    import subprocess
+
+    def before(command: str) -> dict[str, Any]:
+        event = gemini_event(started.root, "BeforeTool", tool_name="run_shell_command",
+                             tool_input={"command": command, "description": "d"})
+        return json.loads(hook(started, "begin", "gemini", event).stdout)
+
+    assert before("ls -la") == {}
+    answer = before("atlas put notes -f notes.md")
+    specific = answer["hookSpecificOutput"]
+    assert specific["hookEventName"] == "BeforeTool" and list(specific) == [
+        "hookEventName", "tool_input"]
+    command = specific["tool_input"]["command"]
+    assert command.endswith("; atlas put notes -f notes.md")
+    shown = subprocess.run(["bash", "-c", command.replace("atlas put notes -f notes.md",
+                                                          'echo "$ATLAS_AS|$ATLAS_RECORD"')],
+                           capture_output=True, text=True)
+    assert shown.stdout.strip() == f"bob|{started.root}"
+    assert sessions.read(started, "bob") is not None  # the session row stayed as it was

@@ -247,3 +247,23 @@ def test_cursor_gets_its_own_flat_hooks_file(tmp_path: Path) -> None:
     setup("cursor", directory=tmp_path)
     setup("cursor", directory=tmp_path, remove=True)
     assert not hooks.exists()
+
+
+def test_gemini_with_an_identity_hands_it_to_the_agents_shell(tmp_path: Path) -> None:
+    """Gemini CLI lets no hook set the shell's environment; setup adds a BeforeTool hook
+    on its shell tool that does it, only with an identity to hand over."""
+    settings = tmp_path / ".gemini" / "settings.json"
+    setup("gemini", directory=tmp_path, identity="bob")
+    data = json.loads(settings.read_text())
+    (group,) = data["hooks"]["BeforeTool"]
+    assert group["matcher"] == "run_shell_command"
+    assert group["hooks"] == [{"name": "atlas-identity", "type": "command",
+                               "command": "atlas --as bob begin --hook gemini",
+                               "timeout": 10000}]
+    setup("gemini", directory=tmp_path, identity="bob")
+    assert json.loads(settings.read_text()) == data  # twice is once
+    setup("gemini", directory=tmp_path)  # no identity: nothing to hand over
+    assert "BeforeTool" not in json.loads(settings.read_text())["hooks"]
+    setup("gemini", directory=tmp_path, identity="bob")
+    setup("gemini", directory=tmp_path, remove=True)
+    assert not settings.exists()

@@ -117,8 +117,12 @@ def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dic
     if harness == "cursor":
         data.setdefault("version", 1)
     hooks = data.setdefault("hooks", {})
-    for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True):
-        wanted = _handler(harness, verb, identity)
+    wanted_hooks: list[tuple[str, str, dict[str, Any], str | None]] = [
+        (event, verb, _handler(harness, verb, identity), None)
+        for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True)]
+    if harness == "gemini":
+        _gemini_shell(hooks, identity, wanted_hooks)
+    for event, verb, wanted, matcher in wanted_hooks:
         groups = hooks.setdefault(event, [])
         if harness == "cursor":
             mine = [i for i, entry in enumerate(groups) if _is_ours(entry) == verb]
@@ -137,8 +141,29 @@ def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dic
                     handlers[i] = {**hook, "command": wanted["command"]}
                     found = True
         if not found:
-            groups.append({"hooks": [wanted]})
+            groups.append({"matcher": matcher, "hooks": [wanted]} if matcher
+                          else {"hooks": [wanted]})
     return data
+
+
+# Gemini CLI gives a hook no way to set the agent's shell environment; its BeforeTool
+# hook may rewrite a tool's input. With an identity, `atlas begin --hook gemini` also runs
+# before each shell command and hands an atlas command the identity and the record.
+GEMINI_SHELL = ("BeforeTool", "run_shell_command")
+
+
+def _gemini_shell(hooks: dict[str, Any], identity: str | None,
+                  wanted: list[tuple[str, str, dict[str, Any], str | None]]) -> None:
+    event, matcher = GEMINI_SHELL
+    if identity:
+        entry = {**_handler("gemini", "begin", identity), "name": "atlas-identity",
+                 "timeout": 10000}
+        wanted.append((event, "begin", entry, matcher))
+    elif event in hooks:  # no identity to hand over any more
+        hooks[event] = remove_hooks({"hooks": {event: hooks[event]}}).get(
+            "hooks", {}).get(event, [])
+        if not hooks[event]:
+            del hooks[event]
 
 
 def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
@@ -423,7 +448,8 @@ NOTES = {
               "agent to pass --as",
     "gemini": "Gemini CLI runs a project's hooks only in a folder you trusted (it asks; "
               "GEMINI_CLI_TRUST_WORKSPACE=true for unattended runs) and names them at start. "
-              "No hook can set the agent's shell environment there: the briefing tells the "
-              "agent to pass --as, or start gemini with ATLAS_AS set. It reads GEMINI.md, "
+              "With --as, a BeforeTool hook on its shell tool puts ATLAS_AS before each "
+              "command that runs atlas (no hook can set the shell's environment there). "
+              "It reads GEMINI.md, "
               "not AGENTS.md, unless context.fileName names AGENTS.md",
 }

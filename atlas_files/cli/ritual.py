@@ -81,7 +81,10 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
     worker = _hook_worker(ctx, event, harness)
     if worker is None:
         return
-    shell = _export_identity(ctx, worker)
+    if hookio.before_shell(event):
+        _out(hookio.shell_identity(harness, event, _identity_values(ctx, worker)))
+        return
+    shell = _export_identity(ctx, worker, harness)
     if not worker.identity:
         text = ("This folder holds an atlas record, but the session-start hook names no "
                 "identity: `atlas begin` did not run. Set ATLAS_AS=NAME for the agent, or "
@@ -100,18 +103,27 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
     _out(hookio.context(harness, text + shell))
 
 
-def _export_identity(ctx: Invocation, worker: Worker) -> str:
-    """Hand the hook's identity and record to the agent's own shell where the harness
-    lets a hook do that; the line the briefing ends with, saying how the agent's atlas
-    commands know who is acting."""
+def _identity_values(ctx: Invocation, worker: Worker) -> dict[str, str]:
+    """What the agent's shell needs to act as the hook's worker, as variables."""
     values = {"ATLAS_RECORD": str(worker.record.root)}
     if worker.identity:
         values["ATLAS_AS"] = worker.identity
     if ctx.project:
         values["ATLAS_PROJECT"] = ctx.project
-    if hookio.export_to_shell(values):
+    return values
+
+
+def _export_identity(ctx: Invocation, worker: Worker, harness: str) -> str:
+    """Hand the hook's identity and record to the agent's own shell where the harness
+    lets a hook do that; the line the briefing ends with, saying how the agent's atlas
+    commands know who is acting."""
+    if hookio.export_to_shell(_identity_values(ctx, worker)):
         return (f"\nYour shell's atlas commands act as {worker.identity} (ATLAS_AS is set "
                 "there by this hook)." if worker.identity else "")
+    if worker.identity and harness == "gemini":
+        return (f"\nYour shell's atlas commands act as {worker.identity} where `atlas setup "
+                f"gemini --as {worker.identity}` installed its BeforeTool hook; otherwise run "
+                f"them as `atlas --as {worker.identity} ...`.")
     if worker.identity and os.environ.get("ATLAS_AS") != worker.identity:
         return (f"\nYour shell does not know who you are: run every atlas command as "
                 f"`atlas --as {worker.identity} ...` (or with ATLAS_AS={worker.identity}).")
