@@ -438,8 +438,9 @@ NOTES = {
     "codex": "Codex runs these hooks only in a trusted project, and only once a person has "
              "trusted each hook (by its content, so again after every change): trust the "
              "project (`codex exec --trust` once here, or [projects.\"<this folder>\"] "
-             "trust_level = \"trusted\" in ~/.codex/config.toml), then open `codex` here and "
-             "trust the atlas hooks in /hooks. Until then `codex exec` skips them without a "
+             "trust_level = \"trusted\" in ~/.codex/config.toml), then trust the atlas hooks: "
+             "run this setup again with --trust, or open `codex` here and trust them in "
+             "/hooks. Until then `codex exec` skips them without a "
              "word; for unattended runs of hooks you have read, `codex exec "
              "--dangerously-bypass-hook-trust` runs them for that run only",
     "cursor": "Cursor runs .cursor/hooks.json in this project; its stop hook sends the "
