@@ -510,17 +510,34 @@ def probe(folder: Path, scratch_parent: Path | None = None, *, allowance_s: floa
     ``scratch_parent`` (default ``folder``) and removed afterwards."""
     mount = mount_of(folder)
     checks = [volume_check(mount)]
+    offset = None
     try:
         with scratch_folder(scratch_parent or folder) as scratch:
-            links = hard_links(scratch)
-            checks += [links, exclusive_create(scratch, rounds, links.verdict != UNSAFE),
-                       atomic_rename(scratch, replaces), folder_fsync(scratch),
-                       locks(scratch), case_sensitivity(scratch)]
+            links = _measured("hard_links", PUBLISH, lambda: hard_links(scratch))
+            checks += [
+                links,
+                _measured("exclusive_create", PUBLISH, lambda: exclusive_create(
+                    scratch, rounds, links.verdict != UNSAFE)),
+                _measured("atomic_rename", LIVE_ROWS, lambda: atomic_rename(scratch, replaces)),
+                _measured("folder_fsync", DURABILITY, lambda: folder_fsync(scratch)),
+                _measured("locks", LOCAL_LOCKS, lambda: locks(scratch)),
+                _measured("case_sensitivity", "files whose names differ only in case",
+                          lambda: case_sensitivity(scratch)),
+            ]
             line, offset = clock(scratch, allowance_s, tolerance_s, best_clock)
             checks.append(line)
     except OSError as exc:
+        # Not even a folder can be made: a record here can be read, never written.
         checks.append(Check("writable", UNSAFE, f"nothing can be created in {folder} "
-                            f"({_why(exc)}), so nothing else was measured",
-                            "every write of the record"))
-        offset = None
+                            f"({_why(exc)}), so nothing else was measured; this machine "
+                            "can read a record here but write nothing", "every write"))
     return VolumeReport(folder, mount, offset, tuple(checks))
+
+
+def _measured(name: str, affects: str, run: Callable[[], Check]) -> Check:
+    """``run``'s check; one whose own file operations fail (a full disk, a volume that
+    went away) reads as not measured, naming the error, rather than ending the report."""
+    try:
+        return run()
+    except OSError as exc:
+        return Check(name, DEGRADED, f"not measured: {_why(exc)}", affects)

@@ -175,8 +175,7 @@ def _steady(doc: dict[str, object]) -> dict[str, object]:
     out = {k: v for k, v in doc.items() if k not in ("read_at", "since_at")}
     out["commits"] = [{k: v for k, v in c.items() if k != "age_s"}
                       for c in doc["commits"]]  # type: ignore[attr-defined]
-    moving = ("expires_in_s", "read_at", "clock_skew_s", "clock_skew_error_s")
-    out["leases"] = [{k: v for k, v in x.items() if k not in moving}
+    out["leases"] = [{k: v for k, v in x.items() if k not in ("expires_in_s", "read_at")}
                      for x in doc["leases"] or ()]  # type: ignore[attr-defined]
     return out
 

@@ -15,7 +15,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +39,16 @@ needs_faketime = pytest.mark.skipif(
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> dict[str, str]:
+def home(tmp_path: Path) -> Iterator[dict[str, str]]:
     """An environment of the test's own: an empty home (no user-level hooks) and a private
-    runtime folder for the command server's socket."""
+    runtime folder for the command server's socket (short: a socket's path has at most
+    107 bytes, and the test's own folder can be longer)."""
     (tmp_path / "home").mkdir()
-    run = tmp_path / "run"
-    run.mkdir(mode=0o700)
-    return {"HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(run)}
+    run = Path(tempfile.mkdtemp(prefix="atlas-doc-"))
+    try:
+        yield {"HOME": str(tmp_path / "home"), "XDG_RUNTIME_DIR": str(run)}
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
 
 
 def doctor_json(*args: str, cwd: Path, env: dict[str, str],
@@ -213,6 +218,34 @@ def test_a_lock_that_does_not_exclude_and_a_refused_folder_fsync(
     assert found["folder_fsync"].verdict == "degraded"
     assert "Invalid argument" in found["folder_fsync"].detail
     assert found["exclusive_create"].verdict == "ok"  # the rest stands
+
+
+def test_a_volume_that_takes_no_new_file_is_unsafe_and_says_why(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def read_only(path: Any, *args: Any, **kwargs: Any) -> None:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(os, "mkdir", read_only)
+    report = volume.probe(folder / "vol")
+    (writable,) = [c for c in report.checks if c.name == "writable"]
+    assert writable.verdict == "unsafe" and "Read-only file system" in writable.detail
+    assert [c.name for c in report.checks] == ["volume", "writable"]
+
+
+def test_a_check_whose_own_files_fail_reads_as_not_measured(
+        folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_open = os.open
+
+    def full(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+        if str(path).endswith("Case-Probe"):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", full)
+    found = _probe(folder)
+    assert found["case_sensitivity"].verdict == "degraded"
+    assert found["case_sensitivity"].detail == "not measured: No space left on device"
+    assert found["clock"].verdict == "ok"  # the report goes on
 
 
 def test_jsonschema_rs_missing_is_unsafe(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ holder that vanishes frees the resource by doing nothing.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -113,8 +114,13 @@ def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: f
             warnings.append(_skew_warning(gen, skew, allowance_s))
         warnings.append(_clock_warning(gen, at, tolerance_s))
     warning = "; ".join(w for w in warnings if w) or None
-    skew_s = round(skew.offset_s, 3) if skew else None
-    skew_error_s = round(skew.error_s, 3) if skew else None
+    skew_s = skew_error_s = None
+    if skew is not None:
+        # To a tenth of a second, the error rounded up: finer figures would be noise
+        # (a reading on a local disk is good to a few hundredths), and two reads of one
+        # lease a moment apart then print the same document.
+        skew_s = round(skew.offset_s, 1) + 0.0  # + 0.0: never -0.0
+        skew_error_s = max(0.1, math.ceil(skew.error_s * 10 - 1e-9) / 10)
     expires = gen.expires()
     if gen.holds and expires is not None and at < expires:
         left = round((expires - at).total_seconds(), 3)
