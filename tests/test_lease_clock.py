@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from atlas_files import fsio, leases, timeutil, volclock
 from atlas_files.errors import LeaseHeld
+from atlas_files.leases import view
 from atlas_files.record import Record
 
 GPU = "gpubox.gpu0"
@@ -85,6 +86,12 @@ def test_a_holder_whose_clock_runs_behind_loses_exclusion_for_that_long(
     assert "two workers can both believe they hold it" in (row.clock_warning or "")
     # The other worker took it about 3 s before the holder's own clock ended it.
     assert 2.7 < lost < 3.3, lost
+    # Once the holder's own time is up too, the skew is still measured but no longer said.
+    time.sleep(max(0.0, lost) + 0.3)
+    leases.release(record, GPU, holder="fast")
+    old = leases.show(record, GPU)[1][0]
+    assert view.state_of(GPU, old, timeutil.now(), 120, reader_clock=volclock.measure(
+        record.leases_dir)).clock_warning is None
     # And the claim that took it over says the old holder may still be at work.
     assert taken.clock_warning and "by its own clock slow's lease" in taken.clock_warning
     with capsys.disabled():

@@ -31,8 +31,9 @@ def doctor(ctx: Invocation, as_json: bool) -> None:
 
     Each line is ok, degraded (a guarantee is weaker: durability, local locks, speed) or
     unsafe (a guarantee fails: writers can both win, a reader can see a torn file,
-    nothing can be published, a lease's expiry is far off), with what it affects. What one machine cannot see: a
-    second machine's client of the same volume (run the doctor there too), and power cuts.
+    nothing can be published, a lease's expiry is far off), with what it affects. What one
+    machine cannot see: a second machine's client of the same volume (run the doctor
+    there too), and power cuts.
 
     Exit codes: 0 nothing unsafe, 1 something unsafe, 2 no record at --record.
     """

@@ -108,10 +108,12 @@ def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: f
                      "never claimed", None, read_at)
     skew = None
     warnings = []
+    expires = gen.expires()
     if gen.holds:
         if reader_clock is not None and gen.writer_clock is not None:
             skew = volclock.skew(gen.writer_clock, reader_clock)
-            warnings.append(_skew_warning(gen, skew, allowance_s))
+            if _skew_matters(skew, expires, at):
+                warnings.append(_skew_warning(gen, skew, allowance_s))
         warnings.append(_clock_warning(gen, at, tolerance_s))
     warning = "; ".join(w for w in warnings if w) or None
     skew_s = skew_error_s = None
@@ -121,7 +123,6 @@ def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: f
         # lease a moment apart then print the same document.
         skew_s = round(skew.offset_s, 1) + 0.0  # + 0.0: never -0.0
         skew_error_s = max(0.1, math.ceil(skew.error_s * 10 - 1e-9) / 10)
-    expires = gen.expires()
     if gen.holds and expires is not None and at < expires:
         left = round((expires - at).total_seconds(), 3)
         return Lease(resource, gen.generation, "held", gen.holder, gen.why, gen.claimed_at,
@@ -155,6 +156,14 @@ def _clock_warning(gen: Generation, at: datetime, tolerance_s: float) -> str | N
 
 def _seconds(value: float) -> str:
     return f"{abs(value):.1f} s"
+
+
+def _skew_matters(skew: volclock.ClockOffset, expires: datetime | None, at: datetime) -> bool:
+    """Whether the skew bears on the lease now: while it reads as held, and after it
+    reads as expired for as long as its holder's clock, running behind, still holds it."""
+    if expires is None or at < expires:
+        return True
+    return skew.offset_s < 0 and (at - expires).total_seconds() < skew.error_s - skew.offset_s
 
 
 def _skew_warning(gen: Generation, skew: volclock.ClockOffset, allowance_s: float) -> str | None:
