@@ -27,6 +27,9 @@ DEFAULT_STATUS_LIMIT = 4000
 # one 200 MB version is enough to exhaust a reader's memory.
 DEFAULT_BODY_LIMIT = 1 << 20
 DEFAULT_CLOCK_TOLERANCE = "2m"
+# How far a lease's writer's clock and its reader's may disagree, measured against the
+# record's volume (volclock.py), before a reader says the expiry it shows is off.
+DEFAULT_CLOCK_SKEW_ALLOWANCE = "2s"
 DEFAULT_PROBE_TIMEOUT = "10s"
 DEFAULT_PROBE_INTERVAL = "5m"
 DEFAULT_SYNC_REMOTE = "origin"
@@ -72,6 +75,7 @@ class Config(NamedTuple):
     sync: SyncConfig | None = None
     schema_version: int = SCHEMA_VERSION
     raw: Mapping[str, Any] = MappingProxyType({})
+    clock_skew_allowance_s: float = 2.0
 
 
 def default_config(projects: list[str], default_project: str) -> dict[str, Any]:
@@ -182,6 +186,7 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
             raise DamagedFile(f"lease_cap is {quote(data.get('lease_cap'))}; the most "
                               "allowed is 24h")
         tolerance = _duration(data, "clock_tolerance", DEFAULT_CLOCK_TOLERANCE)
+        allowance = _duration(data, "clock_skew_allowance", DEFAULT_CLOCK_SKEW_ALLOWANCE)
         limit = data.get("status_limit", DEFAULT_STATUS_LIMIT)
         if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
             raise DamagedFile(f"status_limit is {quote(limit)}; it must be a whole number "
@@ -219,6 +224,7 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
             status_limit=limit,
             body_limit=body_limit,
             clock_tolerance_s=tolerance,
+            clock_skew_allowance_s=allowance,
             machines=machines,
             schema_version=SCHEMA_VERSION,
             raw=dict(data),

@@ -209,7 +209,11 @@ class Stream(NamedTuple):
             meta["proposal"] = True
         if links:
             meta["links"] = list(links)
-        self.folder.mkdir(parents=True, exist_ok=True)
+        if based_on == 0:
+            # Only a first version can find its folder missing (any later one was based
+            # on a version read from it): a mkdir fewer on every other write, which over
+            # a network file system is a round trip to its server.
+            self.folder.mkdir(parents=True, exist_ok=True)
         if temps is None or temps:
             fsio.clean_debris(self.folder, temps)
         path = self.path(version)

@@ -81,7 +81,7 @@ def _files_named(config: pytest.Config) -> int | None:
 LONG_FIRST = ("test_site_browser", "test_hooks", "test_sync_race", "test_race",
               "test_site_build", "test_mcp_http", "test_hostile_record", "test_search_race",
               "test_mcp_oauth_browser", "test_hardening_site", "test_telemetry_probe",
-              "test_sync")
+              "test_sync", "test_dfs", "test_lease_clock")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
-from atlas_files import artifacts, decisions, leases, status, timeutil
+from atlas_files import artifacts, decisions, leases, status, timeutil, volclock
 from atlas_files.cli.app import cli
 from atlas_files.mcp.server import Served, build
 from atlas_files.record import Record
@@ -71,8 +71,10 @@ def same(doc: Any, root: Path) -> Any:
 
 @pytest.fixture
 def frozen(monkeypatch: pytest.MonkeyPatch) -> datetime:
-    """One moment for every clock read, so twin records and two reads of a lease agree."""
+    """One moment for every clock read, so twin records and two reads of a lease agree
+    (the volume's clock against this machine's too: each lease write measures it)."""
     monkeypatch.setattr(timeutil, "now", lambda: FROZEN)
+    monkeypatch.setattr(volclock, "measure", lambda folder: volclock.ClockOffset(0, 0.02, 0))
     for name in ("ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT"):
         monkeypatch.delenv(name, raising=False)
     return FROZEN

@@ -18,13 +18,14 @@ PACKAGE = Path(atlas_files.__file__).parent
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("layout", "errors", "names", "timeutil", "text", "guide")),
     ("storage", ("fsio", "jsonfile", "frontmatter", "yamlcache", "config", "documents",
-                 "entries", "record", "schemas", "receipts")),
+                 "entries", "record", "schemas", "receipts", "volclock")),
     ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
                     "decisions", "leases",
                     "telemetry", "check", "sitegen", "search", "sessions", "activity",
-                    "gitcmd")),
+                    "gitcmd", "volume")),
     ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "sync", "server", "__main__", "launch", "hookio")),
+    ("front ends", ("cli", "mcp", "sync", "server", "__main__", "launch", "hookio",
+                    "doctor")),
 ]
 
 

@@ -222,14 +222,32 @@ def lease_section(record: Record, identity: str) -> tuple[Section, dict[str, int
                 "generation": lease.generation, "expires_at": lease.expires_at,
                 "expires_in_s": lease.expires_in_s, "paths": list(lease.paths)}
         covers = f" (covers {', '.join(lease.paths)})" if lease.paths else ""
+        # Only when there is one: the briefing is read into a model's context, and a
+        # warning that holds for no lease costs every lease a line.
+        clock = ""
+        if lease.clock_warning:
+            data["clock_warning"] = lease.clock_warning
+            clock = f" [{_clock_note(lease, record.config.clock_skew_allowance_s)}]"
         line = one_line(f"{lease.resource}: held by {who} for {leaseview.left_text(lease)} "
-                        f"more{covers}: {lease.why}")
+                        f"more{covers}: {lease.why}{clock}")
         items.append(Item(data, line, lease.resource))
     generations = {lease.resource: lease.generation for lease in (*leases, *damaged)}
     held = {lease.resource for lease in leases if lease.held} | {d.resource for d in damaged}
     section = Section("leases", "Leases held now", tuple(items), "atlas lease ls",
                       empty="No lease is held.", footer=LEASE_ADVISORY)
     return section, generations, held
+
+
+def _clock_note(lease: leaseview.Lease, allowance_s: float) -> str:
+    """A lease's clock warning short enough for one line of the briefing."""
+    skew, error = lease.clock_skew_s, lease.clock_skew_error_s or 0.0
+    if skew is None or abs(skew) - error <= allowance_s:
+        return f"clock warning: {lease.clock_warning}"
+    if skew < 0:
+        return (f"clock: the holder's clock runs {-skew:.1f} s behind yours, so here this "
+                f"lease may read as ended {-skew:.1f} s before its holder thinks")
+    return (f"clock: the holder's clock runs {skew:.1f} s ahead of yours, so here this lease "
+            f"may read as held {skew:.1f} s longer than its holder asked")
 
 
 def machine_section(record: Record, held: set[str]) -> Section:

@@ -11,9 +11,9 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from atlas_files import artifacts, corrections
+from atlas_files import artifacts, corrections, layout
 from atlas_files import feed as feedmod
 from atlas_files.api import Worker
 from atlas_files.api.status import (
@@ -39,6 +39,9 @@ from atlas_files.errors import warn
 from atlas_files.feed import FeedItem
 from atlas_files.record import Record, require_identity
 
+if TYPE_CHECKING:
+    from atlas_files.volume import Check
+
 __all__ = ["NO_MARKS", "DiffView", "Feed", "RecordInfo", "StatusView", "TopicList",
            "TopicView", "VersionList", "Written", "check_status_write", "check_write", "diff",
            "feed", "get", "history", "init", "ls", "put", "status_diff", "status_log",
@@ -49,9 +52,16 @@ __all__ = ["NO_MARKS", "DiffView", "Feed", "RecordInfo", "StatusView", "TopicLis
 class RecordInfo:
     root: Path
     projects: tuple[str, ...]
+    # What `atlas init` measured of the volume under the record (atlas_files.volume).
+    volume_checks: tuple[Check, ...] = ()
+
+    @property
+    def volume_warnings(self) -> tuple[Check, ...]:
+        return tuple(c for c in self.volume_checks if c.verdict != "ok")
 
     def to_json(self) -> dict[str, Any]:
-        return {"root": str(self.root), "projects": list(self.projects)}
+        return {"root": str(self.root), "projects": list(self.projects),
+                "volume_checks": [c.to_json() for c in self.volume_checks]}
 
 
 @dataclass(frozen=True)
@@ -80,9 +90,17 @@ class Feed:
 
 def init(path: str | os.PathLike[str], projects: Sequence[str] = (),
          default_project: str | None = None) -> RecordInfo:
-    """Create a record at ``path`` (or add projects to the one there)."""
+    """Create a record at ``path`` (or add projects to the one there), and measure what
+    its volume gives the protocol (the volume part of `atlas doctor`, in fewer rounds)."""
+    # Only init and the doctor pay for the probes' imports, not every command of this module.
+    from atlas_files import volume  # noqa: PLC0415
+
     record = Record.init(path, projects, default_project)
-    return RecordInfo(record.root, tuple(record.config.projects))
+    config = record.config
+    report = volume.probe(record.root, record.root / layout.CACHE, rounds=3, replaces=20,
+                          best_clock=False, allowance_s=config.clock_skew_allowance_s,
+                          tolerance_s=config.clock_tolerance_s)
+    return RecordInfo(record.root, tuple(config.projects), report.checks)
 
 
 def check_write(worker: Worker, topic: str | None = None) -> None:

@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "setup": "atlas_files.cli.setup:setup",
     "mcp": "atlas_files.cli.mcp:mcp",
     "server": "atlas_files.cli.server:server",
+    "doctor": "atlas_files.cli.doctor:doctor",
     "demo": "atlas_files.cli.demo.command:demo",
 }
 

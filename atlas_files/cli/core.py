@@ -6,7 +6,7 @@ import click
 
 from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
-from atlas_files.cli.render import emit_json, read_body
+from atlas_files.cli.render import emit_json, print_warning, read_body
 from atlas_files.cli.syncing import fresh, sync_option, synced
 from atlas_files.cli.terminal import echo_body
 from atlas_files.cli.versions import age, header, print_diff, print_versions, warn_digest
@@ -23,13 +23,20 @@ def init(directory: str, projects: tuple[str, ...], default_project: str | None,
     """Create a record in DIRECTORY (default: here), or add projects to an existing one.
 
     Writes atlas.yaml, a README.md that tells a file-only agent the protocol, and a
-    .gitignore that keeps live rows (receipts, telemetry) out of git.
+    .gitignore that keeps live rows (receipts, telemetry) out of git. Then measures what
+    the folder's volume gives the protocol (the volume part of `atlas doctor`) and warns
+    about what is degraded or unsafe there, such as a volume that refuses hard links.
     """
     info = core.init(directory, projects, default_project)
     if as_json:
         emit_json(info.to_json())
     else:
         click.echo(f"record at {info.root} with projects: {', '.join(info.projects)}")
+    for check in info.volume_warnings:
+        print_warning(f"this volume: {check.name} {check.verdict}: {check.detail} "
+                      f"(affects {check.affects})")
+    if info.volume_warnings:
+        print_warning("`atlas doctor` shows the whole picture, this machine's part too")
 
 
 @click.command()

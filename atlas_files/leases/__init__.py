@@ -11,12 +11,13 @@ generation 34 can refuse 33.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import timeutil
+from atlas_files import timeutil, volclock
 from atlas_files.errors import BadInput, DamagedFile, LeaseHeld
 from atlas_files.leases import store, view
 from atlas_files.leases.paths import any_overlap, check_glob, check_globs
@@ -134,10 +135,39 @@ def _read(record: Record, resource: str) -> tuple[Path, Generation | None, datet
                     cap_s=record.config.lease_cap_s)
 
 
-def _publish(record: Record, where: Path, gen: Generation, at: datetime) -> Lease:
+def _publish(record: Record, where: Path, gen: Generation, at: datetime,
+             taken_from: Generation | None = None) -> Lease:
+    """Create ``gen``; the lease as it stands after. ``taken_from``: the expired holding
+    of someone else that a claim just replaced, whose holder may not know yet."""
     gen = store.publish(where, gen)
-    return state_of(gen.resource, gen, at, record.config.clock_tolerance_s,
-                    cap_s=record.config.lease_cap_s)
+    lease = state_of(gen.resource, gen, at, record.config.clock_tolerance_s,
+                     cap_s=record.config.lease_cap_s)
+    late = _still_believed(taken_from, gen, at, record.config.clock_skew_allowance_s)
+    if late:
+        lease = dataclasses.replace(lease, clock_warning="; ".join(
+            w for w in (late, lease.clock_warning) if w))
+    return lease
+
+
+def _still_believed(old: Generation | None, new: Generation, at: datetime,
+                    allowance_s: float) -> str | None:
+    """Said to a claimer that took over an expired lease whose holder's clock, measured
+    against the volume, runs behind the claimer's beyond the allowance: by its own clock
+    that holder still holds the lease, and may still be using the resource."""
+    if old is None or old.writer_clock is None or new.writer_clock is None:
+        return None
+    skew = volclock.skew(old.writer_clock, new.writer_clock)
+    expires = old.expires()
+    if expires is None or skew.offset_s >= 0 or not skew.beyond(allowance_s):
+        return None
+    # By this machine's clock the old holder's time ends at expires - skew.
+    left = (expires - at).total_seconds() - skew.offset_s
+    if left <= 0:
+        return None
+    return (f"{old.holder}'s clock runs {abs(skew.offset_s):.1f} s behind this machine's "
+            f"(+/- {skew.error_s:.1f} s, measured against the record's volume): by its own "
+            f"clock {old.holder}'s lease (generation {old.generation}) has {left:.1f} s left, "
+            "so it may still be using the resource")
 
 
 # -- the four writes -------------------------------------------------------------------------
@@ -173,8 +203,9 @@ def claim(record: Record, resource: str, *, holder: str, duration_s: float, why:
             paths=covered or (gen.paths if mine and gen else ()),
             previous=_summary(gen) if gen else None,
         )
+        taken = gen if gen is not None and gen.holds and gen.holder != holder else None
         try:
-            return _publish(record, where, new, at)
+            return _publish(record, where, new, at, taken)
         except FileExistsError:
             continue
     raise LeaseHeld(

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import fsio, jsonfile, timeutil
+from atlas_files import fsio, jsonfile, timeutil, volclock
 from atlas_files.errors import BadInput, DamagedFile
 from atlas_files.leases import paths as globs
 from atlas_files.names import check_name, quote
@@ -68,6 +68,9 @@ class Generation:
     previous: Mapping[str, Any] | None = field(default=None, compare=False)
     path: Path | None = field(default=None, compare=False)
     ended: str | None = field(default=None, compare=False)
+    # The writer's clock against the volume's as it wrote this generation (volclock);
+    # None in generations written before it was measured, or where it could not be.
+    writer_clock: volclock.ClockOffset | None = field(default=None, compare=False)
 
     @property
     def holds(self) -> bool:
@@ -94,15 +97,36 @@ class Generation:
             # existed reads the same, and so does every lease on a machine.
             **({"paths": list(self.paths)} if self.paths else {}),
             "previous": dict(self.previous) if self.previous is not None else None,
+            **({"writer_clock": clock_json(self.writer_clock)} if self.writer_clock else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
         data = self.to_file()
         del data["kind"]
         data["paths"] = list(self.paths)
+        data["writer_clock"] = clock_json(self.writer_clock) if self.writer_clock else None
         data["ended"] = self.ended
         data["path"] = str(self.path) if self.path else None
         return data
+
+
+def clock_json(clock: volclock.ClockOffset) -> dict[str, float]:
+    """A generation's ``writer_clock``: the writer's clock minus the volume's."""
+    return {"ahead_of_volume_s": round(clock.offset_s, 3), "error_s": round(clock.error_s, 3),
+            "resolution_s": clock.resolution_s}
+
+
+def _writer_clock(value: Any) -> volclock.ClockOffset | None:
+    """``writer_clock`` as read; anything malformed reads as not measured (it only ever
+    adds a warning, and `atlas check`'s schema reports the damage)."""
+    if not isinstance(value, dict):
+        return None
+    numbers = [value.get(k) for k in ("ahead_of_volume_s", "error_s", "resolution_s")]
+    if not all(isinstance(n, int | float) and not isinstance(n, bool)
+               and abs(n) < 1e9 for n in numbers):
+        return None
+    offset, error, resolution = (float(n) for n in numbers)  # type: ignore[arg-type]
+    return volclock.ClockOffset(offset, abs(error), abs(resolution))
 
 
 def folder(record: Record, resource: str) -> Path:
@@ -243,6 +267,7 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
         paths=covered,
         previous=previous if isinstance(previous, dict) else None,
         path=path,
+        writer_clock=_writer_clock(raw.get("writer_clock")),
     )
 
 
@@ -290,11 +315,19 @@ def encode(data: Mapping[str, Any]) -> bytes:
 
 
 def publish(where: Path, gen: Generation) -> Generation:
-    """Exclusively create ``gen``'s file. FileExistsError: another writer got there first."""
+    """Exclusively create ``gen``'s file. FileExistsError: another writer got there first.
+
+    The generation carries the writer's clock against the volume's, measured in ``where``
+    just before, so a reader on another machine can tell how far the expiry it judges by
+    its own clock is off (leases.view)."""
     try:
         where.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise not_a_folder(where if os.path.isdir(where.parent) else where.parent) from None
+    try:
+        gen = replace(gen, writer_clock=volclock.measure(where))
+    except OSError:
+        pass  # the folder takes no file: the publish below says why
     path = where / generation_filename(gen.generation)
     data = encode(gen.to_file())
     fsio.publish_exclusive(path, data)

@@ -7,13 +7,14 @@ holder that vanishes frees the resource by doing nothing.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import timeutil
+from atlas_files import timeutil, volclock
 from atlas_files.errors import BadInput, DamagedFile
 from atlas_files.leases import store
 from atlas_files.leases.paths import any_overlap
@@ -58,6 +59,10 @@ class Lease:
     read_at: str
     damaged: str | None = None  # why the newest generation cannot be read (state "damaged")
     paths: tuple[str, ...] = ()  # repository path globs it covers; () when free
+    # The writer's clock minus this reader's, both measured against the record's volume
+    # (None: not measured, or not comparable); the truth lies within +/- the error.
+    clock_skew_s: float | None = None
+    clock_skew_error_s: float | None = None
 
     @property
     def covers_paths(self) -> bool:
@@ -85,40 +90,61 @@ class Lease:
             "read_at": self.read_at,
             "damaged": self.damaged,
             "paths": list(self.paths),
+            "clock_skew_s": self.clock_skew_s,
+            "clock_skew_error_s": self.clock_skew_error_s,
         }
 
 
 def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: float,
-             read_at: str | None = None, cap_s: float = 0.0) -> Lease:
+             read_at: str | None = None, reader_clock: volclock.ClockOffset | None = None,
+             allowance_s: float = 2.0, cap_s: float = 0.0) -> Lease:
     """The lease ``gen`` describes, read at time ``at`` by this machine's clock
-    (``read_at``: ``at`` formatted, if the caller has it already). ``cap_s``: the record's
-    lease cap; a generation that says it runs longer (a hand edit) is read as expiring
-    at the cap, and says so."""
+    (``read_at``: ``at`` formatted, if the caller has it already). With ``reader_clock``
+    (this machine's clock against the volume's) a held lease whose writer measured its own
+    says how far the two clocks disagree, and warns past ``allowance_s``. ``cap_s``: the
+    record's lease cap; a generation that says it runs longer (a hand edit) is read as
+    expiring at the cap, and says so."""
     read_at = read_at or timeutil.format_time(at)
     if gen is None:
         return Lease(resource, 0, "free", None, None, None, None, None, None, None,
                      "never claimed", None, read_at)
-    warning = _clock_warning(gen, at, tolerance_s) if gen.holds else None
+    skew = None
+    warnings: list[str | None] = []
     expires = gen.expires()
     expires_at = gen.expires_at
-    if gen.holds and expires is not None and cap_s > 0:
-        capped = _capped(gen, expires, cap_s)
-        if capped is not None:
-            expires, expires_at = capped, timeutil.format_time(capped)
-            note = (f"generation {gen.generation} says it expires at {gen.expires_at}, longer "
-                    f"after it was written than the record's lease cap of "
+    if gen.holds:
+        if expires is not None and cap_s > 0:
+            capped = _capped(gen, expires, cap_s)
+            if capped is not None:
+                expires, expires_at = capped, timeutil.format_time(capped)
+                warnings.append(
+                    f"generation {gen.generation} says it expires at {gen.expires_at}, "
+                    f"longer after it was written than the record's lease cap of "
                     f"{timeutil.format_duration(cap_s)} (a hand edit?): it is read as "
                     f"expiring at {expires_at}, the cap after it was written")
-            warning = f"{warning}; {note}" if warning else note
+        if reader_clock is not None and gen.writer_clock is not None:
+            skew = volclock.skew(gen.writer_clock, reader_clock)
+            if _skew_matters(skew, expires, at):
+                warnings.append(_skew_warning(gen, skew, allowance_s))
+        warnings.append(_clock_warning(gen, at, tolerance_s))
+    warning = "; ".join(w for w in warnings if w) or None
+    skew_s = skew_error_s = None
+    if skew is not None:
+        # To a tenth of a second, the error rounded up: finer figures would be noise
+        # (a reading on a local disk is good to a few hundredths), and two reads of one
+        # lease a moment apart then print the same document.
+        skew_s = round(skew.offset_s, 1) + 0.0  # + 0.0: never -0.0
+        skew_error_s = max(0.1, math.ceil(skew.error_s * 10 - 1e-9) / 10)
     if gen.holds and expires is not None and at < expires:
         left = round((expires - at).total_seconds(), 3)
         return Lease(resource, gen.generation, "held", gen.holder, gen.why, gen.claimed_at,
                      expires_at, left, gen.action, gen.holder, None, warning, read_at,
-                     paths=gen.paths)
+                     paths=gen.paths, clock_skew_s=skew_s, clock_skew_error_s=skew_error_s)
     last = gen.holder if gen.holds else (gen.previous or {}).get("holder")
     ended = "expired" if gen.holds else "released"
     return Lease(resource, gen.generation, "free", None, None, None, None, None, gen.action,
-                 last, ended, warning, read_at)
+                 last, ended, warning, read_at, clock_skew_s=skew_s,
+                 clock_skew_error_s=skew_error_s)
 
 
 def _capped(gen: Generation, expires: datetime, cap_s: float) -> datetime | None:
@@ -155,6 +181,49 @@ def _clock_warning(gen: Generation, at: datetime, tolerance_s: float) -> str | N
     )
 
 
+def _seconds(value: float) -> str:
+    return f"{abs(value):.1f} s"
+
+
+def _skew_matters(skew: volclock.ClockOffset, expires: datetime | None, at: datetime) -> bool:
+    """Whether the skew bears on the lease now: while it reads as held, and after it
+    reads as expired for as long as its holder's clock, running behind, still holds it."""
+    if expires is None or at < expires:
+        return True
+    return skew.offset_s < 0 and (at - expires).total_seconds() < skew.error_s - skew.offset_s
+
+
+def _skew_warning(gen: Generation, skew: volclock.ClockOffset, allowance_s: float) -> str | None:
+    """What a measured disagreement of the writer's clock and this one does to the expiry
+    shown here, once it surely exceeds the allowance."""
+    if not skew.beyond(allowance_s):
+        return None
+    who = f"{gen.written_by}'s clock (generation {gen.generation})"
+    measured = (f"measured against the record's volume, +/- {skew.error_s:.2f} s; "
+                f"allowance {_seconds(allowance_s)}")
+    if skew.offset_s < 0:
+        return (f"{who} runs {_seconds(skew.offset_s)} behind this machine's ({measured}): "
+                f"here this lease reads as ended up to {_seconds(skew.offset_s)} before its "
+                "holder's clock ends it, and for that long two workers can both believe "
+                "they hold it")
+    return (f"{who} runs {_seconds(skew.offset_s)} ahead of this machine's ({measured}): "
+            f"here this lease reads as held up to {_seconds(skew.offset_s)} after its "
+            "holder's clock ends it")
+
+
+def reader_clock(record: Record, gens: list[Generation | None]) -> volclock.ClockOffset | None:
+    """This machine's clock against the volume, measured in the leases folder, when some
+    held lease among ``gens`` carries its writer's (None otherwise, or where it cannot be
+    measured). A record that travels by git has a volume per clone: nothing to compare."""
+    if record.config.sync is not None or not any(
+            g is not None and g.holds and g.writer_clock is not None for g in gens):
+        return None
+    try:
+        return volclock.measure(record.leases_dir)
+    except OSError:
+        return None  # a folder this reader cannot write: the expiry stands unjudged
+
+
 def left_text(lease: Lease) -> str:
     return timeutil.format_duration(lease.expires_in_s or 0)
 
@@ -170,7 +239,6 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
     """(every problem, the readable leases, a "damaged" row per resource that cannot be
     read), each list by resource name."""
     problems: list[str] = []
-    out: list[Lease] = []
     damaged: list[Lease] = []
     try:
         folder = record.leases_dir
@@ -184,8 +252,8 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
         return [f"the leases cannot be listed: {exc}"], [], []
     at = timeutil.now()
     read_at = timeutil.format_time(at)
-    tolerance = record.config.clock_tolerance_s
-    cap = record.config.lease_cap_s
+    config = record.config
+    found: list[tuple[str, Generation]] = []
     for name, entry in entries:
         try:
             # A real folder, as the listing says without another stat: read it by its
@@ -204,7 +272,10 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
                 damaged.append(damaged_lease(name, _last_number(record, name), str(exc), at))
             continue
         if gen is not None:
-            out.append(state_of(name, gen, at, tolerance, read_at, cap))
+            found.append((name, gen))
+    clock = reader_clock(record, [gen for _, gen in found])
+    out = [state_of(name, gen, at, config.clock_tolerance_s, read_at, clock,
+                    config.clock_skew_allowance_s, config.lease_cap_s) for name, gen in found]
     return problems, out, damaged
 
 
@@ -236,7 +307,10 @@ def show(record: Record, resource: str) -> tuple[Lease, list[Generation]]:
                                    expires_at=None, duration_s=None, written_at="",
                                    written_by="", path=Path(where, name)))
     at = timeutil.now()
-    lease = state_of(resource, gens[-1] if gens else None, at, record.config.clock_tolerance_s,
+    newest = gens[-1] if gens else None
+    lease = state_of(resource, newest, at, record.config.clock_tolerance_s,
+                     reader_clock=reader_clock(record, [newest]),
+                     allowance_s=record.config.clock_skew_allowance_s,
                      cap_s=record.config.lease_cap_s)
     out = []
     for i, gen in enumerate(gens):
