@@ -50,7 +50,11 @@ def test_claude_setup_keeps_other_hooks_and_is_idempotent(tmp_path: Path) -> Non
     assert commands(data, "SessionStart") == ["atlas --as bob begin --hook claude"]
     assert commands(data, "Stop") == ["say done", "atlas --as bob end --hook claude"]
     assert data["permissions"] == OTHERS["permissions"] and data["model"] == "opus"
-    assert data["hooks"]["PreToolUse"] == OTHERS["hooks"]["PreToolUse"]
+    # Another tool's PreToolUse group is kept as it was; the edit guard gets its own group.
+    assert data["hooks"]["PreToolUse"][0] == OTHERS["hooks"]["PreToolUse"][0]
+    assert data["hooks"]["PreToolUse"][1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    assert commands(data, "PreToolUse") == ["./guard.sh", "atlas --as bob guard --hook claude"]
+    assert commands(data, "PostToolUse") == ["atlas --as bob news --hook claude"]
     first = files(tmp_path)
     assert run("setup", "claude", "--as", "bob", "--dir", str(tmp_path)) == 0
     assert files(tmp_path) == first  # twice changes nothing, byte for byte

@@ -1,12 +1,13 @@
 """`atlas setup`: wire the session ritual into an agent harness's own files.
 
-For Claude Code, Codex and Gemini CLI it merges two hook entries into the harness's JSON
-settings in DIR: at session start `atlas begin --hook H`, at each stop `atlas end --hook H`.
+For Claude Code, Codex and Gemini CLI it merges four hook entries into the harness's JSON
+settings in DIR: at session start `atlas begin --hook H`, at each stop `atlas end --hook H`,
+before each file edit `atlas guard --hook H` and after each tool call `atlas news --hook H`.
 Everything else in the file is kept as it was (keys, order, other tools' hooks); running
 it twice changes nothing; ``remove`` takes out only the entries it recognises as its own
-(their command is an `atlas ... begin|end --hook H` line). It also writes a section
-between markers into AGENTS.md, and a pointer to it into CLAUDE.md, with the protocol for
-an agent that reads no hook output. Nothing secret is ever written: the files hold the
+(their command is an `atlas ... begin|end|guard|news --hook H` line). It also writes a
+section between markers into AGENTS.md, and a pointer to it into CLAUDE.md, with the
+protocol for an agent that reads no hook output. Nothing secret is ever written: the files hold the
 commands, and an identity name if one is given.
 """
 
@@ -30,8 +31,18 @@ SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.j
 # The harness's event at session start, and the one after each turn of the agent.
 EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
           "gemini": ("SessionStart", "AfterAgent")}
-OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end) --hook "
-                  r"(claude|codex|gemini)$")
+# The edit-time hooks (docs/sessions.md): before each file edit `atlas guard --hook H`,
+# after each tool call `atlas news --hook H`; (event, verb, the matcher of its group).
+TOOL_HOOKS = {
+    "claude": (("PreToolUse", "guard", "Edit|Write|MultiEdit|NotebookEdit"),
+               ("PostToolUse", "news", None)),
+    # Codex names every file edit apply_patch (Edit and Write are its matcher aliases).
+    "codex": (("PreToolUse", "guard", "apply_patch|Edit|Write"),
+              ("PostToolUse", "news", None)),
+    "gemini": (("BeforeTool", "guard", "write_file|replace"), ("AfterTool", "news", None)),
+}
+OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end|guard|news) --hook "
+                  r"(claude|codex|gemini|cursor)$")
 BEGIN_MARK = "<!-- atlas-files:begin (written by `atlas setup`; `atlas setup agents-md " \
              "--remove` takes it out) -->"
 END_MARK = "<!-- atlas-files:end -->"
@@ -71,18 +82,22 @@ def _handler(harness: str, verb: str, identity: str | None) -> dict[str, Any]:
     seconds = 30 if verb == "begin" else 10
     entry: dict[str, Any] = {"type": "command",
                              "command": hook_command(harness, verb, identity)}
+    messages = {"begin": "atlas: reading the record",
+                "end": "atlas: checking the status was written",
+                "guard": "atlas: checking the edit against leases and recent commits",
+                "news": "atlas: news from the record"}
     if harness == "gemini":
         entry = {"name": f"atlas-{verb}", **entry, "timeout": seconds * 1000}
     else:
         entry["timeout"] = seconds
     if harness == "codex":
-        entry["statusMessage"] = ("atlas: reading the record" if verb == "begin"
-                                  else "atlas: checking the status was written")
+        entry["statusMessage"] = messages[verb]
     return entry
 
 
 def _is_ours(hook: Any) -> str | None:
-    """The verb of a hook entry `atlas setup` wrote (begin or end), else None."""
+    """The verb of a hook entry `atlas setup` wrote (begin, end, guard, news), else
+    None."""
     if isinstance(hook, dict) and isinstance(hook.get("command"), str):
         m = OURS.match(hook["command"].strip())
         if m:
@@ -103,10 +118,13 @@ def _shape(data: Any, path: Path) -> dict[str, Any]:
 
 
 def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dict[str, Any]:
-    """``data`` with our two hook entries in it: an entry of ours for the same event is
+    """``data`` with our hook entries in it: an entry of ours for the same event is
     updated in place (a new identity), never added twice."""
     hooks = data.setdefault("hooks", {})
-    for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True):
+    wanted_all = [(event, verb, None) for event, verb in
+                  zip(EVENTS[harness], ("begin", "end"), strict=True)]
+    wanted_all += TOOL_HOOKS.get(harness, ())
+    for event, verb, matcher in wanted_all:
         wanted = _handler(harness, verb, identity)
         groups = hooks.setdefault(event, [])
         found = False
@@ -119,7 +137,7 @@ def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dic
                     handlers[i] = {**hook, "command": wanted["command"]}
                     found = True
         if not found:
-            groups.append({"hooks": [wanted]})
+            groups.append({**({"matcher": matcher} if matcher else {}), "hooks": [wanted]})
     return data
 
 

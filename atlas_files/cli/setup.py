@@ -23,12 +23,13 @@ def setup(ctx: Invocation, target: str, identity: str | None, directory: str, re
           as_json: bool) -> None:
     """Hook the session ritual into an agent harness, and tell agents the protocol.
 
-    For claude, codex and gemini: merges two hooks into DIR's .claude/settings.json,
-    .codex/hooks.json or .gemini/settings.json: `atlas begin --hook H` at session start
-    and `atlas end --hook H` at each stop. Other settings and hooks stay as they are;
-    running it twice changes nothing. Every target also writes a marked section with the
-    protocol into AGENTS.md, and a pointer to it into CLAUDE.md. With --remove, a harness
-    loses only its two hooks; `setup agents-md --remove` takes the sections out.
+    For claude, codex and gemini: merges four hooks into DIR's .claude/settings.json,
+    .codex/hooks.json or .gemini/settings.json: `atlas begin --hook H` at session start,
+    `atlas end --hook H` at each stop, `atlas guard --hook H` before each file edit and
+    `atlas news --hook H` after each tool call. Other settings and hooks stay as they
+    are; running it twice changes nothing. Every target also writes a marked section with
+    the protocol into AGENTS.md, and a pointer to it into CLAUDE.md. With --remove, a
+    harness loses only its own hooks; `setup agents-md --remove` takes the sections out.
 
     No token or secret is written: only the commands, and the identity if given.
     """
