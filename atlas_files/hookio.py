@@ -8,6 +8,11 @@ prints exactly one document, or nothing where the harness reads nothing as "go o
 
 * Session start (Claude ``SessionStart``, Codex ``SessionStart``, Gemini ``SessionStart``):
   ``{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": T}}``.
+* The agent's own shell: Claude Code hands a session-start hook a file (``CLAUDE_ENV_FILE``)
+  whose ``export`` lines it runs before each of the agent's shell commands; Codex names
+  the same kind of file ``CODEX_ENV_FILE`` in versions that have it. ``export_to_shell``
+  writes the identity and the record there, so the agent's own ``atlas put`` acts as the
+  identity the hooks act as. Gemini CLI and Codex 0.171 give a hook no such file.
 * Turn end (Claude and Codex ``Stop``, Gemini ``AfterAgent``): allow is exit 0 with no
   output (Claude) or ``{}`` (Codex, Gemini); block is ``{"decision": "block", "reason":
   R}`` (Claude, Codex) or ``{"decision": "deny", "reason": R}`` (Gemini), exit 0. The
@@ -18,6 +23,8 @@ prints exactly one document, or nothing where the harness reads nothing as "go o
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sys
 from typing import Any
 
@@ -72,3 +79,24 @@ def block(harness: str, reason: str) -> str:
     """What a turn-end hook prints to keep the agent working, ``reason`` its next prompt."""
     decision = "deny" if harness == "gemini" else "block"
     return _dump({"decision": decision, "reason": reason})
+
+
+# The variables a harness names for a file of `export` lines that its agent's shell runs
+# before each command, the first one set wins (Codex sets both in versions that have it).
+ENV_FILES = ("CODEX_ENV_FILE", "CLAUDE_ENV_FILE")
+
+
+def export_to_shell(values: dict[str, str]) -> str | None:
+    """Append ``export NAME=VALUE`` lines for ``values`` to the file the harness named
+    for its agent's shell; the file's path, or None where the harness named none (or it
+    could not be written: the session goes on without)."""
+    path = next((os.environ[name] for name in ENV_FILES if os.environ.get(name)), None)
+    if path is None or not values:
+        return None
+    lines = "".join(f"export {name}={shlex.quote(value)}\n" for name, value in values.items())
+    try:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(lines)
+    except OSError:
+        return None
+    return path

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_atlas
 
 from atlas_files.api.setup import BEGIN_MARK, END_MARK, setup
 from atlas_files.cli import main
@@ -141,3 +142,51 @@ def test_a_bad_identity_is_refused_before_anything_is_written(tmp_path: Path) ->
     with pytest.raises(BadInput):
         setup("claude", directory=tmp_path, identity="Bob; rm -rf ~")
     assert files(tmp_path) == {}
+
+
+def test_a_symlink_leading_outside_the_project_is_refused(tmp_path: Path) -> None:
+    """A clone that plants `.claude -> ../home/.claude` or `CLAUDE.md -> ../home/.bashrc`
+    does not get setup to merge hooks into the user's own settings or append to .bashrc."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
+    (home / ".bashrc").write_text("export PATH=$HOME/bin:$PATH\n")
+    before = files(home)
+    for link, target in ((".claude", "../home/.claude"), ("CLAUDE.md", "../home/.bashrc")):
+        project.mkdir()
+        (project / link).symlink_to(target)
+        out = run_atlas("setup", "claude", "--as", "bob", "--dir", str(project))
+        assert out.returncode == 2, out.stderr
+        assert "leads outside" in out.stderr and link in out.stderr
+        assert "Traceback" not in out.stderr
+        assert files(home) == before
+        assert sorted(p.name for p in project.iterdir()) == [link]  # nothing else written
+        for path in project.iterdir():
+            path.unlink()
+        project.rmdir()
+
+
+def test_a_symlink_inside_the_project_is_followed(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "config" / "claude").mkdir(parents=True)
+    (project / "docs").mkdir()
+    (project / "docs" / "CLAUDE.md").write_text("# Notes for Claude\n")
+    (project / ".claude").symlink_to("config/claude")
+    (project / "CLAUDE.md").symlink_to("docs/CLAUDE.md")
+    assert run_atlas("setup", "claude", "--as", "bob", "--dir", str(project)).returncode == 0
+    assert (project / ".claude").is_symlink() and (project / "CLAUDE.md").is_symlink()
+    data = json.loads((project / "config" / "claude" / "settings.json").read_text())
+    assert commands(data, "Stop") == ["atlas --as bob end --hook claude"]
+    text = (project / "docs" / "CLAUDE.md").read_text()
+    assert text.startswith("# Notes for Claude\n") and "@AGENTS.md" in text
+    assert run_atlas("setup", "claude", "--dir", str(project), "--remove").returncode == 0
+    assert not (project / "config" / "claude" / "settings.json").exists()
+
+
+def test_claude_md_linked_to_agents_md_keeps_the_protocol(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("# Rules\n")
+    (tmp_path / "CLAUDE.md").symlink_to("AGENTS.md")
+    setup("claude", directory=tmp_path, identity="bob")
+    text = (tmp_path / "AGENTS.md").read_text()
+    assert "atlas end --status" in text and "@AGENTS.md" not in text
+    assert (tmp_path / "CLAUDE.md").is_symlink()

@@ -166,9 +166,24 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def inside(root: Path, path: Path) -> Path:
+    """Where ``path`` really leads (every symlink on the way followed, as the harness
+    reading it will), refused unless that is inside ``root``: a clone may carry
+    `.claude -> ../home/.claude` or `CLAUDE.md -> ~/.bashrc`, and setup must not merge
+    hooks into the user's own settings or append to a file of their home."""
+    base = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(path))
+    if real != base and base not in real.parents:
+        raise BadInput(f"{path} leads outside {root} (to {real}) through a symlink; "
+                       "nothing was written",
+                       hint="setup writes only inside the project folder: replace the link "
+                       "with a plain file or folder, or run setup where it leads")
+    return real
+
+
+def _read_json(path: Path, real: Path) -> dict[str, Any] | None:
     try:
-        raw = fsio.read_nofollow(path, SETTINGS_LIMIT)
+        raw = fsio.read_nofollow(real, SETTINGS_LIMIT)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -185,9 +200,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return _shape(data, path)
 
 
-def _write(path: Path, text: str | None, existed: bool) -> Change:
-    """Write ``text`` to ``path`` (None: remove it), through a symlink to its target."""
-    real = Path(os.path.realpath(path))
+def _write(path: Path, real: Path, text: str | None, existed: bool) -> Change:
+    """Write ``text`` to ``real``, where ``path`` leads (None: remove it)."""
     if text is None:
         if existed:
             real.unlink()
@@ -199,10 +213,14 @@ def _write(path: Path, text: str | None, existed: bool) -> Change:
     return Change(path, "updated" if existed else "created")
 
 
-def _settings(directory: Path, harness: str, identity: str | None, remove: bool) -> Change:
+def settings_path(directory: Path, harness: str) -> Path:
     folder, name = SETTINGS[harness]
-    path = directory / folder / name
-    before = _read_json(path)
+    return directory / folder / name
+
+
+def _settings(path: Path, real: Path, harness: str, identity: str | None,
+              remove: bool) -> Change:
+    before = _read_json(path, real)
     data = json.loads(json.dumps(before)) if before is not None else {}
     after = remove_hooks(data) if remove else merge_hooks(data, harness, identity)
     if before is not None and after == before:
@@ -210,8 +228,8 @@ def _settings(directory: Path, harness: str, identity: str | None, remove: bool)
     if before is None and remove:
         return Change(path, "unchanged")
     if remove and not after:
-        return _write(path, None, True)  # a file left empty means what no file means
-    return _write(path, json.dumps(after, indent=2, ensure_ascii=False) + "\n",
+        return _write(path, real, None, True)  # a file left empty means what no file means
+    return _write(path, real, json.dumps(after, indent=2, ensure_ascii=False) + "\n",
                   before is not None)
 
 
@@ -254,10 +272,10 @@ POINTER = "\n".join([BEGIN_MARK, "@AGENTS.md", "", "The atlas record's protocol 
                      "repository is in AGENTS.md (imported above).", END_MARK]) + "\n"
 
 
-def _marked(path: Path, section: str | None) -> Change:
+def _marked(path: Path, real: Path, section: str | None) -> Change:
     """Put ``section`` between the markers of ``path`` (None: take the section out)."""
     try:
-        text = fsio.read_nofollow(Path(os.path.realpath(path)), SETTINGS_LIMIT).decode("utf-8")
+        text = fsio.read_nofollow(real, SETTINGS_LIMIT).decode("utf-8")
         existed = True
     except FileNotFoundError:
         text, existed = "", False
@@ -277,13 +295,13 @@ def _marked(path: Path, section: str | None) -> Change:
         new = (head.rstrip("\n") + "\n" + ("\n" + tail if tail.strip() else "")
                if head.strip() else tail)
         if not new.strip():
-            return _write(path, None, existed)
+            return _write(path, real, None, existed)
     else:
         lead = head.rstrip("\n") + "\n\n" if head.strip() else ""
         new = lead + section + ("\n" + tail if tail.strip() else "")
     if new == text:
         return Change(path, "unchanged")
-    return _write(path, new, existed)
+    return _write(path, real, new, existed)
 
 
 def setup(target: str, *, directory: str | os.PathLike[str] = ".",
@@ -297,15 +315,22 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
     root = Path(directory)
     if not root.is_dir():
         raise BadInput(f"{root} is not a folder", hint="pass --dir with an existing folder")
+    # Every file is checked before any is written: a refusal leaves the project as it was.
+    settings = settings_path(root, target) if target in HARNESSES else None
+    marked = [root / "AGENTS.md", root / "CLAUDE.md"] if target == "agents-md" or not remove \
+        else []
+    real = {path: inside(root, path) for path in ([settings] if settings else []) + marked}
     changes: list[Change] = []
     notes: list[str] = []
-    if target in HARNESSES:
-        changes.append(_settings(root, target, identity, remove))
+    if settings is not None:
+        changes.append(_settings(settings, real[settings], target, identity, remove))
         if not remove:
             notes.append(NOTES[target])
-    if target == "agents-md" or not remove:
-        changes.append(_marked(root / "AGENTS.md", None if remove else agents_section(identity)))
-        changes.append(_marked(root / "CLAUDE.md", None if remove else POINTER))
+    for path, section in zip(marked, (agents_section(identity), POINTER), strict=False):
+        if path.name == "CLAUDE.md" and real[path] == real.get(root / "AGENTS.md"):
+            changes.append(Change(path, "unchanged"))  # a link to AGENTS.md: it is AGENTS.md
+            continue
+        changes.append(_marked(path, real[path], None if remove else section))
     if not identity and not remove:
         notes.append("no identity given: the hooks act as $ATLAS_AS, so set it in the "
                      "environment the agent runs in (or run setup again with --as NAME)")

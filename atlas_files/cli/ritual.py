@@ -7,6 +7,7 @@ does nothing, and a failure is said on stderr and lets the session go on.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -80,6 +81,7 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
     worker = _hook_worker(ctx, event, harness)
     if worker is None:
         return
+    shell = _export_identity(ctx, worker)
     if not worker.identity:
         text = ("This folder holds an atlas record, but the session-start hook names no "
                 "identity: `atlas begin` did not run. Set ATLAS_AS=NAME for the agent, or "
@@ -95,7 +97,25 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
         _say(f"begin failed: {message}")
         text = (f"atlas begin failed: {message}. Run `atlas begin` yourself before acting; "
                 "the record's status is the first thing to read.")
-    _out(hookio.context(harness, text))
+    _out(hookio.context(harness, text + shell))
+
+
+def _export_identity(ctx: Invocation, worker: Worker) -> str:
+    """Hand the hook's identity and record to the agent's own shell where the harness
+    lets a hook do that; the line the briefing ends with, saying how the agent's atlas
+    commands know who is acting."""
+    values = {"ATLAS_RECORD": str(worker.record.root)}
+    if worker.identity:
+        values["ATLAS_AS"] = worker.identity
+    if ctx.project:
+        values["ATLAS_PROJECT"] = ctx.project
+    if hookio.export_to_shell(values):
+        return (f"\nYour shell's atlas commands act as {worker.identity} (ATLAS_AS is set "
+                "there by this hook)." if worker.identity else "")
+    if worker.identity and os.environ.get("ATLAS_AS") != worker.identity:
+        return (f"\nYour shell does not know who you are: run every atlas command as "
+                f"`atlas --as {worker.identity} ...` (or with ATLAS_AS={worker.identity}).")
+    return ""
 
 
 @click.command()
