@@ -47,8 +47,8 @@ def split_globals(args: Sequence[str]) -> tuple[dict[str, str | None], list[str]
 # The hooks answered here, before click: verb -> (module, function). Each runs around
 # every turn or tool call of an agent, so each must cost little more than Python's start.
 FAST_HOOKS = {"end": ("atlas_files.cli.stophook", "stop_hook"),
-              "guard": ("atlas_files.cli.toolhook", "guard_hook"),
-              "news": ("atlas_files.cli.toolhook", "news_hook")}
+              "guard": ("atlas_files.toolhooks", "guard_hook"),
+              "news": ("atlas_files.toolhooks", "news_hook")}
 
 
 def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:

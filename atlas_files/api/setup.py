@@ -33,7 +33,7 @@ EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
           "gemini": ("SessionStart", "AfterAgent")}
 # The edit-time hooks (docs/sessions.md): before each file edit `atlas guard --hook H`,
 # after each tool call `atlas news --hook H`; (event, verb, the matcher of its group).
-TOOL_HOOKS = {
+TOOL_HOOKS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
     "claude": (("PreToolUse", "guard", "Edit|Write|MultiEdit|NotebookEdit"),
                ("PostToolUse", "news", None)),
     # Codex names every file edit apply_patch (Edit and Write are its matcher aliases).
@@ -121,8 +121,9 @@ def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dic
     """``data`` with our hook entries in it: an entry of ours for the same event is
     updated in place (a new identity), never added twice."""
     hooks = data.setdefault("hooks", {})
-    wanted_all = [(event, verb, None) for event, verb in
-                  zip(EVENTS[harness], ("begin", "end"), strict=True)]
+    wanted_all: list[tuple[str, str, str | None]] = [
+        (event, verb, None) for event, verb in zip(EVENTS[harness], ("begin", "end"),
+                                                   strict=True)]
     wanted_all += TOOL_HOOKS.get(harness, ())
     for event, verb, matcher in wanted_all:
         wanted = _handler(harness, verb, identity)

@@ -12,7 +12,6 @@ import sys
 import click
 
 from atlas_files import toolhooks
-from atlas_files.cli import toolhook
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.errors import BadInput, NotFound
@@ -43,7 +42,7 @@ def guard(ctx: Invocation, paths: tuple[str, ...], hook: str | None, as_json: bo
     advisory.
     """
     if hook is not None:
-        toolhook.guard_hook(hook, ctx.record_path, ctx.identity, ctx.project)
+        toolhooks.guard_hook(hook, ctx.record_path, ctx.identity, ctx.project)
         return
     if not paths:
         raise BadInput("name the files an edit would change",
@@ -53,7 +52,7 @@ def guard(ctx: Invocation, paths: tuple[str, ...], hook: str | None, as_json: bo
 
     verdict = editguard.check_edit(list(paths), identity=ctx.identity,
                                    record=ctx.record_path, cwd=os.getcwd(),
-                                   refresh=toolhook.refresh)
+                                   refresh=toolhooks.refresh)
     for note in verdict.notes:
         print_warning(note)
     if as_json:
@@ -86,7 +85,7 @@ def news(ctx: Invocation, hook: str | None, as_json: bool) -> None:
     counting what it cut; by hand it looks now.
     """
     if hook is not None:
-        toolhook.news_hook(hook, ctx.record_path, ctx.identity, ctx.project)
+        toolhooks.news_hook(hook, ctx.record_path, ctx.identity, ctx.project)
         return
     from atlas_files.api.news import after_tool  # noqa: PLC0415
 
