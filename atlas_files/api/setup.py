@@ -253,6 +253,8 @@ def agents_section(identity: str | None) -> str:
         "   someone wrote since you read: read it, merge, write again. Never edit versions.",
         "4. Before using a shared machine: `atlas lease claim RESOURCE --for 90m --why W`.",
         "   Leases are advisory and expire by themselves; exit 4 means another holds it.",
+        "   Before editing a file another may be in: `atlas activity --paths FILE`. The",
+        "   edit guard (a hook) may stop such an edit: never work around it in the shell.",
         "5. Record choices: `atlas decide --topic T --recommended R --chosen C",
         "   --relation agreed|disagreed|timed-out --why W`.",
         "6. Your own mistakes: `atlas correct REF --what TEXT`, `atlas retract NAME@vN",
