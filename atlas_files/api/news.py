@@ -24,10 +24,11 @@ guard left for a harness whose pre-tool hook cannot carry any (``pending``).
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
-from atlas_files import jsonfile, layout, receipts, sessions, timeutil
+from atlas_files import jsonfile, layout, pathleases, receipts, sessions, timeutil
 from atlas_files.errors import DamagedFile
 from atlas_files.record import Record
 from atlas_files.sessions import Baseline, Row, Told
@@ -161,34 +162,50 @@ def _corrections(record: Record, row: Row, read: dict[str, int], since: str,
 
 def _leases(record: Record, base: Baseline, edited: Sequence[str],
             identity: str) -> tuple[list[Item], dict[str, int]]:
-    """New path leases of others covering a file this session edited."""
-    leases_dir = str(record.path(layout.LEASES))
-    writes = sessions.leases_since(leases_dir, base)
-    moved = {w.name: w.version or 0 for w in writes}
-    theirs = [w for w in writes if w.author != identity and w.summary != "release"]
-    if not theirs or not edited:
+    """New path leases of others covering a file this session edited. Asked only once
+    the session edited something; a lease taken before that edit but after the session
+    began is news then too. Read through the guard's index of path leases (pathleases):
+    a sheet of a thousand leases costs a folder listing and a stat each."""
+    if not edited:
+        return [], {}
+    try:
+        items = pathleases.read(str(record.leases_dir))
+    except OSError:
+        return [], {}
+    moved: dict[str, int] = {}
+    found = []
+    for item in items:
+        number = item.name[1:-5] if item.name else ""
+        generation = int(number) if number.isdigit() else 0
+        if generation <= base.leases.get(item.resource, 0):
+            continue
+        moved[item.resource] = generation
+        if item.state != pathleases.PATHS or item.holder == identity:
+            continue
+        found.append(item)
+    if not found:
         return [], moved
     from atlas_files.leases.paths import covers  # noqa: PLC0415 - only when a lease changed
 
-    items = []
+    out = []
     now = timeutil.format_time(timeutil.now())
-    for w in theirs:
-        path = os.path.join(leases_dir, w.name, sessions.generation_filename(w.version or 0))
+    for item in found:
+        expires = item.expires_at
+        if not isinstance(expires, str) or expires <= now:
+            continue
+        hit = [p for p in edited if any(covers(g, p) for g in item.globs)]
+        if not hit:
+            continue
+        path = os.path.join(item.folder, item.name or "")
         try:
-            raw = jsonfile.need_object(jsonfile.read(path, 1 << 20), "a generation")
+            why = jsonfile.need_object(jsonfile.read(path, 1 << 20), "a generation").get("why")
         except (OSError, ValueError):
-            continue
-        globs, holder, expires = raw.get("paths"), raw.get("holder"), raw.get("expires_at")
-        if not isinstance(globs, list) or not isinstance(holder, str) or holder == identity \
-                or not isinstance(expires, str) or expires <= now:
-            continue
-        hit = [p for p in edited if any(isinstance(g, str) and covers(g, p) for g in globs)]
-        if hit:
-            items.append(Item("lease", _one_line(
-                f"{holder} took the path lease {w.name} on {', '.join(hit[:3])}, which you "
-                f"edited this session, until {expires}: {raw.get('why') or ''} — tell "
-                f"{holder} through the record what you changed there")))
-    return items, moved
+            why = None
+        out.append(Item("lease", _one_line(
+            f"{item.holder} took the path lease {item.resource} on {', '.join(hit[:3])}, "
+            f"which you edited this session, until {expires}: {why or ''} — tell "
+            f"{item.holder} through the record what you changed there")))
+    return out, moved
 
 
 def _status(record: Record, row: Row, base: Baseline,
@@ -243,26 +260,55 @@ def _merge(base: Baseline, status: int, topics: dict[str, int],
 # -- the hook's one call ------------------------------------------------------------------------
 
 
+def _stamp(record: Record, identity: str) -> str:
+    """The file whose time says when the news hook last looked (hidden, beside the row)."""
+    return str(sessions.folder(record) / f".{identity}.news")
+
+
+def _due(stamp: str, every_s: float) -> bool:
+    try:
+        return time.time() - os.stat(stamp).st_mtime >= every_s
+    except OSError:
+        return True
+
+
+def _looked(stamp: str) -> None:
+    try:
+        os.utime(stamp)
+    except FileNotFoundError:
+        try:
+            with open(stamp, "a", encoding="utf-8"):
+                pass
+        except OSError:
+            pass
+    except OSError:
+        pass
+
+
 def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
                files: Sequence[str] = (), force: bool = False) -> News | None:
     """After a tool call of ``identity``'s session: note the repository paths it
     ``edited`` (``files``: the same edit's files, as absolute paths), hand over what the
     guard left, and, when ``news.every`` has passed since it last looked (or ``force``),
     the news. None without a session row (no `atlas begin`: nothing to measure from);
-    DamagedFile for a row that cannot be read."""
+    DamagedFile for a row that cannot be read. The row is written only when something
+    changed: looking and finding nothing touches one small file."""
     row = sessions.read(record, identity)
     if row is None:
         return None
     cfg = record.config.guard
-    now = timeutil.now()
-    last = row.heard_at
-    due = force or last is None or (now - timeutil.parse_time(last)).total_seconds() \
-        >= cfg.news_every_s
+    stamp = _stamp(record, identity)
+    due = force or _due(stamp, cfg.news_every_s)
     pending = list(row.pending)
     items: list[Item] = []
-    baseline = row.heard or row.saw
-    since = last or row.since
+    before = row.heard or row.saw
+    baseline = before
+    since = row.heard_at or row.since
+    # Taken before anything is listed: an entry written while this looks is after it, so
+    # the next look (which starts from here) still finds it.
+    at = timeutil.format_time(timeutil.now())
     if due:
+        _looked(stamp)
         try:
             read = receipts.read(record, identity)
         except DamagedFile:
@@ -274,9 +320,9 @@ def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
                  + lease_items + status_items)
         baseline = _merge(baseline, status, topics, leases)
     news_text, shown = _fit(items, cfg.news_limit)
-    at = timeutil.format_time(now)
+    moved = baseline.to_json() != before.to_json()
     edited_new = [p for p in edited if p not in row.edited]
-    if not (due or pending or edited_new or _overridden(row, files)):
+    if not (items or moved or pending or edited_new or _overridden(row, files)):
         return News(identity, since, items, shown, [], None)
 
     def change(fresh: Row) -> bool:
@@ -286,7 +332,7 @@ def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
                     and set(told.paths) & set(files):
                 told.after = "edited"
         fresh.pending = [p for p in fresh.pending if p not in pending]
-        if due:
+        if items or moved:
             fresh.heard = _merge(fresh.heard or fresh.saw, baseline.status,
                                  dict(baseline.topics), dict(baseline.leases))
             fresh.heard_at = at
