@@ -100,3 +100,19 @@ def export_to_shell(values: dict[str, str]) -> str | None:
     except OSError:
         return None
     return path
+
+
+# Where Claude Code hands a plugin's hooks and servers the identity a person configured
+# for the plugin (`claude plugin install atlas --config identity=NAME`): its userConfig
+# option `identity`, exported to the plugin's processes.
+PLUGIN_IDENTITY = "CLAUDE_PLUGIN_OPTION_IDENTITY"
+
+
+def identity(given: str | None) -> str | None:
+    """Who a hook acts as: ``given`` (--as, else $ATLAS_AS), else the identity configured
+    for the plugin that runs it, else None."""
+    if given:
+        return given
+    configured = os.environ.get(PLUGIN_IDENTITY, "")
+    # An option never set reaches a server as "" or as its unexpanded ${user_config...}.
+    return configured if configured and "$" not in configured else None

@@ -218,3 +218,46 @@ def test_a_harness_that_sends_no_json_is_let_through(started: Record) -> None:
     assert out.returncode == 0 and json.loads(out.stdout)["decision"] == "block"
     out = run_atlas("--as", "Bob!", "end", "--hook", "claude", input="{}", cwd=started.root)
     assert (out.returncode, out.stdout) == (0, "") and "not an identity" in out.stderr
+
+
+def test_session_start_hands_the_identity_to_the_agents_shell(tmp_path: Path) -> None:
+    """Claude Code names a file (CLAUDE_ENV_FILE) whose export lines run before each of
+    the agent's shell commands: the hook writes the identity and the record there, quoted
+    so that a record folder with spaces and quotes comes back exactly."""
+    import subprocess
+
+    root = tmp_path / "it's a \"record\" $HOME"
+    Record.init(root, ["web"])
+    env_file = tmp_path / "env.sh"
+    env_file.write_text("export EARLIER=1\n")
+    out = run_atlas("--as", "bob", "begin", "--hook", "claude", cwd=tmp_path,
+                    input=json.dumps(claude_session_start(root)),
+                    env={"CLAUDE_ENV_FILE": str(env_file)})
+    assert out.returncode == 0
+    assert "act as bob" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    shown = subprocess.run(["bash", "-c", f'. {env_file}; printf "%s\\n%s\\n%s" "$EARLIER" '
+                            '"$ATLAS_AS" "$ATLAS_RECORD"'], capture_output=True, text=True)
+    assert shown.stdout.split("\n") == ["1", "bob", str(root)]
+
+
+def test_without_an_env_file_the_briefing_says_to_pass_the_identity(started: Record) -> None:
+    out = hook(started, "begin", "gemini", gemini_event(started.root, "SessionStart",
+                                                        source="startup"))
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "`atlas --as bob ...`" in text
+
+
+@pytest.mark.parametrize(("configured", "acts_as"), [
+    ("carol", "carol"), ("${user_config.identity}", None), ("", None)])
+def test_a_plugins_configured_identity(started: Record, configured: str,
+                                       acts_as: str | None) -> None:
+    """Claude Code exports the plugin's userConfig identity to its hooks; an option never
+    set (empty, or left unexpanded) is no identity."""
+    out = run_atlas("begin", "--hook", "claude", cwd=started.root.parent,
+                    input=json.dumps(claude_session_start(started.root)),
+                    env={"CLAUDE_PLUGIN_OPTION_IDENTITY": configured})
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    if acts_as:
+        assert f"you are {acts_as}" in text
+    else:
+        assert "names no identity" in text

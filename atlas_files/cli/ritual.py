@@ -39,7 +39,7 @@ def _hook_worker(ctx: Invocation, event: dict[str, Any], harness: str) -> Worker
     where = hookio.cwd(event)
     try:
         root = locate(ctx.record_path, starts=[where] if where else [])
-        return Worker(Record(root), ctx.identity, ctx.project)
+        return Worker(Record(root), hookio.identity(ctx.identity), ctx.project)
     except NotFound as exc:
         if ctx.record_path:  # a record was named and is not there: worth a word
             _say(f"{exc.message} (the hook did nothing)")
