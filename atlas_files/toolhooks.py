@@ -262,7 +262,7 @@ def guard_hook(harness: str, record_path: str | None, identity: str | None,
     """Answer harness ``harness``'s pre-tool hook for the call on stdin."""
     event = hookio.read_event()
     try:
-        _guard(harness, event, record_path, identity)
+        _guard(harness, event, record_path, hookio.identity(identity))
     except Exception as exc:  # noqa: BLE001 - an edit never waits on a bug of the guard's
         _say(f"{NOTE}: {type(exc).__name__}: {exc}")
         _out(pre_allow(harness, NOTE))
@@ -307,7 +307,7 @@ def news_hook(harness: str, record_path: str | None, identity: str | None,
     """Answer harness ``harness``'s post-tool (or prompt-submit) hook."""
     event = hookio.read_event()
     try:
-        text = _news(harness, event, record_path, identity)
+        text = _news(harness, event, record_path, hookio.identity(identity))
     except Exception as exc:  # noqa: BLE001 - news is never worth breaking a session
         _say(f"no news this time ({type(exc).__name__}: {exc})")
         text = None

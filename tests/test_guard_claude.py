@@ -180,3 +180,32 @@ def test_news_of_a_topic_the_session_read_reaches_the_model_once(
     assert "plan v2 by bob" in model.turns[2].text()
     assert "the loader moves to Friday" in model.turns[2].text()
     assert said(model, "plan v2 by bob") == 1  # once, not again after the next tool call
+
+
+def test_the_plugin_guards_as_its_configured_identity(
+        claude_binary: Path, harness_home: Path, tmp_path: Path) -> None:
+    """Installed as the plugin (no `atlas setup`), with the identity alice given at
+    install time: bob's lease stops alice's edit, and alice's own lease lets it through."""
+    from test_harness_claude_plugin import REPO, claude
+
+    out = claude(claude_binary, harness_home, "plugin", "install", "atlas", "--marketplace",
+                 str(REPO), "--config", "identity=alice")
+    assert out.returncode == 0, out.stdout + out.stderr
+    repo = GitRepo(tmp_path / "plain", git_env())
+    Record.init(repo.path, ["web"])
+    repo.commit("Start", METRICS, "src/loader.py", author="alice", ago_s=3 * 3600)
+    assert run_atlas("--as", "bob", "lease", "claim", "repo.metrics", "--paths", METRICS,
+                     "--for", "2h", "--why", WHY, record=repo.path).returncode == 0
+    assert run_atlas("--as", "alice", "lease", "claim", "repo.loader", "--paths",
+                     "src/loader.py", "--for", "2h", "--why", "mine",
+                     record=repo.path).returncode == 0
+    assert not (repo.path / ".claude").exists()
+    script = [turn(edit(repo.path / METRICS, "Start", "alice was here")),
+              turn(edit(repo.path / "src/loader.py", "Start", "alice was here")),
+              turn(Say("Loader done; metrics waits for bob."))]
+    with ScriptedModel(ANTHROPIC, script) as model:
+        session(claude_binary, repo, harness_home, model)
+    assert (repo.path / METRICS).read_text() == "Start\n"
+    assert (repo.path / "src/loader.py").read_text() == "alice was here\n"
+    assert "bob's path lease repo.metrics" in model.turns[1].text()
+    assert "You are alice" in model.turns[1].text()
