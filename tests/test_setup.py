@@ -69,8 +69,9 @@ def test_remove_takes_away_a_file_setup_created(tmp_path: Path) -> None:
     assert commands(data, "Stop") == ["atlas --as bob end --hook codex"]
     assert data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 30  # seconds
     result = setup("codex", directory=tmp_path, remove=True)
-    assert [c.action for c in result.changes] == ["removed"]
-    assert not (tmp_path / ".codex" / "hooks.json").exists()
+    assert [c.action for c in result.changes] == ["removed", "removed"]
+    assert not (tmp_path / ".codex").joinpath("hooks.json").exists()
+    assert not (tmp_path / ".codex").joinpath("config.toml").exists()
 
 
 def test_gemini_gets_its_own_event_names_and_units(tmp_path: Path) -> None:
@@ -190,3 +191,31 @@ def test_claude_md_linked_to_agents_md_keeps_the_protocol(tmp_path: Path) -> Non
     text = (tmp_path / "AGENTS.md").read_text()
     assert "atlas end --status" in text and "@AGENTS.md" not in text
     assert (tmp_path / "CLAUDE.md").is_symlink()
+
+
+def test_codex_gets_the_identity_into_its_agents_shell(tmp_path: Path) -> None:
+    """Codex 0.171 lets no hook set the agent's shell environment; its project config's
+    shell_environment_policy.set does. The user's own config.toml is kept around it."""
+    import tomllib
+
+    config = tmp_path / ".codex" / "config.toml"
+    config.parent.mkdir()
+    own = 'model = "o3"\n\n[shell_environment_policy]\ninherit = "core"\n'
+    config.write_text(own)
+    setup("codex", directory=tmp_path, identity="bob")
+    data = tomllib.loads(config.read_text())
+    assert data["model"] == "o3" and data["shell_environment_policy"]["inherit"] == "core"
+    assert data["shell_environment_policy"]["set"] == {"ATLAS_AS": "bob"}
+    setup("codex", directory=tmp_path, identity="carol")
+    assert tomllib.loads(config.read_text())["shell_environment_policy"]["set"] == {
+        "ATLAS_AS": "carol"}
+    setup("codex", directory=tmp_path, remove=True)
+    assert config.read_text() == own
+    config.write_text('[shell_environment_policy]\nset = { PATH = "/usr/bin" }\n')
+    result = setup("codex", directory=tmp_path, identity="bob")
+    assert config.read_text() == '[shell_environment_policy]\nset = { PATH = "/usr/bin" }\n'
+    assert any('ATLAS_AS = "bob"' in note for note in result.notes)
+    config.write_text("model = \n")
+    before = files(tmp_path)
+    assert run("setup", "codex", "--as", "bob", "--dir", str(tmp_path)) == 2
+    assert files(tmp_path) == before

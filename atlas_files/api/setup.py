@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -234,6 +236,56 @@ def _settings(path: Path, real: Path, harness: str, identity: str | None,
                   before is not None)
 
 
+# Codex gives a hook no way to set the agent's shell environment (0.171), but its config
+# does: `shell_environment_policy.set` in the project's .codex/config.toml, read in a
+# project the person trusts, as the hooks are.
+CODEX_CONFIG = (".codex", "config.toml")
+TOML_BEGIN = "# atlas-files:begin (written by `atlas setup codex`; `--remove` takes it out)"
+TOML_END = "# atlas-files:end"
+
+
+def _codex_block(identity: str) -> str:
+    return "\n".join([TOML_BEGIN, "# The agent's own shell acts as the identity the hooks act as.",
+                      "[shell_environment_policy.set]", f'ATLAS_AS = "{identity}"',
+                      TOML_END]) + "\n"
+
+
+def _codex_shell(path: Path, real: Path, identity: str | None, remove: bool
+                 ) -> tuple[Callable[[], Change], str | None]:
+    """Set ATLAS_AS for Codex's agent shell in .codex/config.toml, between markers (no
+    identity or ``remove``: take the block out). A file whose own
+    `shell_environment_policy.set` is there already is left alone, with a note."""
+    try:
+        text = fsio.read_nofollow(real, SETTINGS_LIMIT).decode("utf-8")
+        existed = True
+    except FileNotFoundError:
+        text, existed = "", False
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path} cannot be read as UTF-8 text ({exc}); nothing was written",
+                       hint="fix or move the file, then run setup again") from None
+    start, stop = text.find(TOML_BEGIN), text.find(TOML_END)
+    rest = (text[:start].rstrip("\n") + "\n" + text[stop + len(TOML_END):].lstrip("\n")
+            if start != -1 and stop > start else text)
+    rest = "" if not rest.strip() else rest
+    try:
+        config = tomllib.loads(rest)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path} is not valid TOML ({exc}); nothing was written",
+                       hint="fix the file, then run setup again") from None
+    new = rest
+    note = None
+    if identity and not remove:
+        policy = config.get("shell_environment_policy", {})
+        if isinstance(policy, dict) and "set" not in policy:
+            new = (rest.rstrip("\n") + "\n\n" if rest.strip() else "") + _codex_block(identity)
+        else:
+            note = (f"{path} sets shell_environment_policy itself: add ATLAS_AS = "
+                    f'"{identity}" to its `set` so the agent\'s shell acts as {identity}')
+    if new == text:
+        return lambda: Change(path, "unchanged"), note
+    return lambda: _write(path, real, new if new.strip() else None, existed), note
+
+
 def agents_section(identity: str | None) -> str:
     who = (f"You act as `{identity}`: pass `--as {identity}` (or set ATLAS_AS={identity})."
            if identity else "Say who you are with `--as NAME` or ATLAS_AS=NAME on every "
@@ -322,13 +374,21 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
     settings = settings_path(root, target) if target in HARNESSES else None
     marked = [root / "AGENTS.md", root / "CLAUDE.md"] if target == "agents-md" or not remove \
         else []
-    real = {path: inside(root, path) for path in ([settings] if settings else []) + marked}
+    shell = root.joinpath(*CODEX_CONFIG) if target == "codex" else None
+    real = {path: inside(root, path)
+            for path in [p for p in (settings, shell) if p is not None] + marked}
     changes: list[Change] = []
     notes: list[str] = []
+    # Read (and refused, if it must be) before the hooks are written; written after them.
+    write_shell, note = (_codex_shell(shell, real[shell], identity, remove) if shell
+                         else (None, None))
     if settings is not None:
         changes.append(_settings(settings, real[settings], target, identity, remove))
         if not remove:
             notes.append(NOTES[target])
+    if write_shell is not None:
+        changes.append(write_shell())
+        notes += [note] if note else []
     for path, section in zip(marked, (agents_section(identity), POINTER), strict=False):
         if path.name == "CLAUDE.md" and real[path] == real.get(root / "AGENTS.md"):
             changes.append(Change(path, "unchanged"))  # a link to AGENTS.md: it is AGENTS.md
@@ -343,8 +403,13 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
 NOTES = {
     "claude": "Claude Code runs the hooks from .claude/settings.json; a teammate with another "
               "identity sets ATLAS_AS instead of sharing --as",
-    "codex": "Codex asks you to review and trust new hooks before they run (older versions "
-             "also need `[features] codex_hooks = true` in .codex/config.toml)",
+    "codex": "Codex runs these hooks only in a trusted project, and only once a person has "
+             "trusted each hook (by its content, so again after every change): trust the "
+             "project (`codex exec --trust` once here, or [projects.\"<this folder>\"] "
+             "trust_level = \"trusted\" in ~/.codex/config.toml), then open `codex` here and "
+             "trust the atlas hooks in /hooks. Until then `codex exec` skips them without a "
+             "word; for unattended runs of hooks you have read, `codex exec "
+             "--dangerously-bypass-hook-trust` runs them for that run only",
     "gemini": "Gemini CLI runs hooks from .gemini/settings.json where hooks are enabled; "
               "it reads GEMINI.md, not AGENTS.md, unless context.fileName names AGENTS.md",
 }

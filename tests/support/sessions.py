@@ -126,3 +126,35 @@ def claude_session(claude: Path, project: Path, prompt: str, model: ScriptedMode
             *args]
     return run_harness(argv, project, claude_env(home, model, env), record=record,
                        timeout=timeout)
+
+
+def login_profile(home: Path) -> None:
+    """A ~/.profile putting this checkout's ``atlas`` on PATH: Codex runs the agent's
+    commands in a login shell (`bash -lc`), whose PATH comes from the profile, as a
+    user's installed atlas would be found."""
+    scripts = Path(sys.executable).parent
+    (home / ".profile").write_text(f'export PATH="{scripts}:$PATH"\n')
+
+
+# -- Codex --------------------------------------------------------------------------------------
+
+
+def codex_session(codex: Path, project: Path, prompt: str, model: ScriptedModel, *,
+                  home: Path, record: Path | None = None, trust_hooks: bool = True,
+                  timeout: float = SESSION_TIMEOUT) -> Session:
+    """`codex exec PROMPT` in ``project``, its model a `model_providers` entry at the
+    stand-in (wire_api "responses"), the project trusted in ~/.codex/config.toml. Codex
+    skips a hook no person has trusted; ``trust_hooks`` passes
+    --dangerously-bypass-hook-trust, the flag for automation that vetted its hooks."""
+    config = home / ".codex"
+    config.mkdir(exist_ok=True)
+    (config / "config.toml").write_text("\n".join([
+        'model = "scripted-model"', 'model_provider = "scripted"',
+        "[model_providers.scripted]", 'name = "scripted"', f'base_url = "{model.url}/v1"',
+        'wire_api = "responses"', 'env_key = "SCRIPTED_API_KEY"',
+        f"[projects.{json.dumps(str(project))}]", 'trust_level = "trusted"', ""]))
+    login_profile(home)
+    argv = [str(codex), "exec", "--skip-git-repo-check", "--sandbox", "danger-full-access",
+            *(["--dangerously-bypass-hook-trust"] if trust_hooks else []), prompt]
+    return run_harness(argv, project, base_env(home, {"SCRIPTED_API_KEY": "sk-scripted"}),
+                       record=record, timeout=timeout)
