@@ -38,8 +38,11 @@ EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
 TOOL_HOOKS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
     "claude": (("PreToolUse", "guard", "Edit|Write|MultiEdit|NotebookEdit"),
                ("PostToolUse", "news", None)),
-    # Codex names every file edit apply_patch (Edit and Write are its matcher aliases).
-    "codex": (("PreToolUse", "guard", "apply_patch|Edit|Write"),
+    # Codex names a file edit apply_patch (Edit and Write are its matcher aliases), or,
+    # for a model it offers no apply_patch tool, Bash: the patch fed to apply_patch
+    # through its shell (the guard reads the patch there too; other commands cost it a
+    # look at the command line).
+    "codex": (("PreToolUse", "guard", "Bash|apply_patch|Edit|Write"),
               ("PostToolUse", "news", None)),
     "gemini": (("BeforeTool", "guard", "write_file|replace"), ("AfterTool", "news", None)),
 }
