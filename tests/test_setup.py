@@ -219,3 +219,30 @@ def test_codex_gets_the_identity_into_its_agents_shell(tmp_path: Path) -> None:
     before = files(tmp_path)
     assert run("setup", "codex", "--as", "bob", "--dir", str(tmp_path)) == 2
     assert files(tmp_path) == before
+
+
+def test_cursor_gets_the_edit_guard_and_the_news_hook_in_its_own_format(
+        tmp_path: Path) -> None:
+    hooks = tmp_path / ".cursor" / "hooks.json"
+    hooks.parent.mkdir()
+    mine = {"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}],
+                                     "preToolUse": [{"command": "./audit.sh"}]}}
+    hooks.write_text(json.dumps(mine))
+    assert run("setup", "cursor", "--as", "bob", "--dir", str(tmp_path)) == 0
+    data = json.loads(hooks.read_text())
+    assert data["version"] == 1
+    assert data["hooks"]["preToolUse"] == [{"command": "./audit.sh"},
+                                           {"command": "atlas --as bob guard --hook cursor"}]
+    assert data["hooks"]["postToolUse"] == [{"command": "atlas --as bob news --hook cursor"}]
+    first = hooks.read_bytes()
+    assert run("setup", "cursor", "--as", "bob", "--dir", str(tmp_path)) == 0
+    assert hooks.read_bytes() == first
+    assert run("setup", "cursor", "--as", "carol", "--dir", str(tmp_path)) == 0
+    assert "carol guard" in hooks.read_text() and "bob" not in hooks.read_text()
+    assert run("setup", "cursor", "--dir", str(tmp_path), "--remove") == 0
+    assert json.loads(hooks.read_text()) == mine
+    hooks.unlink()
+    setup("cursor", directory=tmp_path)
+    assert list(json.loads(hooks.read_text())) == ["version", "hooks"]
+    assert [c.action for c in setup("cursor", directory=tmp_path, remove=True).changes] == [
+        "removed"]

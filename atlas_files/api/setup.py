@@ -26,10 +26,13 @@ from atlas_files import fsio
 from atlas_files.errors import BadInput
 from atlas_files.names import check_name
 
-HARNESSES = ("claude", "codex", "gemini")
+HARNESSES = ("claude", "codex", "gemini", "cursor")
 TARGETS = (*HARNESSES, "agents-md")
 SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json"),
-            "gemini": (".gemini", "settings.json")}
+            "gemini": (".gemini", "settings.json"), "cursor": (".cursor", "hooks.json")}
+# Cursor's hooks.json: `{"version": 1, "hooks": {"event": [{"command": ...}, ...]}}`, each
+# entry a flat object (no matcher groups).
+FLAT = ("cursor",)
 # The harness's event at session start, and the one after each turn of the agent.
 EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
           "gemini": ("SessionStart", "AfterAgent")}
@@ -45,6 +48,8 @@ TOOL_HOOKS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
     "codex": (("PreToolUse", "guard", "Bash|apply_patch|Edit|Write"),
               ("PostToolUse", "news", None)),
     "gemini": (("BeforeTool", "guard", "write_file|replace"), ("AfterTool", "news", None)),
+    # Cursor's preToolUse for every tool: the guard picks out its file tools itself.
+    "cursor": (("preToolUse", "guard", None), ("postToolUse", "news", None)),
 }
 OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end|guard|news) --hook "
                   r"(claude|codex|gemini|cursor)$")
@@ -125,14 +130,19 @@ def _shape(data: Any, path: Path) -> dict[str, Any]:
 def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dict[str, Any]:
     """``data`` with our hook entries in it: an entry of ours for the same event is
     updated in place (a new identity), never added twice."""
+    if harness in FLAT and "version" not in data:
+        data = {"version": 1, **data}
     hooks = data.setdefault("hooks", {})
     wanted_all: list[tuple[str, str, str | None]] = [
-        (event, verb, None) for event, verb in zip(EVENTS[harness], ("begin", "end"),
-                                                   strict=True)]
+        (event, verb, None) for event, verb in zip(EVENTS.get(harness, ()), ("begin", "end"),
+                                                   strict=False)]
     wanted_all += TOOL_HOOKS.get(harness, ())
     for event, verb, matcher in wanted_all:
         wanted = _handler(harness, verb, identity)
         groups = hooks.setdefault(event, [])
+        if harness in FLAT:
+            _merge_flat(groups, verb, wanted)
+            continue
         found = False
         for group in groups:
             handlers = group.get("hooks") if isinstance(group, dict) else None
@@ -147,6 +157,14 @@ def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dic
     return data
 
 
+def _merge_flat(entries: list[Any], verb: str, wanted: dict[str, Any]) -> None:
+    for i, entry in enumerate(entries):
+        if _is_ours(entry) == verb:
+            entries[i] = {**entry, "command": wanted["command"]}
+            return
+    entries.append({"command": wanted["command"]})
+
+
 def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` without our entries; a group or event list left empty by that goes too."""
     hooks = data.get("hooks")
@@ -156,6 +174,8 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
         groups = hooks[event]
         kept = []
         for group in groups:
+            if _is_ours(group):  # a flat entry (Cursor)
+                continue
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(handlers, list) and any(_is_ours(h) for h in handlers):
                 rest = [h for h in handlers if not _is_ours(h)]
@@ -169,6 +189,8 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
             del hooks[event]
     if not hooks:
         del data["hooks"]
+        if data.get("version") == 1 and len(data) == 1:
+            del data["version"]  # Cursor's file, left with nothing but its version
     return data
 
 
@@ -415,4 +437,7 @@ NOTES = {
              "--dangerously-bypass-hook-trust` runs them for that run only",
     "gemini": "Gemini CLI runs hooks from .gemini/settings.json where hooks are enabled; "
               "it reads GEMINI.md, not AGENTS.md, unless context.fileName names AGENTS.md",
+    "cursor": "Cursor runs project hooks from .cursor/hooks.json in a trusted workspace: "
+              "the edit guard (preToolUse) and the news hook (postToolUse); it reads "
+              "AGENTS.md",
 }

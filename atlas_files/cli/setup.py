@@ -10,7 +10,8 @@ from atlas_files.cli.render import emit_json
 
 
 @click.command()
-@click.argument("target", type=click.Choice(api.TARGETS), metavar="claude|codex|gemini|agents-md")
+@click.argument("target", type=click.Choice(api.TARGETS),
+                metavar="claude|codex|gemini|cursor|agents-md")
 @click.option("--as", "identity", metavar="NAME",
               help="The identity the hooks act as (default: the global --as; none: the "
               "hooks use $ATLAS_AS).")
@@ -30,6 +31,7 @@ def setup(ctx: Invocation, target: str, identity: str | None, directory: str, re
     are; running it twice changes nothing. Every target also writes a marked section with
     the protocol into AGENTS.md, and a pointer to it into CLAUDE.md. With --remove, a
     harness loses only its own hooks; `setup agents-md --remove` takes the sections out.
+    For cursor: the guard and the news hook into .cursor/hooks.json.
 
     No token or secret is written: only the commands, and the identity if given.
     """
