@@ -12,7 +12,7 @@ name may hold any character git allows and still cannot be mistaken for a separa
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -81,16 +81,19 @@ def parse(out: bytes) -> list[Commit]:
 
 
 def recent(repo: Path, since: datetime, *, touching: Callable[[str], bool] | None = None,
-           limit: int | None = None) -> tuple[list[Commit], int]:
+           limit: int | None = None, paths: Sequence[str] = ()) -> tuple[list[Commit], int]:
     """(the newest ``limit`` commits on every ref of ``repo`` made at or after ``since``,
     newest first; how many there are in all). With ``touching``, only commits touching a
-    file it accepts count. Only the commits returned are decoded, unless ``touching`` has
-    to look at the files of all of them."""
+    file it accepts count; with ``paths`` (files relative to the root, taken literally),
+    git itself looks only at commits touching one of them, and lists only those files.
+    Only the commits returned are decoded, unless ``touching`` has to look at the files of
+    all of them."""
     cutoff = int(since.timestamp())
+    spec = ["--", *(f":(literal){p}" for p in paths)] if paths else []
     out = gitcmd.run([
         "log", "--exclude=refs/stash", "--exclude=refs/notes/*", "--all",
         f"--max-age={cutoff}", "--source", "--name-only", "--no-renames", "-z",
-        "--no-color", "--no-show-signature", f"--format={_FORMAT}",
+        "--no-color", "--no-show-signature", f"--format={_FORMAT}", *spec,
     ], repo)
     headers = [(int(p[1]), p) for p in _headers(out)]
     headers = [h for h in headers if h[0] >= cutoff]

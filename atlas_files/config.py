@@ -34,6 +34,12 @@ DEFAULT_PROBE_TIMEOUT = "10s"
 DEFAULT_PROBE_INTERVAL = "5m"
 DEFAULT_SYNC_REMOTE = "origin"
 DEFAULT_FETCH_EVERY = "30s"
+# The edit guard's window for "someone else committed to this file lately" (`guard.recent`),
+# and how often at most the news hook looks for news (`news.every`).
+DEFAULT_GUARD_RECENT = "60m"
+DEFAULT_NEWS_EVERY = "3m"
+DEFAULT_NEWS_LIMIT = 600
+MAX_GUARD_RECENT_S = 7 * 86400.0
 # A git remote or branch name as sync passes it to git: never an option (a leading '-'),
 # never a path trick; git's own rules on refs are checked by git.
 # A string, compiled by re on first use: only records that sync read it.
@@ -63,6 +69,18 @@ class SyncConfig(NamedTuple):
     fetch_every_s: float = 30.0
 
 
+class GuardConfig(NamedTuple):
+    """``guard:`` and ``news:`` in atlas.yaml: the edit-time hooks (docs/sessions.md).
+
+    ``recent_s``: commits by another author on any ref within this window reach the agent
+    as context before an edit; ``news_every_s``: the news hook looks for news at most this
+    often; ``news_limit``: the most characters one piece of news may take."""
+
+    recent_s: float = 3600.0
+    news_every_s: float = 180.0
+    news_limit: int = DEFAULT_NEWS_LIMIT
+
+
 class Config(NamedTuple):
     projects: tuple[str, ...]
     default_project: str
@@ -73,6 +91,7 @@ class Config(NamedTuple):
     machines: Mapping[str, Machine] = MappingProxyType({})
     # None: atlas.yaml has no `sync:` (`atlas sync` then uses SyncConfig's defaults).
     sync: SyncConfig | None = None
+    guard: GuardConfig = GuardConfig()
     schema_version: int = SCHEMA_VERSION
     raw: Mapping[str, Any] = MappingProxyType({})
     clock_skew_allowance_s: float = 2.0
@@ -97,7 +116,9 @@ def render(data: Mapping[str, Any]) -> bytes:
         "# lease_cap: the longest lease (at most 24h); status_limit: characters before a\n"
         "# status write is warned about; body_limit: the largest body in bytes; machines:\n"
         "# what `atlas telemetry probe` visits; sync: the git remote the record travels\n"
-        "# by (remote, branch, auto, fetch_every; see `atlas sync --help`).\n"
+        "# by (remote, branch, auto, fetch_every; see `atlas sync --help`); guard.recent:\n"
+        "# how recent another author's commit to a file must be for the edit guard to say\n"
+        "# so; news.every: how often at most the news hook looks (docs/sessions.md).\n"
     )
     import yaml  # noqa: PLC0415 - only a write of the config pays for PyYAML
 
@@ -121,7 +142,8 @@ def load(path: Path) -> Config:
     return from_mapping(data, path)
 
 
-def _duration(data: Mapping[str, Any], key: str, default: str) -> float:
+def _duration(data: Mapping[str, Any], key: str, default: str,
+              label: str | None = None) -> float:
     value = data.get(key, default)
     # Never str() a value of unknown size for a message; quote() shows a bounded part.
     if isinstance(value, str):
@@ -129,7 +151,8 @@ def _duration(data: Mapping[str, Any], key: str, default: str) -> float:
             return timeutil.parse_duration(value)
         except BadInput:
             pass
-    raise DamagedFile(f"{key} is {quote(value)}; it must be a duration such as 4h or 90m")
+    raise DamagedFile(f"{label or key} is {quote(value)}; it must be a duration such as 4h "
+                      "or 90m")
 
 
 def _git_name(spec: Mapping[str, Any], key: str) -> str | None:
@@ -161,6 +184,34 @@ def _sync(spec: Any) -> SyncConfig | None:
         auto=auto,
         fetch_every_s=_duration(spec, "fetch_every", DEFAULT_FETCH_EVERY),
     )
+
+
+def _section(data: Mapping[str, Any], key: str, keys: tuple[str, ...]) -> Mapping[str, Any]:
+    spec = data.get(key)
+    if spec is None:
+        return {}
+    if not isinstance(spec, dict):
+        raise DamagedFile(f"{key} must be a mapping: {', '.join(keys)}")
+    unknown = sorted(set(spec) - set(keys))
+    if unknown:
+        raise DamagedFile(f"{key} has unknown key(s) {', '.join(map(quote, unknown))}; it "
+                          f"takes {', '.join(keys)}")
+    return spec
+
+
+def _guard(data: Mapping[str, Any]) -> GuardConfig:
+    guard = _section(data, "guard", ("recent",))
+    news = _section(data, "news", ("every", "limit"))
+    recent = _duration(guard, "recent", DEFAULT_GUARD_RECENT, "guard.recent")
+    if not 0 < recent <= MAX_GUARD_RECENT_S:
+        raise DamagedFile(f"guard.recent is {quote(guard.get('recent'))}; it must lie "
+                          "between 1s and 7d")
+    limit = news.get("limit", DEFAULT_NEWS_LIMIT)
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 200 <= limit <= 20000:
+        raise DamagedFile(f"news.limit is {quote(limit)}; it must be a whole number of "
+                          "characters from 200 to 20000")
+    return GuardConfig(recent, _duration(news, "every", DEFAULT_NEWS_EVERY, "news.every"),
+                       limit)
 
 
 def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
@@ -218,6 +269,7 @@ def from_mapping(data: Mapping[str, Any], path: Path) -> Config:
             )
         return Config(
             sync=_sync(data.get("sync")),
+            guard=_guard(data),
             projects=projects,
             default_project=default or "",
             lease_cap_s=lease_cap,

@@ -131,6 +131,23 @@ before, broken relative links and anchors, links to superseded or retracted vers
 references to versions or entries that do not exist, leases longer than the cap, and
 crash debris (`.atlas-tmp-*` files).
 
+## 7. Before you edit a file someone else may be in
+
+Read the repository's recent history on every branch before you start work in a file:
+`atlas activity --paths FILE` (or `git log --all --since=1.hour -- FILE` after a `git
+fetch`), and look for a path lease on it (`atlas lease ls --path FILE`). Commits from
+minutes ago by another worker mean that worker is in that file right now: if the work is
+right but the timing is not, record it instead of starting it (`atlas decide ...
+--relation disagreed --why "timing: ..."`), or write to them through the record.
+
+Where the harness runs atlas's hooks (`atlas setup`), `atlas guard` does this before each
+edit of its file tools: it refuses an edit of the record's own files (use `atlas put`,
+`atlas status write`, `atlas correct`), stops an edit under another's unexpired path
+lease for a person to decide, and tells you of recent commits by others; `atlas news`
+tells you, while you work, what changed in what you read. The guard is advisory and sees
+only the harness's file tools: never work around it with a shell command that writes the
+file.
+
 ## Exit codes of `atlas`
 
 0 ok, 1 check found problems, 2 bad input (nothing written), 3 stop sign (nothing

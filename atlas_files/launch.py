@@ -1,10 +1,12 @@
-"""The `atlas` command's entry point: the Stop hook's fast path, else the whole CLI.
+"""The `atlas` command's entry point: the hooks' fast path, else the whole CLI.
 
-`atlas end --hook H` runs after every turn of an agent, so it must cost little more than
-starting Python. When the command line is exactly that (global options --record, --as,
---project or -p, then `end --hook H`), it is answered here, before click, the command
-table and the API are imported. Any other command line, this one with anything added
-(--help, a typo), goes to the full CLI, whose `end --hook` runs the same ``stop_hook``.
+`atlas end --hook H` runs after every turn of an agent, `atlas guard --hook H` before
+every edit and `atlas news --hook H` after every tool call, so each must cost little more
+than starting Python. When the command line is exactly one of them (global options
+--record, --as, --project or -p, then `end|guard|news --hook H`), it is answered here,
+before click, the command table and the API are imported. Any other command line, one of
+these with anything added (--help, a typo), goes to the full CLI, whose `end --hook`,
+`guard --hook` and `news --hook` run the same functions.
 """
 
 from __future__ import annotations
@@ -42,24 +44,34 @@ def split_globals(args: Sequence[str]) -> tuple[dict[str, str | None], list[str]
     return found, list(args[i:])
 
 
+# The hooks answered here, before click: verb -> (module, function). Each runs around
+# every turn or tool call of an agent, so each must cost little more than Python's start.
+FAST_HOOKS = {"end": ("atlas_files.cli.stophook", "stop_hook"),
+              "guard": ("atlas_files.toolhooks", "guard_hook"),
+              "news": ("atlas_files.toolhooks", "news_hook")}
+
+
 def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:
-    """The options of an `[globals] end --hook H` command line; None for anything else."""
+    """The options of an `[globals] end|guard|news --hook H` command line (``verb`` and
+    ``harness`` among them); None for anything else."""
     split = split_globals(args)
     if split is None:
         return None
     found, rest = split
-    if rest[:1] != ["end"]:
+    if rest[:1] not in (["end"], ["guard"], ["news"]):
         return None
     # Here, not at the top: json and typing are 4 ms that the command server's client
     # (server/client.py) runs without.
-    from atlas_files import hookio  # noqa: PLC0415
+    from atlas_files import hookio, toolhooks  # noqa: PLC0415
     if len(rest) == 2 and rest[1].startswith("--hook="):
-        rest = ["end", "--hook", rest[1].partition("=")[2]]
-    if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in hookio.HARNESSES:
+        rest = [rest[0], "--hook", rest[1].partition("=")[2]]
+    harnesses = hookio.HARNESSES if rest[0] == "end" else toolhooks.HARNESSES
+    if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in harnesses:
         return None
     for key, variable in ENVIRONMENT.items():
         if key not in found:
             found[key] = os.environ.get(variable) or None
+    found["verb"] = rest[0]
     found["harness"] = rest[2]
     return found
 
@@ -93,13 +105,13 @@ def run(args: list[str]) -> None:
     request = parse_stop_hook(args)
     if request is not None:
         harness = request.pop("harness") or ""
+        module, function = FAST_HOOKS[request.pop("verb") or "end"]
         # Loaded by name, like the command table loads its commands: this module must
         # import neither the hook's machinery nor the CLI, or each would pay for the other
         # (and `atlas --version` for both).
-        stop_hook: Callable[..., None] = importlib.import_module(
-            "atlas_files.cli.stophook").stop_hook
+        hook: Callable[..., None] = getattr(importlib.import_module(module), function)
         gc.enable()
-        stop_hook(harness, **request)
+        hook(harness, **request)
         sys.exit(0)
     cli_main: Callable[[list[str]], None] = importlib.import_module("atlas_files.cli").main
     split = split_globals(args)  # `atlas server start` management: never through a server

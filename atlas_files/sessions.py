@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -71,12 +71,23 @@ class Baseline:
 
 class Row:
     """A session row. ``previous``: when the session before this one began or ended,
-    what begin's "since your last session" was measured from (None: the first)."""
+    what begin's "since your last session" was measured from (None: the first).
 
-    __slots__ = ("identity", "project", "state", "started_at", "ended_at", "saw", "previous")
+    What the edit-time hooks keep for the session (all optional, absent from a row no
+    hook touched): ``heard``, the baseline the news hook last told the session about
+    (None: the session has heard nothing since ``saw``) and ``heard_at``, when it last
+    looked; ``told``, the guard's and the news hook's results (``Told``); ``edited``, the
+    repository paths the session's edits changed; ``pending``, context the guard left
+    for the next post-tool hook of a harness whose pre-tool hook cannot add any."""
+
+    __slots__ = ("identity", "project", "state", "started_at", "ended_at", "saw", "previous",
+                 "heard", "heard_at", "told", "edited", "pending")
 
     def __init__(self, identity: str, project: str, state: str, started_at: str,
-                 ended_at: str | None, saw: Baseline, previous: str | None = None) -> None:
+                 ended_at: str | None, saw: Baseline, previous: str | None = None, *,
+                 heard: Baseline | None = None, heard_at: str | None = None,
+                 told: list[Told] | None = None, edited: list[str] | None = None,
+                 pending: list[str] | None = None) -> None:
         self.identity = identity
         self.project = project
         self.state = state  # OPEN or ENDED
@@ -84,6 +95,11 @@ class Row:
         self.ended_at = ended_at
         self.saw = saw
         self.previous = previous
+        self.heard = heard
+        self.heard_at = heard_at
+        self.told: list[Told] = list(told or [])
+        self.edited: list[str] = list(edited or [])
+        self.pending: list[str] = list(pending or [])
 
     @property
     def open(self) -> bool:
@@ -95,12 +111,84 @@ class Row:
         return self.started_at if self.open or not self.ended_at else self.ended_at
 
     def to_json(self) -> dict[str, Any]:
-        return {"identity": self.identity, "project": self.project, "state": self.state,
-                "started_at": self.started_at, "ended_at": self.ended_at,
-                "previous": self.previous, "saw": self.saw.to_json()}
+        out: dict[str, Any] = {
+            "identity": self.identity, "project": self.project, "state": self.state,
+            "started_at": self.started_at, "ended_at": self.ended_at,
+            "previous": self.previous, "saw": self.saw.to_json()}
+        if self.heard is not None or self.heard_at is not None:
+            out["heard"] = {"at": self.heard_at,
+                            **(self.heard or self.saw).to_json()}
+        if self.told or self.edited or self.pending:
+            out["hooks"] = {"told": [t.to_json() for t in self.told],
+                            "edited": list(self.edited), "pending": list(self.pending)}
+        return out
 
     def __repr__(self) -> str:
         return f"Row({self.to_json()!r})"
+
+
+TOLD_KEPT = 50  # the newest results a row keeps; a session told more than this is told
+EDITED_KEPT = 500  # paths a row remembers as edited
+PENDING_KEPT = 10
+
+
+class Told:
+    """One result of the edit-time hooks that the session saw: ``kind`` is ``refused``
+    (an edit of the record's own files), ``stopped`` (an edit under another's path lease,
+    put to a person), ``told`` (commits by another author to the file) or ``news``;
+    ``paths`` the repository paths (or record files) it was about, ``what`` the one line
+    said, ``by`` who it was about (the holder, the author), ``refs`` the versions news
+    named (``plan@v2``), ``after`` what the session did next (``edited``: it changed one
+    of those paths anyway)."""
+
+    __slots__ = ("at", "kind", "paths", "what", "by", "refs", "after")
+
+    def __init__(self, at: str, kind: str, paths: list[str], what: str,
+                 by: str | None = None, refs: list[str] | None = None,
+                 after: str | None = None) -> None:
+        self.at = at
+        self.kind = kind
+        self.paths = list(paths)
+        self.what = what
+        self.by = by
+        self.refs = list(refs or [])
+        self.after = after
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at, "kind": self.kind, "paths": list(self.paths),
+                "what": self.what, "by": self.by, "refs": list(self.refs),
+                "after": self.after}
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Told:
+        item = jsonfile.need_object(raw, "hooks.told[]")
+        kind = item.get("kind")
+        if kind not in TOLD_KINDS:
+            raise jsonfile.JSONDamage(f"hooks.told: kind {str(kind)[:40]!r} is none of "
+                                      f"{', '.join(TOLD_KINDS)}")
+        return cls(_text(item.get("at"), "hooks.told[].at"), kind,
+                   _texts(item.get("paths"), "hooks.told[].paths"),
+                   _text(item.get("what"), "hooks.told[].what"),
+                   jsonfile.opt_str(item.get("by"), "hooks.told[].by"),
+                   _texts(item.get("refs"), "hooks.told[].refs"),
+                   jsonfile.opt_str(item.get("after"), "hooks.told[].after"))
+
+
+TOLD_KINDS = ("refused", "stopped", "told", "news")
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise jsonfile.JSONDamage(f"{what} should be text")
+    return value
+
+
+def _texts(value: Any, what: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise jsonfile.JSONDamage(f"{what} should be a list of text")
+    return value
 
 
 class Write:
@@ -180,12 +268,33 @@ def parse(data: bytes, identity: str) -> Row:
                 timeutil.parse_time(stamp)
             except ValueError:
                 raise jsonfile.JSONDamage(f"{stamp[:40]!r} is not a time") from None
-    saw = jsonfile.need_object(raw.get("saw"), "saw")
-    baseline = Baseline(jsonfile.need_int(saw.get("status", 0), "saw.status"),
-                        _counts(saw.get("topics"), "saw.topics"),
-                        _counts(saw.get("leases"), "saw.leases"))
+    baseline = _baseline(raw.get("saw"), "saw")
+    heard, heard_at = None, None
+    if raw.get("heard") is not None:
+        heard = _baseline(raw["heard"], "heard")
+        heard_at = jsonfile.opt_str(raw["heard"].get("at"), "heard.at")
+    hooks = jsonfile.need_object(raw.get("hooks") or {}, "hooks")
+    told = [Told.from_json(t) for t in _list(hooks.get("told"), "hooks.told")]
     return Row(identity, project, state, started, ended, baseline,
-               jsonfile.opt_str(raw.get("previous"), "previous"))
+               jsonfile.opt_str(raw.get("previous"), "previous"), heard=heard,
+               heard_at=heard_at, told=told,
+               edited=_texts(hooks.get("edited"), "hooks.edited"),
+               pending=_texts(hooks.get("pending"), "hooks.pending"))
+
+
+def _baseline(value: Any, what: str) -> Baseline:
+    saw = jsonfile.need_object(value, what)
+    return Baseline(jsonfile.need_int(saw.get("status", 0), f"{what}.status"),
+                    _counts(saw.get("topics"), f"{what}.topics"),
+                    _counts(saw.get("leases"), f"{what}.leases"))
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise jsonfile.JSONDamage(f"{what} should be a list")
+    return value
 
 
 def read(record: Record, identity: str) -> Row | None:
@@ -209,13 +318,40 @@ def _damaged(path: Path, identity: str, why: str) -> DamagedFile:
 
 
 def write(record: Record, row: Row) -> Path:
-    """Replace ``row.identity``'s row atomically: a reader sees the old row or the new."""
+    """Replace ``row.identity``'s row atomically: a reader sees the old row or the new.
+    Under the row's lock, so that a hook's ``update`` never puts back the row it read
+    over one written meanwhile."""
     path = row_path(record, row.identity)
     path.parent.mkdir(parents=True, exist_ok=True)
+    with fsio.locked(path.parent / f".{row.identity}.lock"):
+        return _replace(path, row)
+
+
+def _replace(path: Path, row: Row) -> Path:
     data = json.dumps(row.to_json(), indent=1, ensure_ascii=False).encode() + b"\n"
     # Not durable: a row lost to a power cut reads as "no session", which lets a stop
     # through; it never blocks one wrongly.
     return fsio.replace_atomic(path, data, durable=False)
+
+
+def update(record: Record, identity: str, change: Callable[[Row], bool]) -> Row | None:
+    """Read ``identity``'s row, let ``change`` alter it in place, and write it back if it
+    says it changed something: one read-modify-write under the row's lock, so that hooks
+    of one session running at once (parallel tool calls) never lose each other's note.
+    None if the identity has no row (nothing is written); DamagedFile as ``read``."""
+    path = row_path(record, identity)
+    if not path.parent.is_dir():
+        return None
+    with fsio.locked(path.parent / f".{identity}.lock"):
+        row = read(record, identity)
+        if row is None:
+            return None
+        if change(row):
+            del row.told[:-TOLD_KEPT]
+            del row.edited[:-EDITED_KEPT]
+            del row.pending[:-PENDING_KEPT]
+            _replace(path, row)
+    return row
 
 
 # -- listing the record without following a symlink -----------------------------------------
@@ -251,7 +387,7 @@ def newest_generation(where: str) -> int:
     return max(numbers, default=0)
 
 
-def _head(path: str) -> dict[str, Any] | None:
+def head(path: str) -> dict[str, Any] | None:
     """The front matter of the file at ``path``; None if it cannot be read as some (a
     damaged file names no author: `atlas check` reports it)."""
     try:
@@ -274,7 +410,7 @@ def _head(path: str) -> dict[str, Any] | None:
 # -- what was written since ------------------------------------------------------------------
 
 
-def _versions(folder: str, name: str, seen: int, kind: str) -> Iterator[Write]:
+def versions_after(folder: str, name: str, seen: int, kind: str) -> Iterator[Write]:
     """Each version of the stream ``name`` in ``folder`` after ``seen``, until one is
     missing; the first costs one stat when there is none."""
     version = seen + 1
@@ -282,7 +418,7 @@ def _versions(folder: str, name: str, seen: int, kind: str) -> Iterator[Write]:
         path = f"{folder}{os.sep}{layout.version_filename(name, version)}"
         if not os.path.exists(path):
             return
-        meta = _head(path)
+        meta = head(path)
         if meta is not None:
             yield Write(kind, name, str(meta.get("author") or ""),
                         str(meta.get("written_at") or ""), version,
@@ -301,7 +437,7 @@ def writes_since(record: Record, row: Row) -> list[Write]:
     by anyone, oldest first within each kind. Never follows a symlinked folder (the
     record's paths are checked) and never reads atlas.yaml."""
     project, saw = row.project, row.saw
-    out = list(_versions(str(record.path(layout.PROJECTS, project, layout.STATUS)),
+    out = list(versions_after(str(record.path(layout.PROJECTS, project, layout.STATUS)),
                          "status", saw.status, "status"))
     artifacts = str(record.path(layout.PROJECTS, project, layout.ARTIFACTS))
     seen = saw.topics
@@ -311,14 +447,14 @@ def writes_since(record: Record, row: Row) -> list[Write]:
         folder = f"{artifacts}{os.sep}{name}"
         version = seen.get(name, 0) + 1
         if os.path.exists(f"{folder}{os.sep}{layout.version_filename(name, version)}"):
-            out += _versions(folder, name, version - 1, "put")
+            out += versions_after(folder, name, version - 1, "put")
     for kind in (layout.DECISIONS, layout.CORRECTIONS):
-        out += _entries_since(str(record.path(layout.PROJECTS, project, kind)), row.since)
-    out += _leases_since(str(record.path(layout.LEASES)), saw)
+        out += entries_since(str(record.path(layout.PROJECTS, project, kind)), row.since)
+    out += leases_since(str(record.path(layout.LEASES)), saw)
     return out
 
 
-def _entries_since(where: str, since: str) -> list[Write]:
+def entries_since(where: str, since: str) -> list[Write]:
     out: list[Write] = []
     try:
         names = sorted(os.listdir(where))
@@ -329,7 +465,7 @@ def _entries_since(where: str, since: str) -> list[Write]:
         prefix = name[:3]
         if prefix not in thresholds or name < thresholds[prefix] or not _ENTRY_FILE.match(name):
             continue
-        meta = _head(os.path.join(where, name))
+        meta = head(os.path.join(where, name))
         if meta is None or meta.get("kind") not in ("decision", "correction", "retraction"):
             continue
         kind = str(meta["kind"])
@@ -339,7 +475,7 @@ def _entries_since(where: str, since: str) -> list[Write]:
     return out
 
 
-def _leases_since(leases: str, saw: Baseline) -> list[Write]:
+def leases_since(leases: str, saw: Baseline) -> list[Write]:
     out: list[Write] = []
     for resource in sorted(lease_names(leases)):
         where = os.path.join(leases, resource)

@@ -20,36 +20,19 @@ from __future__ import annotations
 import binascii
 import json
 import os
-import stat
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from atlas_files import __version__
+from atlas_files import __version__, usercache
 
-SUBFOLDER = ("atlas-files", "yaml")
+SUBFOLDER = "yaml"
 MAX_ENTRIES = 64  # past this, the older half goes: a text is a few hundred bytes
 _MISS = object()
 
 
 def folder(env: Mapping[str, str] | None = None) -> str | None:
     """Where entries live; None when the user has no home folder to speak of."""
-    environ = os.environ if env is None else env
-    base = environ.get("XDG_CACHE_HOME", "")
-    if not (base and os.path.isabs(base)):  # the XDG spec ignores a relative value
-        home = environ.get("HOME", "")
-        if not os.path.isabs(home):
-            return None
-        base = os.path.join(home, ".cache")
-    return os.path.join(base, *SUBFOLDER)
-
-
-def _private(path: str) -> bool:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+    return usercache.folder(SUBFOLDER, env=env)
 
 
 def _entry(where: str, text: str) -> str:
@@ -64,7 +47,7 @@ def load(text: str, parse: Callable[[str], Any]) -> Any:
     if where is None or not hasattr(os, "getuid"):
         return parse(text)
     path = _entry(where, text)
-    if _private(where):
+    if usercache.private(where):
         found = _read(path, text)
         if found is not _MISS:
             return found
@@ -89,17 +72,13 @@ def _keep(where: str, path: str, text: str, data: Any) -> None:
     try:
         if json.loads(json.dumps(data)) != data:
             return  # JSON would give back something else: parse this text every time
-        os.makedirs(where, mode=0o700, exist_ok=True)
-        if not _private(where):
-            return
-        temp = f"{path}.{os.getpid()}.tmp"
-        with open(temp, "w", encoding="utf-8") as fh:
-            json.dump({"atlas": __version__, "text": text, "data": data}, fh,
-                      ensure_ascii=False)
-        os.replace(temp, path)  # a reader sees the whole entry or none
-        _prune(where)
-    except (OSError, TypeError, ValueError, RecursionError):
-        pass
+    except (TypeError, ValueError, RecursionError):
+        return
+    if usercache.write_json(where, path, {"atlas": __version__, "text": text, "data": data}):
+        try:
+            _prune(where)
+        except OSError:
+            pass
 
 
 def _prune(where: str) -> None:

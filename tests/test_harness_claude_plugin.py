@@ -46,8 +46,9 @@ def test_the_skill_teaches_the_protocol_briefly() -> None:
                     "atlas decide", "atlas end --status"):
         assert command in text
     hooks = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
-    assert set(hooks) == {"SessionStart", "Stop", "PreToolUse"}
+    assert set(hooks) == {"SessionStart", "Stop", "PreToolUse", "PostToolUse"}
     assert hooks["PreToolUse"][0]["hooks"][0]["command"] == "atlas guard --hook claude"
+    assert hooks["PostToolUse"][0]["hooks"][0]["command"] == "atlas news --hook claude"
 
 
 @pytest.fixture

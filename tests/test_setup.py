@@ -51,7 +51,11 @@ def test_claude_setup_keeps_other_hooks_and_is_idempotent(tmp_path: Path) -> Non
     assert commands(data, "SessionStart") == ["atlas --as bob begin --hook claude"]
     assert commands(data, "Stop") == ["say done", "atlas --as bob end --hook claude"]
     assert data["permissions"] == OTHERS["permissions"] and data["model"] == "opus"
-    assert data["hooks"]["PreToolUse"] == OTHERS["hooks"]["PreToolUse"]
+    # Another tool's PreToolUse group is kept as it was; the edit guard gets its own group.
+    assert data["hooks"]["PreToolUse"][0] == OTHERS["hooks"]["PreToolUse"][0]
+    assert data["hooks"]["PreToolUse"][1]["matcher"] == "Edit|Write|MultiEdit|NotebookEdit"
+    assert commands(data, "PreToolUse") == ["./guard.sh", "atlas --as bob guard --hook claude"]
+    assert commands(data, "PostToolUse") == ["atlas --as bob news --hook claude"]
     first = files(tmp_path)
     assert run("setup", "claude", "--as", "bob", "--dir", str(tmp_path)) == 0
     assert files(tmp_path) == first  # twice changes nothing, byte for byte
@@ -237,7 +241,9 @@ def test_cursor_gets_its_own_flat_hooks_file(tmp_path: Path) -> None:
     assert data == {"version": 1, "hooks": {
         "stop": [theirs, {"command": "atlas --as bob end --hook cursor", "timeout": 10,
                           "loop_limit": 5}],
-        "sessionStart": [{"command": "atlas --as bob begin --hook cursor", "timeout": 30}]}}
+        "sessionStart": [{"command": "atlas --as bob begin --hook cursor", "timeout": 30}],
+        "preToolUse": [{"command": "atlas --as bob guard --hook cursor", "timeout": 10}],
+        "postToolUse": [{"command": "atlas --as bob news --hook cursor", "timeout": 10}]}}
     setup("cursor", directory=tmp_path, identity="carol")
     assert json.loads(hooks.read_text())["hooks"]["stop"][1]["command"] == \
         "atlas --as carol end --hook cursor"
@@ -255,15 +261,44 @@ def test_gemini_with_an_identity_hands_it_to_the_agents_shell(tmp_path: Path) ->
     settings = tmp_path / ".gemini" / "settings.json"
     setup("gemini", directory=tmp_path, identity="bob")
     data = json.loads(settings.read_text())
-    (group,) = data["hooks"]["BeforeTool"]
-    assert group["matcher"] == "run_shell_command"
+    (group,) = [g for g in data["hooks"]["BeforeTool"] if g["matcher"] == "run_shell_command"]
     assert group["hooks"] == [{"name": "atlas-identity", "type": "command",
                                "command": "atlas --as bob begin --hook gemini",
                                "timeout": 10000}]
     setup("gemini", directory=tmp_path, identity="bob")
     assert json.loads(settings.read_text()) == data  # twice is once
     setup("gemini", directory=tmp_path)  # no identity: nothing to hand over
-    assert "BeforeTool" not in json.loads(settings.read_text())["hooks"]
+    assert [g["matcher"] for g in json.loads(settings.read_text())["hooks"]["BeforeTool"]] \
+        == ["write_file|replace"]  # the edit guard's group only
     setup("gemini", directory=tmp_path, identity="bob")
     setup("gemini", directory=tmp_path, remove=True)
     assert not settings.exists()
+
+
+def test_cursor_gets_the_edit_guard_and_the_news_hook_in_its_own_format(
+        tmp_path: Path) -> None:
+    hooks = tmp_path / ".cursor" / "hooks.json"
+    hooks.parent.mkdir()
+    mine = {"version": 1, "hooks": {"afterFileEdit": [{"command": "./format.sh"}],
+                                     "preToolUse": [{"command": "./audit.sh"}]}}
+    hooks.write_text(json.dumps(mine))
+    assert run("setup", "cursor", "--as", "bob", "--dir", str(tmp_path)) == 0
+    data = json.loads(hooks.read_text())
+    assert data["version"] == 1
+    assert data["hooks"]["preToolUse"] == [{"command": "./audit.sh"},
+                                           {"command": "atlas --as bob guard --hook cursor",
+                                             "timeout": 10}]
+    assert data["hooks"]["postToolUse"] == [{"command": "atlas --as bob news --hook cursor",
+                                             "timeout": 10}]
+    first = hooks.read_bytes()
+    assert run("setup", "cursor", "--as", "bob", "--dir", str(tmp_path)) == 0
+    assert hooks.read_bytes() == first
+    assert run("setup", "cursor", "--as", "carol", "--dir", str(tmp_path)) == 0
+    assert "carol guard" in hooks.read_text() and "bob" not in hooks.read_text()
+    assert run("setup", "cursor", "--dir", str(tmp_path), "--remove") == 0
+    assert json.loads(hooks.read_text()) == mine
+    hooks.unlink()
+    setup("cursor", directory=tmp_path)
+    assert list(json.loads(hooks.read_text())) == ["version", "hooks"]
+    assert [c.action for c in setup("cursor", directory=tmp_path, remove=True).changes] == [
+        "removed"]

@@ -7,6 +7,7 @@ room (``api.budget`` decides how much of each section fits).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,6 +18,7 @@ from atlas_files.documents import LatestHints, Version
 from atlas_files.errors import AtlasError, warn
 from atlas_files.leases import view as leaseview
 from atlas_files.record import Record
+from atlas_files.sessions import Row, Told
 
 MAX_LINE = 240  # one item's line; the whole text stays in `atlas get` and friends
 # The short form of the lease sheet's limits, said wherever the briefing lists leases.
@@ -276,3 +278,34 @@ def machine_section(record: Record, held: set[str]) -> Section:
                         f"{timeutil.age_of(str(gpu['observed_at']))})")
         items.append(Item(data, line, gpu["resource"]))
     return Section("machines", "Machines to know about", tuple(items), "atlas telemetry ls")
+
+
+# -- what the edit-time hooks told the last session ----------------------------------------
+
+
+def told_line(told: Told, read: dict[str, int], project: str) -> str:
+    """One result of the guard or the news hook, and what the session did next."""
+    if told.kind == "stopped":
+        after = ("a person let it through: the session edited it anyway"
+                 if told.after == "edited" else "the session did not edit it afterwards")
+        return one_line(f"the guard stopped an edit: {told.what} ({after})")
+    if told.kind == "refused":
+        after = "; the file was changed afterwards" if told.after == "edited" else ""
+        return one_line(f"the guard refused an edit of the record's own files: {told.what}"
+                        f"{after}")
+    if told.kind == "told":
+        return one_line(f"the guard told of recent commits before an edit: {told.what}")
+    unread = [ref for ref in told.refs if not _had_read(read, project, ref)]
+    after = (f" (not read since: {', '.join(unread)})" if unread
+             else " (read since)" if told.refs else "")
+    return one_line(f"news: {told.what}{after}")
+
+
+def told_section(row: Row | None, read: dict[str, int], title: str) -> Section:
+    """What the edit guard and the news hook told ``row``'s session, newest first."""
+    items = []
+    for told in reversed(row.told if row is not None else []):
+        data = {**told.to_json(), "paths": [os.path.basename(p) for p in told.paths]}
+        items.append(Item(data, told_line(told, read, row.project if row else ""),
+                          f"{told.kind} {told.at}"))
+    return Section("guard", title, tuple(items), "atlas begin --json")

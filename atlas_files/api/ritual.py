@@ -64,7 +64,7 @@ class Briefing:
                 "decisions": s["decisions"],
                 "leases": {"advisory": br.LEASE_ADVISORY, "held": s["leases"]},
                 "machines": s["machines"], "repository": self.repository,
-                "truncated": list(self.truncated)}
+                "truncated": list(self.truncated), "guard": s["guard"]}
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,8 @@ class Ending:
     leases_released: tuple[Lease, ...]
     proposals_open: tuple[TopicSummary, ...]
     todo: str | None
+    told: tuple[dict[str, Any], ...] = ()  # what the guard and the news hook told, newest first
+    told_lines: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"identity": self.identity, "project": self.project,
@@ -93,7 +95,7 @@ class Ending:
                 "leases_held": [lease.to_json() for lease in self.leases_held],
                 "leases_released": [lease.to_json() for lease in self.leases_released],
                 "proposals_open": [t.to_json() for t in self.proposals_open],
-                "todo": self.todo}
+                "todo": self.todo, "guard": list(self.told)}
 
 
 def _row(record: Record, identity: str) -> Row | None:
@@ -150,7 +152,9 @@ def _begin(worker: Worker, max_chars: int, go_on: bool) -> Briefing:
     lease_sheet, generations, held = br.lease_section(record, identity)
     sections = [br.correction_section(record, identity, project, read, after), new, proposals,
                 br.decision_section(record, identity, project, after), lease_sheet,
-                br.machine_section(record, held)]
+                br.machine_section(record, held),
+                br.told_section(previous, read, "What the edit guard and the news hook told "
+                                + ("this session so far" if goes_on else "your last session"))]
     repository, repository_lines = _repository(worker)
     if not goes_on:
         saw = sessions.Baseline(status.data["version"] if status.data else 0, latest,
@@ -229,16 +233,27 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
     ended = None
     if ok:
         ended = timeutil.format_time(timeutil.now())
+        # What the hooks told this session stays in the ended row: the next `begin` says it.
         sessions.write(record, Row(identity, project, sessions.ENDED,
                                    row.started_at if row else ended, ended,
                                    _baseline(record, project),
-                                   row.previous if row else None))
+                                   row.previous if row else None,
+                                   told=row.told if row else None))
     todo = None if ok else (
         f"write where things stand: {WRITE_STATUS}; you have not written the status of "
         f"{project} since " + ("this session began" if row and row.open else
                                "your last `atlas end`" if row else "any `atlas begin`"))
     released_names = {lease.resource for lease in released}
+    told = br.told_section(row, _receipts(record, identity), "")
     return Ending(identity, project, row.started_at if row else None, ended, ok, written,
                   warnings, mine, tuple(sessions.others(writes, identity)),
                   tuple(lease for lease in held if lease.resource not in released_names),
-                  tuple(released), proposals, todo)
+                  tuple(released), proposals, todo, tuple(i.data for i in told.items),
+                  tuple(i.line for i in told.items))
+
+
+def _receipts(record: Record, identity: str) -> dict[str, int]:
+    try:
+        return receipts.read(record, identity)
+    except (DamagedFile, OSError):
+        return {}

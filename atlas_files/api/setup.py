@@ -1,13 +1,14 @@
 """`atlas setup`: wire the session ritual into an agent harness's own files.
 
-For Claude Code, Codex and Gemini CLI it merges two hook entries into the harness's JSON
-settings in DIR: at session start `atlas begin --hook H`, at each stop `atlas end --hook H`.
-Everything else in the file is kept as it was (keys, order, other tools' hooks); running
-it twice changes nothing; ``remove`` takes out only the entries it recognises as its own
-(their command is an `atlas ... begin|end --hook H` line). It also writes a section
-between markers into AGENTS.md, and a pointer to it into CLAUDE.md, with the protocol for
-an agent that reads no hook output. Nothing secret is ever written: the files hold the
-commands, and an identity name if one is given.
+For Claude Code, Codex, Gemini CLI and Cursor it merges four hook entries into the
+harness's JSON settings in DIR: at session start `atlas begin --hook H`, at each stop
+`atlas end --hook H`, before each file edit `atlas guard --hook H` and after each tool call
+`atlas news --hook H`. Everything else in the file is kept as it was (keys, order, other
+tools' hooks); running it twice changes nothing; ``remove`` takes out only the entries it
+recognises as its own (their command is an `atlas ... begin|end|guard|news --hook H`
+line). It also writes a section between markers into AGENTS.md, and a pointer to it into
+CLAUDE.md, with the protocol for an agent that reads no hook output. Nothing secret is
+ever written: the files hold the commands, and an identity name if one is given.
 """
 
 from __future__ import annotations
@@ -35,7 +36,22 @@ EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
           "gemini": ("SessionStart", "AfterAgent"), "cursor": ("sessionStart", "stop")}
 # Cursor's stop may send the block's reason back as a follow-up this many times in a row.
 CURSOR_LOOP_LIMIT = 5
-OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end) --hook "
+# The edit-time hooks (docs/sessions.md): before each file edit `atlas guard --hook H`,
+# after each tool call `atlas news --hook H`; (event, verb, the matcher of its group).
+TOOL_HOOKS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
+    "claude": (("PreToolUse", "guard", "Edit|Write|MultiEdit|NotebookEdit"),
+               ("PostToolUse", "news", None)),
+    # Codex names a file edit apply_patch (Edit and Write are its matcher aliases), or,
+    # for a model it offers no apply_patch tool, Bash: the patch fed to apply_patch
+    # through its shell (the guard reads the patch there too; other commands cost it a
+    # look at the command line).
+    "codex": (("PreToolUse", "guard", "Bash|apply_patch|Edit|Write"),
+              ("PostToolUse", "news", None)),
+    "gemini": (("BeforeTool", "guard", "write_file|replace"), ("AfterTool", "news", None)),
+    # Cursor's preToolUse for every tool: the guard picks out its file tools itself.
+    "cursor": (("preToolUse", "guard", None), ("postToolUse", "news", None)),
+}
+OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end|guard|news) --hook "
                   r"(claude|codex|gemini|cursor)$")
 BEGIN_MARK = "<!-- atlas-files:begin (written by `atlas setup`; `atlas setup agents-md " \
              "--remove` takes it out) -->"
@@ -85,13 +101,17 @@ def _handler(harness: str, verb: str, identity: str | None) -> dict[str, Any]:
     else:
         entry["timeout"] = seconds
     if harness == "codex":
-        entry["statusMessage"] = ("atlas: reading the record" if verb == "begin"
-                                  else "atlas: checking the status was written")
+        entry["statusMessage"] = {
+            "begin": "atlas: reading the record",
+            "end": "atlas: checking the status was written",
+            "guard": "atlas: checking the edit against leases and recent commits",
+            "news": "atlas: news from the record"}[verb]
     return entry
 
 
 def _is_ours(hook: Any) -> str | None:
-    """The verb of a hook entry `atlas setup` wrote (begin or end), else None."""
+    """The verb of a hook entry `atlas setup` wrote (begin, end, guard, news), else
+    None."""
     if isinstance(hook, dict) and isinstance(hook.get("command"), str):
         m = OURS.match(hook["command"].strip())
         if m:
@@ -112,7 +132,7 @@ def _shape(data: Any, path: Path) -> dict[str, Any]:
 
 
 def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dict[str, Any]:
-    """``data`` with our two hook entries in it: an entry of ours for the same event is
+    """``data`` with our hook entries in it: an entry of ours for the same event is
     updated in place (a new identity), never added twice."""
     if harness == "cursor":
         data.setdefault("version", 1)
@@ -120,6 +140,8 @@ def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dic
     wanted_hooks: list[tuple[str, str, dict[str, Any], str | None]] = [
         (event, verb, _handler(harness, verb, identity), None)
         for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True)]
+    wanted_hooks += [(event, verb, _handler(harness, verb, identity), matcher)
+                     for event, verb, matcher in TOOL_HOOKS[harness]]
     if harness == "gemini":
         _gemini_shell(hooks, identity, wanted_hooks)
     for event, verb, wanted, matcher in wanted_hooks:
@@ -335,6 +357,8 @@ def agents_section(identity: str | None) -> str:
         "   someone wrote since you read: read it, merge, write again. Never edit versions.",
         "4. Before using a shared machine: `atlas lease claim RESOURCE --for 90m --why W`.",
         "   Leases are advisory and expire by themselves; exit 4 means another holds it.",
+        "   Before editing a file another may be in: `atlas activity --paths FILE`. The",
+        "   edit guard (a hook) may stop such an edit: never work around it in the shell.",
         "5. Record choices: `atlas decide --topic T --recommended R --chosen C",
         "   --relation agreed|disagreed|timed-out --why W`.",
         "6. Your own mistakes: `atlas correct REF --what TEXT`, `atlas retract NAME@vN",
@@ -443,7 +467,9 @@ NOTES = {
              "/hooks. Until then `codex exec` skips them without a "
              "word; for unattended runs of hooks you have read, `codex exec "
              "--dangerously-bypass-hook-trust` runs them for that run only",
-    "cursor": "Cursor runs .cursor/hooks.json in this project; its stop hook sends the "
+    "cursor": "Cursor runs .cursor/hooks.json in this project (in a trusted workspace): "
+              "session start, stop, the edit guard (preToolUse) and the news hook "
+              "(postToolUse); its stop hook sends the "
               "reason back as your next message at most loop_limit (5) times in a row. "
               "No hook can set the agent's shell environment there: the briefing tells the "
               "agent to pass --as",

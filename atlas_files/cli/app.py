@@ -33,6 +33,8 @@ COMMANDS: dict[str, str] = {
     "feed": "atlas_files.cli.core:feed",
     "lease": "atlas_files.cli.leases:lease",
     "activity": "atlas_files.cli.activity:activity",
+    "guard": "atlas_files.cli.guarding:guard",
+    "news": "atlas_files.cli.guarding:news",
     "decide": "atlas_files.cli.decisions:decide",
     "decisions": "atlas_files.cli.decisions:decisions",
     "correct": "atlas_files.cli.decisions:correct",

@@ -197,6 +197,10 @@ def _end_lines(result: ritual.Ending) -> list[str]:
     if result.proposals_open:
         lines.append("your proposals waiting for acceptance: "
                      + ", ".join(f"{t.name}@v{t.version}" for t in result.proposals_open))
+    if result.told_lines:
+        lines.append("what the edit guard and the news hook told this session (the next "
+                     "`atlas begin` says it again):")
+        lines += [f"  {line}" for line in result.told_lines]
     return lines
 
 

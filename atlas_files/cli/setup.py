@@ -28,10 +28,11 @@ def setup(ctx: Invocation, target: str, identity: str | None, directory: str, re
           trust: bool, as_json: bool) -> None:
     """Hook the session ritual into an agent harness, and tell agents the protocol.
 
-    For claude, codex, gemini and cursor: merges two hooks into DIR's
+    For claude, codex, gemini and cursor: merges four hooks into DIR's
     .claude/settings.json, .codex/hooks.json, .gemini/settings.json or
-    .cursor/hooks.json: `atlas begin --hook H` at session start and `atlas end --hook H`
-    at each stop (for codex with --as, also ATLAS_AS for its agent's shell in
+    .cursor/hooks.json: `atlas begin --hook H` at session start, `atlas end --hook H` at
+    each stop, `atlas guard --hook H` before each file edit and `atlas news --hook H`
+    after each tool call (for codex with --as, also ATLAS_AS for its agent's shell in
     .codex/config.toml). Other settings and hooks stay as they are; running it twice
     changes nothing. A target that is a symlink leading outside DIR is refused. Every
     target also writes a marked section with the protocol into AGENTS.md, and a pointer

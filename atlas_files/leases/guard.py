@@ -11,24 +11,24 @@ quick look at each newest generation (who holds it, until when, which paths) tha
 what cannot matter (no paths, the committer's own, expired, released), then the full
 read, with every check a lease read gets, of only the leases that cover a path of the
 commit. A generation the quick look cannot make sense of gets the full read at once, so
-its damage is reported in the words every reader uses.
+its damage is reported in the words every reader uses. The quick look goes through this
+user's index of the record's leases (``pathleases``), which rereads only the leases that
+changed since it last looked; the edit guard, which runs before every edit an agent
+makes, asks the same two passes.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import timeutil
+from atlas_files import pathleases, timeutil
 from atlas_files.errors import BadInput
 from atlas_files.leases import store
-from atlas_files.leases.paths import Index, check_globs
+from atlas_files.leases.paths import Index
 from atlas_files.leases.view import Lease, state_of
-from atlas_files.names import is_name
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -64,56 +64,20 @@ def _expired(expires: str, now: str) -> bool:
     return store.parse_time(expires) <= timeutil.parse_time(now)
 
 
-# Never follow a symlink, never wait on a named pipe (as fsio's reads).
-_PEEK_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-               | getattr(os, "O_CLOEXEC", 0))
-
-
-def _peek(path: str) -> bytes | None:
-    """The bytes of a plain generation file in one read; None for anything else (a
-    symlink, a folder, a pipe, a file too large or growing), which the full read then
-    judges and names. A generation is never written in place, so its size holds."""
-    try:
-        fd = os.open(path, _PEEK_FLAGS)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > store.GENERATION_LIMIT:
-            return None
-        data = os.read(fd, st.st_size + 1)
-        return data if len(data) == st.st_size else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
-def _quick(folder: str, name: str, identity: str | None,
+def _quick(item: pathleases.Item, identity: str | None,
            now: str) -> tuple[tuple[str, ...], bool]:
     """(the globs of another's unexpired lease, or (); whether the full read is needed
     now because the quick look cannot tell)."""
-    data = _peek(os.path.join(folder, name))
-    if data is None:
-        return (), True
-    try:
-        raw = json.loads(data)
-    except (ValueError, RecursionError):
-        return (), True
-    if not isinstance(raw, dict):
-        return (), True
-    paths, holder, expires = raw.get("paths"), raw.get("holder"), raw.get("expires_at")
-    if not paths or raw.get("action") == "release" or (identity and holder == identity):
+    if item.state == pathleases.NONE or (identity and item.holder == identity):
         return (), False
-    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) \
-            or not isinstance(expires, str):
+    if item.state != pathleases.PATHS:
         return (), True
     try:
-        if _expired(expires, now):
+        if _expired(item.expires_at, now):
             return (), False
-        return check_globs(paths), False
     except (ValueError, BadInput):
         return (), True
+    return item.globs, False
 
 
 def _full(record: Record, seen: _Seen, at: datetime) -> Lease:
@@ -133,24 +97,23 @@ def conflicts(record: Record, identity: str | None,
     now = timeutil.format_time(at)
     try:
         top = record.leases_dir
-        with os.scandir(top) as listing:
-            entries = sorted((e.name, e) for e in listing if not e.name.startswith("."))
+        items = pathleases.read(str(top))
     except FileNotFoundError:
         return [], []
     except (BadInput, OSError) as exc:
         return [f"the leases cannot be listed: {exc}"], []
     candidates: list[tuple[str, tuple[_Seen, int]]] = []
-    for resource, entry in entries:
+    for item in items:
+        resource = item.resource
         try:
-            if not (is_name(resource) and entry.is_dir(follow_symlinks=False)):
-                if entry.is_dir():
+            if item.state == pathleases.BAD:
+                if os.path.isdir(item.folder):
                     store.folder(record, resource)  # raises: a bad name, or a symlink
                 raise store.not_a_folder(top / resource)
-            found = store.newest_name(entry.path)
-            if found is None:
+            if item.name is None:
                 continue
-            seen = (resource, entry.path, found[1])
-            globs, unsure = _quick(entry.path, found[1], identity, now)
+            seen = (resource, item.folder, item.name)
+            globs, unsure = _quick(item, identity, now)
             if unsure:
                 _full(record, seen, at)  # raises what is wrong, or reads well after all
                 continue

@@ -171,7 +171,7 @@ def _only_any(rest: str) -> bool:
     return all(seg == "**" for seg in rest.split("/"))
 
 
-def _prefix(glob: str) -> str:
+def prefix(glob: str) -> str:
     """The folders before the first segment with a wildcard ("" if it starts with one)."""
     out = []
     for seg in glob.split("/"):
@@ -190,9 +190,9 @@ class Index(Generic[T]):
     def __init__(self, entries: Iterable[tuple[str, T]]) -> None:
         self._by_prefix: dict[str, list[tuple[str, str, T]]] = {}
         for glob, item in entries:
-            prefix = _prefix(glob)
-            rest = glob[len(prefix) + 1:] if prefix else glob
-            self._by_prefix.setdefault(prefix, []).append((glob, rest, item))
+            prefix_ = prefix(glob)
+            rest = glob[len(prefix_) + 1:] if prefix_ else glob
+            self._by_prefix.setdefault(prefix_, []).append((glob, rest, item))
 
     def covering(self, path: str) -> list[tuple[str, T]]:
         """The (glob, item) pairs that cover ``path``, by the length of the glob's literal

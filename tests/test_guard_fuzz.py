@@ -1,0 +1,85 @@
+"""Whatever a harness (or anyone) feeds the edit-time hooks, they answer with one JSON
+document the harness reads as "go on" or a decision, and never a traceback: fuzzed."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from atlas_files import toolhooks
+from atlas_files.record import Record
+
+HARNESSES = toolhooks.HARNESSES
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=20)
+tool_names = st.sampled_from(["Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch",
+                              "write_file", "replace", "Bash", "Delete", "Read"]) | st.text()
+paths = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40) | \
+    st.sampled_from(["src/a.py", "/etc/passwd", "../x", "~/x", "", ".", "a\0b",
+                     "projects/web/status/status.v0001.md"])
+events = st.fixed_dictionaries(
+    {"tool_name": tool_names,
+     "tool_input": st.fixed_dictionaries({}, optional={
+         "file_path": paths | json_values, "notebook_path": paths,
+         "command": st.text() | st.builds(
+             lambda ps: "*** Begin Patch\n" + "".join(f"*** Update File: {p}\n" for p in ps)
+             + "*** End Patch", st.lists(paths, max_size=3)) | json_values}) | json_values},
+    optional={"cwd": paths | json_values, "workspace_roots": json_values,
+              "hook_event_name": st.text() | json_values,
+              "tool_response": json_values})
+
+
+@given(harness=st.sampled_from(HARNESSES), event=events)
+def test_edit_targets_never_fails_and_gives_absolute_paths(harness: str,
+                                                           event: dict[str, Any]) -> None:
+    for path in toolhooks.edit_targets(harness, event):
+        assert os.path.isabs(path) and "\0" not in path
+
+
+def _answer(fn: Any, harness: str, data: bytes, cwd: Path,
+            monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stdin", stdin)
+        m.setattr(sys, "stdout", out)
+        m.setattr(sys, "stderr", err)
+        m.chdir(cwd)
+        fn(harness, None, "alice", None)
+    return out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("fuzz")
+    Record.init(root, ["web"])
+    (root / ".git").mkdir()  # a repository root, as far as the guard walks
+    return root
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(harness=st.sampled_from(HARNESSES),
+       data=st.binary(max_size=200) | events.map(lambda e: json.dumps(e).encode()))
+def test_the_hooks_always_answer_one_document(place: Path, harness: str, data: bytes,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    for fn in (toolhooks.guard_hook, toolhooks.news_hook):
+        out, err = _answer(fn, harness, data, place, monkeypatch)
+        assert "Traceback" not in err
+        if not out.strip():
+            assert harness == "claude"
+            continue
+        doc = json.loads(out)
+        assert isinstance(doc, dict)
+        assert "could not check" not in err, err  # bad input is not a failure of the guard
