@@ -117,7 +117,8 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
                 warn(f"{exc.message} (left out of this listing)")
             continue
         if entry.is_dir(follow_symlinks=False):
-            streams.append(Stream(folder / entry.name, entry.name, entry.name, limit))
+            streams.append(Stream(folder / entry.name, entry.name, entry.name, limit,
+                                  record.opened))
     return streams
 
 
@@ -131,7 +132,7 @@ def ls(record: Record, project: str | None = None,
     """
     out = []
     folder = artifacts_folder(record, project)
-    hints = LatestHints(folder)
+    hints = LatestHints(folder, record.opened)
     try:
         streams = topic_streams(record, project)
     except OSError as exc:  # no permission to list the topics at all

@@ -91,6 +91,9 @@ class Stream(NamedTuple):
     # The record's body_limit: a reader refuses a version file larger than this (plus the
     # front matter) without reading it. None: no limit (a stream made outside a record).
     body_limit: int | None = None
+    # The record as its command opened it: writes walk from there (fsio.OpenRoot). None:
+    # a stream made outside a record, written by its path.
+    within: fsio.OpenRoot | None = None
 
     def path(self, version: int) -> Path:
         return Path(self._file(version))
@@ -137,7 +140,7 @@ class Stream(NamedTuple):
 
     def latest_for_reading(self) -> int:
         """The highest version, for a reader: from the hints, in O(1) file operations."""
-        hints = LatestHints(self.folder.parent)
+        hints = LatestHints(self.folder.parent, self.within)
         latest = hints.latest(self)
         hints.save()
         return latest
@@ -209,14 +212,15 @@ class Stream(NamedTuple):
             meta["proposal"] = True
         if links:
             meta["links"] = list(links)
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if temps is None or temps:
-            fsio.clean_debris(self.folder, temps)
-        path = self.path(version)
-        try:
-            fsio.publish_exclusive(path, frontmatter.render(meta, raw))
-        except FileExistsError:
-            raise self.conflict(based_on) from None
+        data = frontmatter.render(meta, raw)
+        with fsio.open_folder(self.folder, within=self.within, create=True) as folder:
+            if temps is None or temps:
+                folder.clean_debris(temps)
+            try:
+                path = folder.publish_exclusive(layout.version_filename(self.name, version),
+                                                data)
+            except FileExistsError:
+                raise self.conflict(based_on) from None
         return Version(
             name=self.name, version=version, based_on=based_on, author=author,
             written_at=meta["written_at"], summary=meta["summary"], body=body, path=path,
@@ -279,8 +283,9 @@ class LatestHints:
     result. Writers never trust it: the stop sign compares against the listing.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, within: fsio.OpenRoot | None = None) -> None:
         self.path = folder / layout.LATEST_HINTS
+        self.within = within
         self._changed = False
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
@@ -302,8 +307,10 @@ class LatestHints:
     def save(self) -> None:
         if self._changed:
             data = json.dumps(self._hints, sort_keys=True).encode() + b"\n"
-            with contextlib.suppress(OSError):
-                fsio.replace_atomic(self.path, data, durable=False)
+            # A hint that cannot be saved (a read-only copy, a record moved meanwhile) is
+            # no hint; the read it served stands.
+            with contextlib.suppress(OSError, BadInput):
+                fsio.replace_atomic(self.path, data, durable=False, within=self.within)
             self._changed = False
 
 

@@ -91,31 +91,35 @@ class Entry(NamedTuple):
 # -- writing ------------------------------------------------------------------------------
 
 
-def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "") -> Entry:
+def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "", *,
+            within: fsio.OpenRoot | None = None) -> Entry:
     """Publish a new entry of ``kind`` in ``folder``: id, time and digest are stamped here.
 
     ``fields`` must already be checked. Raises nothing on a name collision: another random
-    part is drawn (two entries never share a name, and neither is lost).
+    part is drawn (two entries never share a name, and neither is lost). ``within``: the
+    record the command opened (the folder is reached from it, see fsio.OpenRoot).
     """
     prefix = PREFIXES[kind]
     raw = body.encode("utf-8")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        where = fsio.open_folder(folder, within=within, create=True)
     except (FileExistsError, NotADirectoryError):
         raise not_a_folder(folder) from None
-    fsio.clean_debris(folder)
-    for _ in range(_PUBLISH_TRIES):
-        at = timeutil.now()
-        entry_id = new_id(prefix, at)
-        meta: dict[str, Any] = {"id": entry_id, "kind": kind, "at": timeutil.format_time(at)}
-        meta.update({k: v for k, v in fields.items() if v is not None})
-        meta["digest"] = digest_of_entry(meta, raw)
-        path = folder / entry_filename(entry_id)
-        try:
-            fsio.publish_exclusive(path, frontmatter.render(meta, raw))
-        except FileExistsError:
-            continue
-        return Entry(entry_id, kind, meta, body, path, True)
+    with where:
+        where.clean_debris()
+        for _ in range(_PUBLISH_TRIES):
+            at = timeutil.now()
+            entry_id = new_id(prefix, at)
+            meta: dict[str, Any] = {"id": entry_id, "kind": kind,
+                                    "at": timeutil.format_time(at)}
+            meta.update({k: v for k, v in fields.items() if v is not None})
+            meta["digest"] = digest_of_entry(meta, raw)
+            try:
+                path = where.publish_exclusive(entry_filename(entry_id),
+                                               frontmatter.render(meta, raw))
+            except FileExistsError:
+                continue
+            return Entry(entry_id, kind, meta, body, path, True)
     raise RuntimeError(f"could not find a free entry name in {folder}")  # pragma: no cover
 
 

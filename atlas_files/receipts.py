@@ -93,9 +93,8 @@ def _update(record: Record, identity: str, marks: Mapping[str, int], *,
     """Move each receipt in ``marks`` forward (or back) to its version, under the row's
     lock, so two processes of one identity never lose each other's update."""
     path = _path(record, identity)
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    with fsio.locked(folder / f".{identity}.lock"):
+    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder, \
+            folder.locked(f".{identity}.lock"):
         current = read(record, identity)
         changed = False
         for key, version in marks.items():
@@ -103,15 +102,16 @@ def _update(record: Record, identity: str, marks: Mapping[str, int], *,
                 current[key] = version
                 changed = True
         if changed:
-            _write(path, identity, current)
+            _write(folder, path.name, identity, current)
     return current
 
 
-def _write(path: Path, identity: str, current: Mapping[str, int]) -> None:
+def _write(folder: fsio.Folder, name: str, identity: str,
+           current: Mapping[str, int]) -> None:
     row = {
         "identity": identity,
         "updated_at": timeutil.format_time(timeutil.now()),
         "read": dict(sorted(current.items())),
     }
     data = json.dumps(row, indent=1, ensure_ascii=False).encode() + b"\n"
-    fsio.replace_atomic(path, data, durable=False)
+    folder.replace_atomic(name, data, durable=False)

@@ -102,7 +102,15 @@ class Record:
         self.root = Path(root)
         self._real_root = os.path.realpath(self.root)
         self._safe: set[Path] = {self.root}  # paths known not to lead outside
-        if not (self.root / layout.CONFIG_NAME).is_file():
+        # Held from the start: every write walks from this descriptor (see fsio.OpenRoot),
+        # so a record moved or deleted while the command runs is refused, never written
+        # into as a stray folder at the old path.
+        try:
+            self.opened = fsio.OpenRoot(self.root, layout.CONFIG_NAME)
+            config_ok = stat.S_ISREG(os.stat(layout.CONFIG_NAME, dir_fd=self.opened.fd).st_mode)
+        except OSError:
+            config_ok = False
+        if not config_ok:
             raise NotFound(
                 f"no record at {self.root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "
@@ -185,16 +193,22 @@ class Record:
         not comments added by hand (the file is dumped anew).
         """
         path = self.root / layout.CONFIG_NAME
-        with fsio.locked(self.root / layout.CONFIG_LOCK):
+        with fsio.open_folder(self.root, within=self.opened) as root, \
+                root.locked(layout.CONFIG_LOCK):
             current = configmod.load(path)
             data = change(dict(current.raw))
             configmod.from_mapping(data, path)  # refuse a change that breaks the config
-            fsio.replace_atomic(path, configmod.render(data))
+            root.replace_atomic(layout.CONFIG_NAME, configmod.render(data))
         self.__dict__.pop("config", None)
 
     def _make_project(self, project: str) -> None:
         for sub in layout.PROJECT_FOLDERS:
-            self.path(layout.PROJECTS, project, sub).mkdir(parents=True, exist_ok=True)
+            self.make_folders(self.path(layout.PROJECTS, project, sub))
+
+    def make_folders(self, folder: Path) -> Path:
+        """Make ``folder`` (a path of this record) and the folders above it, walked from
+        the record's held descriptor: never outside the record, never through a symlink."""
+        return fsio.make_folders(folder, within=self.opened)
 
     # -- config ---------------------------------------------------------------------------
 
@@ -284,7 +298,7 @@ class Record:
     def status_stream(self, project: str | None = None) -> Stream:
         p = self.project(project)
         return Stream(self.path(layout.PROJECTS, p, layout.STATUS), "status",
-                      f"the status of {p}", self.config.body_limit)
+                      f"the status of {p}", self.config.body_limit, self.opened)
 
     def artifact_stream(self, name: str, project: str | None = None) -> Stream:
         p = self.project(project)
@@ -295,7 +309,7 @@ class Record:
                 hint="use `atlas status show|write`, or choose another topic name",
             )
         return Stream(self.path(layout.PROJECTS, p, layout.ARTIFACTS, name), name, name,
-                      self.config.body_limit)
+                      self.config.body_limit, self.opened)
 
     def describe(self) -> dict[str, Any]:
         return {"root": str(self.root), "projects": list(self.config.projects)}

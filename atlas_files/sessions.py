@@ -211,11 +211,11 @@ def _damaged(path: Path, identity: str, why: str) -> DamagedFile:
 def write(record: Record, row: Row) -> Path:
     """Replace ``row.identity``'s row atomically: a reader sees the old row or the new."""
     path = row_path(record, row.identity)
-    path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(row.to_json(), indent=1, ensure_ascii=False).encode() + b"\n"
     # Not durable: a row lost to a power cut reads as "no session", which lets a stop
     # through; it never blocks one wrongly.
-    return fsio.replace_atomic(path, data, durable=False)
+    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder:
+        return folder.replace_atomic(path.name, data, durable=False)
 
 
 # -- listing the record without following a symlink -----------------------------------------

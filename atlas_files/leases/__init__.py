@@ -131,7 +131,7 @@ def _read(record: Record, resource: str) -> tuple[Path, Generation | None, datet
 
 
 def _publish(record: Record, where: Path, gen: Generation, at: datetime) -> Lease:
-    gen = store.publish(where, gen)
+    gen = store.publish(where, gen, within=record.opened)
     return state_of(gen.resource, gen, at, record.config.clock_tolerance_s)
 
 

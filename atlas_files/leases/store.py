@@ -289,13 +289,14 @@ def encode(data: Mapping[str, Any]) -> bytes:
     return ("{\n" + ",\n".join(lines) + "\n}\n").encode("utf-8")
 
 
-def publish(where: Path, gen: Generation) -> Generation:
-    """Exclusively create ``gen``'s file. FileExistsError: another writer got there first."""
+def publish(where: Path, gen: Generation, *, within: fsio.OpenRoot | None = None) -> Generation:
+    """Exclusively create ``gen``'s file. FileExistsError: another writer got there first.
+    ``within``: the record the command opened (the folder is reached from it)."""
     try:
-        where.mkdir(parents=True, exist_ok=True)
+        folder = fsio.open_folder(where, within=within, create=True)
     except (FileExistsError, NotADirectoryError):
         raise not_a_folder(where if os.path.isdir(where.parent) else where.parent) from None
-    path = where / generation_filename(gen.generation)
-    data = encode(gen.to_file())
-    fsio.publish_exclusive(path, data)
+    with folder:
+        path = folder.publish_exclusive(generation_filename(gen.generation),
+                                        encode(gen.to_file()))
     return replace(gen, path=path)
