@@ -223,11 +223,18 @@ class OpenRoot:
 
     def verify(self) -> None:
         """Refuse (RecordGone) a write into a record that is gone, moved or replaced."""
+        gone = self.gone()
+        if gone is not None:
+            raise gone
+
+    def gone(self) -> RecordGone | None:
+        """What happened to the record since it was opened, or None if it is as it was:
+        also what explains a read that failed because the record's path leads nowhere."""
         if self.fd < 0 or not self.holds_marker():
-            raise RecordGone(
+            return RecordGone(
                 f"the record at {self.path} is gone: the folder this command opened no "
                 f"longer holds {self.marker} (it was deleted while the command ran); nothing "
-                "was written",
+                "was written after that",
                 hint="restore the record (from git, if it is kept in one), or point --record "
                 "at another, then run the command again",
             )
@@ -236,14 +243,15 @@ class OpenRoot:
             same = (here.st_dev, here.st_ino) == self._id
         except OSError:
             same = False
-        if not same:
-            now = self.lies_at()
-            where = f" (it now lies at {now})" if now else ""
-            raise RecordGone(
-                f"the record at {self.path} was moved or replaced while this command ran"
-                f"{where}; nothing was written",
-                hint="run the command again, with --record naming where the record lies now",
-            )
+        if same:
+            return None
+        now = self.lies_at()
+        where = f" (it now lies at {now})" if now else ""
+        return RecordGone(
+            f"the record at {self.path} was moved or replaced while this command ran"
+            f"{where}; nothing was written after that",
+            hint="run the command again, with --record naming where the record lies now",
+        )
 
     def lies_at(self) -> str | None:
         """Where the opened folder lies now, where the system can say (Linux)."""
@@ -252,6 +260,10 @@ class OpenRoot:
         except OSError:
             return None
         return None if now.endswith(" (deleted)") or not now.startswith("/") else now
+
+    def read(self, name: str, limit: int | None = None) -> bytes:
+        """The plain file ``name`` in the record's folder itself (see ``read_nofollow``)."""
+        return read_nofollow(name, limit, dir_fd=self.fd)
 
     def parts_of(self, path: Path | str) -> tuple[str, ...]:
         """The folders from the root down to ``path``, which must lie under it."""
@@ -495,37 +507,56 @@ def replace_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool 
         return folder.replace_atomic(path.name, data, mode=mode, durable=durable)
 
 
-def read_nofollow(path: Path | str, limit: int | None = None) -> bytes:
+def read_nofollow(path: Path | str, limit: int | None = None, *,
+                  dir_fd: int | None = None) -> bytes:
     """The bytes of the plain file at ``path``, refusing to follow a symlink in its last part.
 
     A record never follows a symlink; folders are checked by Record.path, and every record
     file is opened through here. Raises FileNotFoundError; OSError (ELOOP) for a symlink;
     IsADirectoryError or NotAFile (both naming the path) for anything but a plain file;
     FileTooLarge when the file is over ``limit`` bytes, judged before reading any of it.
-    ``damage`` turns any of these into the DamagedFile a user sees.
+    ``damage`` turns any of these into the DamagedFile a user sees. With ``dir_fd``,
+    ``path`` is a name in that open folder.
     """
-    fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+    fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS, dir_fd=dir_fd)
     try:
         st = _require_file(fd, path)
         if limit is not None and st.st_size > limit:
             raise FileTooLarge(path, st.st_size, limit)
-        # Read at most one byte past the limit: a file that grows after the stat above
-        # is still refused, and never read whole.
-        cap = None if limit is None else limit + 1
-        chunks = []
-        total = 0
-        while cap is None or total < cap:
-            chunk = os.read(fd, 1 << 20 if cap is None else min(1 << 20, cap - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        data = b"".join(chunks)
-        if limit is not None and total > limit:
-            raise FileTooLarge(path, total, limit)
-        return data
+        return read_upto(fd, limit, path)
     finally:
         os.close(fd)
+
+
+def read_upto(fd: int, limit: int | None, what: Path | str) -> bytes:
+    """Everything ``fd`` gives until its end, but never more than ``limit`` bytes plus
+    one: past the limit, FileTooLarge (naming ``what``) without reading the rest. For any
+    descriptor: a file that grows while read, a pipe, stdin, a device such as /dev/zero.
+    A pipe or terminal opened without O_NONBLOCK is waited on, as a reader of stdin must."""
+    # Read at most one byte past the limit: a file that grows after a stat is still
+    # refused, and never read whole.
+    cap = None if limit is None else limit + 1
+    chunks = []
+    total = 0
+    while cap is None or total < cap:
+        try:
+            chunk = os.read(fd, 1 << 20 if cap is None else min(1 << 20, cap - total))
+        except BlockingIOError:  # a pipe opened non-blocking: wait for it
+            _wait_readable(fd)
+            continue
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if limit is not None and total > limit:
+        raise FileTooLarge(what, total, limit)
+    return b"".join(chunks)
+
+
+def _wait_readable(fd: int) -> None:
+    import select  # noqa: PLC0415 - only a non-blocking pipe needs it
+
+    select.select([fd], [], [])
 
 
 def is_temp(name: str) -> bool:

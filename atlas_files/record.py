@@ -120,6 +120,13 @@ class Record:
     def __repr__(self) -> str:
         return f"Record({str(self.root)!r})"
 
+    def explain(self, exc: BaseException) -> BaseException:
+        """``exc`` as the user should see it: a command whose record was moved, deleted or
+        replaced while it ran failed because of that (its reads, by the record's path,
+        found nothing there), and RecordGone says so instead of "no v1" or "not found"."""
+        gone = self.opened.gone()
+        return exc if gone is None else gone
+
     # -- finding and creating -------------------------------------------------------------
 
     @classmethod
@@ -195,7 +202,7 @@ class Record:
         path = self.root / layout.CONFIG_NAME
         with fsio.open_folder(self.root, within=self.opened) as root, \
                 root.locked(layout.CONFIG_LOCK):
-            current = configmod.load(path)
+            current = self._load_config()
             data = change(dict(current.raw))
             configmod.from_mapping(data, path)  # refuse a change that breaks the config
             root.replace_atomic(layout.CONFIG_NAME, configmod.render(data))
@@ -214,7 +221,19 @@ class Record:
 
     @cached_property
     def config(self) -> configmod.Config:
-        return configmod.load(self.root / layout.CONFIG_NAME)
+        return self._load_config()
+
+    def _load_config(self) -> configmod.Config:
+        """atlas.yaml as it is in the folder this record opened (see configmod.read)."""
+        path = self.root / layout.CONFIG_NAME
+        try:
+            data = self.opened.read(layout.CONFIG_NAME, configmod.CONFIG_LIMIT)
+        except FileNotFoundError:
+            self.opened.verify()  # deleted since it was opened: RecordGone says so
+            raise
+        except OSError as exc:
+            raise fsio.damage(path, exc, "config file") from None
+        return configmod.load(path, data)
 
     def project(self, name: str | None = None) -> str:
         """The project ``name`` (or the default one), checked to exist in atlas.yaml."""
