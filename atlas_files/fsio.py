@@ -30,7 +30,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path, PurePath
 
@@ -203,14 +203,18 @@ class OpenRoot:
         st = os.fstat(fd)
         self._id = (st.st_dev, st.st_ino)
 
-    def __del__(self) -> None:
-        self.close()
-
-    def close(self) -> None:
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # At the interpreter's exit module globals may already be gone: only what was
+        # bound at definition is used here.
         fd, self.fd = getattr(self, "fd", -1), -1
         if fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            try:
+                _close(fd)
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self.__del__()
 
     def holds_marker(self) -> bool:
         """Whether the opened folder holds its marker (a file, or a symlink in its place:
