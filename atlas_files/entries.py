@@ -38,6 +38,9 @@ SCHEMA_OF = {"decision": "decision", "correction": "correction", "retraction": "
 # entries does not pay for it at start-up.
 _FILE_RE = ENTRY_ID_PATTERN[:-1] + re.escape(SUFFIX) + "$"
 _PUBLISH_TRIES = 8
+# An entry holds a few fields of at most a few thousand characters each; a file far
+# larger was not written by atlas, and a reader refuses it unread.
+ENTRY_LIMIT = 1 << 20
 
 
 def _random_part() -> str:
@@ -134,7 +137,7 @@ def not_a_folder(folder: Path) -> DamagedFile:
     )
 
 
-def read_entry(path: Path) -> Entry:
+def read_entry(path: Path, limit: int = ENTRY_LIMIT) -> Entry:
     """Read one entry file; raises DamagedFile if it cannot be read as an entry at all.
 
     A file that reads but whose digest no longer matches its fields is returned with
@@ -143,11 +146,16 @@ def read_entry(path: Path) -> Entry:
     between).
     """
     try:
-        data = fsio.read_nofollow(path)
+        data = fsio.read_nofollow(path, limit)
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise fsio.damage(path, exc, "entry") from None
+    return parse_entry(path, data)
+
+
+def parse_entry(path: Path, data: bytes) -> Entry:
+    """The entry in ``data``, the bytes of the file at ``path`` (see ``read_entry``)."""
     try:
         parsed = frontmatter.parse(data)
     except frontmatter.FrontMatterError as exc:

@@ -102,7 +102,9 @@ def damage(path: Path | str, exc: OSError, kind: str = "file") -> DamagedFile:
             f"{path} is {exc.size} bytes, more than this record reads in one {kind} "
             f"({exc.limit} bytes); refusing to load it",
             hint="atlas never writes a body over the record's body_limit, so this file was "
-            "made by hand; raise body_limit in atlas.yaml to read it, or run `atlas check`",
+            "made by hand; raise body_limit in atlas.yaml to read it, or run `atlas check`"
+            if "version" in kind else "atlas never writes a file this large, so it was "
+            "made by hand; move it out of the record (`atlas check` lists such problems)",
         )
     if isinstance(exc, IsADirectoryError | NotAFile):
         reason = "it is a folder" if exc.errno == errno.EISDIR else exc.strerror
@@ -522,12 +524,18 @@ def read_nofollow(path: Path | str, limit: int | None = None, *,
     ``damage`` turns any of these into the DamagedFile a user sees. With ``dir_fd``,
     ``path`` is a name in that open folder.
     """
+    return read_with_stat(path, limit, dir_fd=dir_fd)[0]
+
+
+def read_with_stat(path: Path | str, limit: int | None = None, *,
+                   dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
+    """``read_nofollow``, with the file's stat as it was opened (one open, one fstat)."""
     fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS, dir_fd=dir_fd)
     try:
         st = _require_file(fd, path)
         if limit is not None and st.st_size > limit:
             raise FileTooLarge(path, st.st_size, limit)
-        return read_upto(fd, limit, path)
+        return read_upto(fd, limit, path), st
     finally:
         os.close(fd)
 
