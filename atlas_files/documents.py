@@ -231,8 +231,10 @@ class Stream(NamedTuple):
         """The stop sign: name what was written since ``read_version``, by whom, when."""
         latest = self.latest()
         read_version = max(read_version, 0)  # a damaged receipt never shows as v-1
-        since = list(range(read_version + 1, latest + 1))
-        shown = since[-5:]
+        # Counted, not listed: a version file numbered by hand past any range (v10^20)
+        # must cost no more than one with a sane number.
+        count = max(latest - read_version, 0)
+        shown = range(max(read_version + 1, latest - 4), latest + 1)
         parts = []
         for v in shown:
             try:
@@ -240,7 +242,7 @@ class Stream(NamedTuple):
                 parts.append(f"v{v} by {doc.author} ({timeutil.age_of(doc.written_at)})")
             except BadInput:
                 parts.append(f"v{v} (unreadable)")
-        more = f"{len(since) - len(shown)} earlier and " if len(since) > len(shown) else ""
+        more = f"{count - len(shown)} earlier and " if count > len(shown) else ""
         if never_read or read_version == 0:  # "you read v0" would name no version
             what = f"stop: you have never read {self.label}, and it is at v{latest}"
         else:
