@@ -83,10 +83,15 @@ def _require_file(fd: int, path: Path | str) -> os.stat_result:
     """The stat of the open ``fd``; raises (and closes nothing) if it is no plain file."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
-        if stat.S_ISDIR(st.st_mode):
-            raise IsADirectoryError(errno.EISDIR, "it is a folder, not a file", str(path))
-        raise NotAFile(errno.EINVAL, f"it is {_what_is(st.st_mode)}, not a file", str(path))
+        raise not_a_file(st.st_mode, path)
     return st
+
+
+def not_a_file(mode: int, path: Path | str) -> OSError:
+    """What ``damage`` says of something (of ``mode``) where a plain file belongs."""
+    if stat.S_ISDIR(mode):
+        return IsADirectoryError(errno.EISDIR, "it is a folder, not a file", str(path))
+    return NotAFile(errno.EINVAL, f"it is {_what_is(mode)}, not a file", str(path))
 
 
 def damage(path: Path | str, exc: OSError, kind: str = "file") -> DamagedFile:

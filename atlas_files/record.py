@@ -68,6 +68,15 @@ def require_identity(identity: str | None) -> str:
     return check_name(identity, "identity")
 
 
+def _holds_config(folder: Path) -> bool:
+    """Whether ``folder`` is a record: something not a folder is named atlas.yaml there
+    (a plain file, or what Record then refuses by name: a symlink, a named pipe)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(folder / layout.CONFIG_NAME).st_mode)
+    except OSError:
+        return False
+
+
 def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
            starts: Sequence[str | os.PathLike[str]] = ()) -> Path:
     """The record's folder, not yet opened: ``path``, else ``$ATLAS_RECORD``, else the
@@ -77,7 +86,7 @@ def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | 
     explicit = path or environ.get("ATLAS_RECORD")
     if explicit:
         root = Path(explicit)
-        if not (root / layout.CONFIG_NAME).is_file():
+        if not _holds_config(root):
             raise NotFound(
                 f"no record at {root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "
@@ -87,7 +96,7 @@ def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | 
     here = Path.cwd()
     for start in (*(Path(s).absolute() for s in starts), here):
         for folder in (start, *start.parents):
-            if (folder / layout.CONFIG_NAME).is_file():
+            if _holds_config(folder):
                 return folder
     raise NotFound(
         f"no record here: neither {here} nor any folder above it has an {layout.CONFIG_NAME}",
@@ -107,10 +116,14 @@ class Record:
         # into as a stray folder at the old path.
         try:
             self.opened = fsio.OpenRoot(self.root, layout.CONFIG_NAME)
-            config_ok = stat.S_ISREG(os.stat(layout.CONFIG_NAME, dir_fd=self.opened.fd).st_mode)
+            mode = os.stat(layout.CONFIG_NAME, dir_fd=self.opened.fd).st_mode
         except OSError:
-            config_ok = False
-        if not config_ok:
+            mode = None
+        if mode is not None and not stat.S_ISREG(mode):
+            raise fsio.damage(self.root / layout.CONFIG_NAME,
+                              fsio.not_a_file(mode, self.root / layout.CONFIG_NAME),
+                              "config file")
+        if mode is None:
             raise NotFound(
                 f"no record at {self.root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "

@@ -50,7 +50,7 @@ from atlas_files.search import search
 
 # Hostile records; each runs every read command and MCP read tool. ATLAS_HOSTILE_CASES
 # runs more (or fewer) on a developer's machine.
-CASES = int(os.environ.get("ATLAS_HOSTILE_CASES", "40"))
+CASES = int(os.environ.get("ATLAS_HOSTILE_CASES", "30"))
 SITE_EVERY = 4       # about one in four also builds the site
 TIME_BOUND_S = 240   # for the whole child of one case, on a loaded machine
 COMMAND_BOUND_S = 60  # for any one command in it
@@ -680,8 +680,9 @@ def test_a_version_numbered_past_any_range_costs_one_version(tmp_path: Path) -> 
 @pytest.mark.parametrize("planted", ["fifo", "device", "symlink", "huge"])
 def test_atlas_yaml_that_is_no_plain_file_is_refused_not_read(tmp_path: Path,
                                                               planted: str) -> None:
-    """A named pipe as atlas.yaml hung every command (and `atlas check`), /dev/zero
-    filled its memory, a symlink read a file anywhere: each is refused, exit 2."""
+    """A symlink as atlas.yaml was followed wherever it led and a huge one read whole; a
+    named pipe or a device was taken for no record at all. Each is refused, exit 2,
+    saying what lies where atlas.yaml should be."""
     record = Record.init(tmp_path / "rec")
     config = record.root / "atlas.yaml"
     text = config.read_bytes()
@@ -696,11 +697,37 @@ def test_atlas_yaml_that_is_no_plain_file_is_refused_not_read(tmp_path: Path,
     elif planted == "symlink":
         (tmp_path / "elsewhere.yaml").write_bytes(text)
         config.symlink_to(tmp_path / "elsewhere.yaml")
-    else:
-        config.write_bytes(text + b"#" * (8 << 20) + b"\n")
+    else:  # sparse: no disk, but a reader that reads it whole needs 16 GiB
+        config.write_bytes(text)
+        with open(config, "r+b") as fh:
+            fh.truncate(16 << 30)
     for command in (["status", "show"], ["ls"], ["check"]):
         done = _capped_atlas(record.root, *command)
         assert done.returncode in (1, 2), (command, done.stderr)
         assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr
         if command != ["check"]:
-            assert "atlas.yaml" in done.stderr, done.stderr
+            assert "atlas.yaml" in done.stderr and "no record" not in done.stderr, \
+                done.stderr
+
+
+def test_the_childs_audit_hook_sees_a_write_outside_and_a_process_started(
+        tmp_path: Path) -> None:
+    """The suite's own eyes: a site built into the person's folder is a write outside,
+    and `activity` in a git repository starts git; both are recorded as such."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    victim = tmp_path / "home"
+    victim.mkdir()
+    record = _base(tmp_path / "rec")
+    subprocess.run(["git", "init", "-q", str(record.root)], check=True)
+    commands = [["activity"], ["site", "build", "--out", str(victim / "site")]]
+    spec = {"mcp": [], "writable": [str(record.root)]}
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD, str(record.root), json.dumps(commands),
+         str(MEMORY_BOUND), json.dumps(spec)], capture_output=True, text=True,
+        timeout=TIME_BOUND_S, cwd=record.root,
+        env={k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")})
+    assert child.returncode == 0, child.stderr[-3000:]
+    events = json.loads(child.stdout)["events"]
+    assert any(e[0] == "process" and e[1] == "git" for e in events), events
+    assert any(e[0] == "write" and str(victim) in e[2] for e in events), events
