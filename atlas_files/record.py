@@ -9,6 +9,7 @@ over all of them in :mod:`atlas_files.api`.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -119,6 +120,9 @@ class Record:
             mode = os.stat(layout.CONFIG_NAME, dir_fd=self.opened.fd).st_mode
         except OSError:
             mode = None
+        if mode is None and os.path.islink(self.root / layout.CONFIG_NAME):
+            raise fsio.damage(self.root / layout.CONFIG_NAME,
+                              OSError(errno.ELOOP, "a symlink"), "config file")
         if mode is not None and not stat.S_ISREG(mode):
             raise fsio.damage(self.root / layout.CONFIG_NAME,
                               fsio.not_a_file(mode, self.root / layout.CONFIG_NAME),
