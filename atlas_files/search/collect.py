@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 KINDS = ("status", "artifact", "decision", "correction", "retraction")
 # A file the index knows but could not read: kept so it is not read again and again.
 DAMAGED = "damaged"
+# SQLite's integers hold 18 decimal digits whatever they are.
+MAX_VERSION_DIGITS = 18
 # File times come from a coarse clock: a change this recent is not trusted to show.
 SETTLE_NS = 2_000_000_000
 
@@ -116,8 +118,11 @@ def names_a_file(folder: Folder) -> Callable[[str], bool]:
 
     def wanted(name: str) -> bool:
         m = pattern.match(name)
-        # Canonical numbers only, as the record's readers count them: v0007, v10000.
-        return m is not None and (len(m.group(1)) == 4 or m.group(1)[0] != "0")
+        # Canonical numbers only, as the record's readers count them: v0007, v10000; and
+        # none past what the index can hold (a number of 19 digits was made by hand, and
+        # `atlas check` reports it).
+        return m is not None and (len(m.group(1)) == 4 or m.group(1)[0] != "0") \
+            and len(m.group(1)) <= MAX_VERSION_DIGITS
 
     return wanted
 
