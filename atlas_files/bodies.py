@@ -1,7 +1,8 @@
 """The body of a write, read from where its writer sent it, never past the record's limit.
 
 A body is refused when it is larger than ``body_limit`` (atlas.yaml), and that is judged
-while it is read, not after: at most the limit plus one byte is ever read, from a file
+while it is read, not after: at most the limit (plus the slack its caller asks for, such as
+room for a whole version file's front matter) and one byte is ever read, from a file
 (whose size is looked at first, so a huge or sparse one is refused without reading any of
 it), a pipe, stdin, a device (``-f /dev/zero``) or a request's body arriving in chunks.
 """
@@ -31,21 +32,23 @@ def too_large(source: str, limit: int, size: int | None = None, *,
     )
 
 
-def read_fd(fd: int, limit: int, source: str) -> bytes:
-    """Everything ``fd`` gives, or BadInput once it gives more than ``limit`` bytes."""
+def read_fd(fd: int, limit: int, source: str, *, slack: int = 0) -> bytes:
+    """Everything ``fd`` gives, or BadInput once it gives more than ``limit`` bytes (plus
+    ``slack``: what the caller takes off before judging the body exactly, such as the
+    front matter of a whole version file)."""
     try:
         size = os.fstat(fd)
     except OSError:
         size = None
-    if size is not None and stat.S_ISREG(size.st_mode) and size.st_size > limit:
+    if size is not None and stat.S_ISREG(size.st_mode) and size.st_size > limit + slack:
         raise too_large(source, limit, size.st_size)
     try:
-        return fsio.read_upto(fd, limit, source)
+        return fsio.read_upto(fd, limit + slack, source)
     except fsio.FileTooLarge:
         raise too_large(source, limit) from None
 
 
-def read_file(path: str, limit: int) -> bytes:
+def read_file(path: str, limit: int, *, slack: int = 0) -> bytes:
     """The file the writer named (``-f FILE``): followed where it leads, as the writer
     chose it, and waited on if it is a pipe (``-f <(command)``)."""
     try:
@@ -53,7 +56,7 @@ def read_file(path: str, limit: int) -> bytes:
     except OSError as exc:
         raise BadInput(f"cannot read {path}: {exc.strerror}", hint="check the path") from None
     try:
-        return read_fd(fd, limit, path)
+        return read_fd(fd, limit, path, slack=slack)
     except IsADirectoryError:
         raise BadInput(f"cannot read {path}: it is a folder", hint="name a file") from None
     except OSError as exc:
@@ -62,19 +65,19 @@ def read_file(path: str, limit: int) -> bytes:
         os.close(fd)
 
 
-def read_stdin(limit: int) -> bytes:
-    """This process's stdin, to its end or to one byte past ``limit``."""
+def read_stdin(limit: int, *, slack: int = 0) -> bytes:
+    """This process's stdin, to its end or to one byte past ``limit`` (plus ``slack``)."""
     stream = sys.stdin
     if stream is None:
         return b""
     try:
         fd = stream.fileno()
     except (OSError, ValueError, AttributeError):  # replaced by a caller (a test, an embedder)
-        data = stream.buffer.read(limit + 1)
-        if len(data) > limit:
+        data = stream.buffer.read(limit + slack + 1)
+        if len(data) > limit + slack:
             raise too_large("stdin", limit) from None
         return data
-    return read_fd(fd, limit, "stdin")
+    return read_fd(fd, limit, "stdin", slack=slack)
 
 
 def collect(chunks: Iterable[bytes], limit: int, source: str, *,

@@ -38,7 +38,8 @@ def check_body_size(raw: bytes, limit: int) -> None:
     """Refuse a body over the record's ``body_limit`` before anything is written."""
     if len(raw) > limit:
         raise BadInput(
-            f"the body is {len(raw)} bytes; this record's body_limit is {limit} bytes",
+            f"the body is {len(raw)} bytes; this record's body_limit is {limit} bytes, so "
+            "nothing was written",
             hint="split it into several topics, or raise body_limit in atlas.yaml",
         )
 

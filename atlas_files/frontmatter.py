@@ -132,6 +132,29 @@ def _load_yaml(text: str, first_line: int) -> dict[str, Any]:
     return {str(k): v for k, v in data.items()}
 
 
+# The keys every version's front matter has (DESIGN.md): a text that starts with them is a
+# whole version file (a sync draft, a copy of a published version), not a body.
+VERSION_KEYS = frozenset({"name", "version", "based_on", "author", "written_at"})
+
+
+def copied_version(body: str) -> tuple[str, dict[str, Any]] | None:
+    """If ``body`` is a whole version file (front matter with every version key), its
+    body and that front matter; else None. Front matter of any other shape (a page's own,
+    for MkDocs) is left in the body, as written."""
+    if not body.startswith(DELIMITER):
+        return None
+    try:
+        parsed = parse(body.encode("utf-8"))
+    except FrontMatterError:
+        return None
+    if not isinstance(parsed.meta, dict) or not VERSION_KEYS <= parsed.meta.keys():
+        return None
+    try:
+        return parsed.body.decode("utf-8"), parsed.meta
+    except UnicodeDecodeError:
+        return None
+
+
 def parse(data: bytes) -> Parsed:
     """Split ``data`` into front matter and body. Raises FrontMatterError."""
     delimiter = DELIMITER.encode()

@@ -59,6 +59,14 @@ def _is_our_readme(path: Path, title: str) -> bool:
         return False
 
 
+def _enclosing_record(root: Path) -> Path | None:
+    """The nearest folder above ``root`` that holds an atlas.yaml, if any."""
+    for folder in Path(os.path.abspath(root)).parents:
+        if (folder / layout.CONFIG_NAME).is_file():
+            return folder
+    return None
+
+
 def require_identity(identity: str | None) -> str:
     """Every write names its author; refuse before anything is touched."""
     if not identity:
@@ -188,6 +196,13 @@ class Record:
             return record
         if root.exists() and not root.is_dir():
             raise BadInput(f"{root} exists and is not a folder", hint="choose another path")
+        outer = _enclosing_record(root)
+        if outer is not None:
+            raise BadInput(
+                f"{root} lies inside the record at {outer}: a record inside a record would "
+                "share its folders (each command finds the nearest atlas.yaml)",
+                hint=f"choose a folder outside {outer}; to add a project to that record, "
+                f"`atlas init {outer} --project NAME`")
         root.mkdir(parents=True, exist_ok=True)
         projects_list = wanted or ["main"]
         default = default_project or projects_list[0]

@@ -25,7 +25,7 @@ from atlas_files.record import Record
 # CI runs every property test with the same seeds, so a submission is judged on the code,
 # not on the draw; a developer's run (CI unset) keeps exploring new examples each time.
 # The fixtures of the git tests (isolated_git, team) live beside their helpers.
-pytest_plugins = ["gitteam"]
+pytest_plugins = ["gitteam", "support.fixtures"]
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

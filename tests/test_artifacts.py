@@ -121,3 +121,36 @@ def test_ls_accepted_shows_what_stands(record: Record, atlas: Callable[..., Any]
     assert [(t["name"], t["version"], t["state"]) for t in standing] == [
         ("plan", 2, "accepted")
     ]
+
+
+def test_a_whole_version_file_given_as_the_body_is_written_as_its_body(
+        record: Record, atlas: Callable[..., Any]) -> None:
+    """A sync draft (its hint says `-f MERGED_FILE`) or a copied version file, given to put:
+    its front matter must not end up inside the new body."""
+    atlas("put", "plan", identity="ann", input="first\n")
+    atlas("put", "plan", "--expect", "1", identity="bob", input="second\n")
+    v2 = record.root / "projects" / "web" / "artifacts" / "plan" / "plan.v0002.md"
+    r = atlas("put", "plan", "--expect", "2", identity="ann", input=v2.read_text() + "merged\n")
+    assert r.returncode == 0, r.stderr
+    assert "front matter of plan v2" in r.stderr and "warning" in r.stderr
+    assert atlas("get", "plan", "--body-only").stdout == "second\nmerged\n"
+    # The same for the status; and a page's own front matter (not a version's) is kept.
+    page = "---\ntitle: A page\n---\n# Text\n"
+    atlas("put", "page", identity="ann", input=page)
+    assert atlas("get", "page", "--body-only").stdout == page
+    atlas("status", "write", identity="ann", input="s1\n")
+    s1 = record.root / "projects" / "web" / "status" / "status.v0001.md"
+    r = atlas("status", "write", "--expect", "1", identity="ann", input=s1.read_text())
+    assert r.returncode == 0 and "front matter of status v1" in r.stderr
+    assert atlas("status", "show", "--json").json()["body"] == "s1\n"
+
+
+def test_a_link_to_a_retracted_version_is_written_and_warned_of(
+        record: Record, atlas: Callable[..., Any]) -> None:
+    atlas("put", "race", identity="ann", input="result\n")
+    atlas("retract", "race@v1", "--why", "the run was wrong", identity="ann")
+    r = atlas("put", "summary", "--link", "race@v1", identity="bob", input="see race\n")
+    assert r.returncode == 0
+    assert "links race@v1, which is retracted" in r.stderr and "ATL013" in r.stderr
+    assert "retracted" not in atlas("put", "other", "--link", "summary@v1", identity="bob",
+                                     input="x\n").stderr

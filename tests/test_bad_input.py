@@ -6,6 +6,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import sysconfig
 from collections.abc import Callable
 from pathlib import Path
@@ -67,6 +68,29 @@ def test_a_missing_record_is_a_clear_error(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no record here" in r.stderr and "atlas init" in r.stderr
     r = run_atlas("ls", record=tmp_path / "nope")
     assert r.returncode == 2 and "no record at" in r.stderr
+
+
+@pytest.mark.parametrize("served", [False, True])
+def test_a_deleted_current_folder_is_named_as_such(tmp_path: Path, served: bool) -> None:
+    """A shell whose folder was deleted under it: "No such file or directory" said nothing
+    of what was missing."""
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env["ATLAS_SERVER"] = str(tmp_path / "srv" / "s.sock") if served else "0"
+    (tmp_path / "srv").mkdir(mode=0o700)
+    for args in ("status show", "check", "status show --json"):
+        proc = subprocess.run(
+            ["sh", "-c", f'cd "$1" && rmdir "$1" && exec "$2" -m atlas_files {args}', "sh",
+             str(gone), sys.executable], capture_output=True, text=True, env=env, timeout=60)
+        gone.mkdir()
+        assert proc.returncode == 2, proc.stderr
+        assert "the current folder no longer exists" in proc.stderr, proc.stderr
+        assert "No such file or directory" not in proc.stderr
+        assert "Traceback" not in proc.stderr
+    if served:
+        subprocess.run([sys.executable, "-m", "atlas_files", "server", "stop"], env=env,
+                       capture_output=True, timeout=60)
 
 
 def test_the_record_is_found_by_env_and_by_walking_up(record: Record, tmp_path: Path) -> None:

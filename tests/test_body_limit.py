@@ -81,7 +81,7 @@ def test_stdin_from_dev_zero_is_refused_at_the_limit(record: Record) -> None:
 
 
 def test_a_pipe_that_never_ends_is_refused_at_the_limit(record: Record) -> None:
-    """`yes | atlas put x`: the writer stops reading one byte past the limit and leaves."""
+    """`yes | atlas put x`: the writer stops reading just past the limit and leaves."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     yes = subprocess.Popen(["yes", "a line of an endless body"], stdout=subprocess.PIPE)
     try:

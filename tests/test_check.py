@@ -222,6 +222,61 @@ def test_version_skip(record: Record) -> None:
     assert "plan.v0003.md" in found[0].hint
 
 
+def test_a_deleted_middle_version_is_restored_not_renumbered(record: Record) -> None:
+    """A published version deleted by hand: the hint must not say to rename the version
+    after it (renaming a published version) but to bring the missing one back."""
+    for v in range(1, 4):
+        artifacts.put(record, "plan", f"v{v}\n", author="ann", project="web", expect=v - 1)
+    folder = topic_dir(record, "plan")
+    (folder / "plan.v0002.md").unlink()
+    [found] = findings(record)
+    assert found.code == "ATL003" and "v2 is missing" in found.message
+    assert "restore plan.v0002.md from git" in found.hint
+    assert "rename" not in found.hint
+    # A hand-written new version numbered one too far is still told to take the next number.
+    hand_write(folder, "plan", 5, "new\n", based_on=3)
+    hints = [f.hint for f in findings(record) if f.code == "ATL003"]
+    assert any("rename it to plan.v0004.md" in h for h in hints), hints
+
+
+def test_a_version_written_in_the_future_is_flagged(record: Record) -> None:
+    folder = topic_dir(record, "plan")
+    ahead = timeutil.format_time(timeutil.now() + timedelta(days=26328))
+    hand_write(folder, "plan", 1, "a\n", digest=True, written_at=ahead)
+    found = findings(record)
+    assert [f.code for f in found] == ["ATL022"]
+    assert "in the future" in found[0].message and found[0].line == 6
+    # Within the clock tolerance (two minutes by default) it is no finding.
+    near = timeutil.format_time(timeutil.now() + timedelta(seconds=30))
+    hand_write(folder, "plan", 2, "b\n", digest=True, written_at=near)
+    assert [f.code for f in findings(record)] == ["ATL022"]
+
+
+def test_an_entry_made_in_the_future_is_flagged(record: Record) -> None:
+    d = decisions.decide(record, topic="t", recommended="a", chosen="a", relation="agreed",
+                         why="w", author="ann", project="web")
+    path = record.root / "projects" / "web" / "decisions" / f"{d.id}.md"
+    text = path.read_text()
+    path.chmod(0o644)
+    path.write_text(text.replace(f'at: "{d.at}"', 'at: "2099-01-01T00:00:00Z"'))
+    assert "ATL022" in codes(record)
+
+
+def test_a_record_inside_the_record_is_refused_and_reported(record: Record) -> None:
+    inner = record.root / "projects" / "web" / "inner"
+    r = run_atlas("init", str(inner))
+    assert r.returncode == 2 and "lies inside the record at" in r.stderr
+    assert not inner.exists()
+    # One made anyway (by hand, or by an older atlas) is reported by the outer check.
+    Record.init(record.root.parent / "elsewhere")
+    (record.root / "projects" / "web" / "sub").mkdir()
+    (record.root / "projects" / "web" / "sub" / "atlas.yaml").write_bytes(
+        (record.root.parent / "elsewhere" / "atlas.yaml").read_bytes())
+    found = [f for f in findings(record) if f.code == "ATL035"]
+    assert len(found) == 1 and "projects/web/sub is a record inside this record" in \
+        found[0].message
+
+
 def test_first_version_must_be_1(record: Record) -> None:
     hand_write(topic_dir(record, "plan"), "plan", 2, "b\n", digest=True)
     assert codes(record) == ["ATL003"]

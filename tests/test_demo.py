@@ -3,13 +3,17 @@ folder; and run again, it replaces its own earlier demo but nothing else."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from conftest import run_atlas
 
 
 def test_the_demo_as_a_newcomer_runs_it(tmp_path: Path) -> None:
+    started = datetime.now(UTC).replace(microsecond=0)
     r = run_atlas("demo", cwd=tmp_path, timeout=600)
+    ended = datetime.now(UTC)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "Traceback" not in out + r.stderr
@@ -22,6 +26,13 @@ def test_the_demo_as_a_newcomer_runs_it(tmp_path: Path) -> None:
     assert Path(site).is_file() and site.endswith("index.html")
     record = tmp_path / "atlas-demo" / "record"
     assert run_atlas("check", record=record).returncode == 0
+    # What a newcomer sees is what a real record looks like: every write dated when the
+    # demo made it (a fixed date read "304 days ago" and sorted the newest write last).
+    for project in ("web", "ml"):
+        listed = json.loads(run_atlas("-p", project, "ls", "--json", record=record).stdout)
+        for topic in listed["topics"]:
+            written = datetime.fromisoformat(topic["written_at"].replace("Z", "+00:00"))
+            assert started - timedelta(seconds=1) <= written <= ended, topic
     again = run_atlas("demo", cwd=tmp_path, timeout=600)
     assert again.returncode == 0, again.stderr
 

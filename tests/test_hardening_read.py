@@ -490,8 +490,8 @@ def test_permission_errors_are_caught_per_folder_even_as_root(
 # -- messages (item 15) -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("asked, shown", [("4h1s", "4h0m1s"), ("4h0m30s", "4h0m30s"),
-                                          ("5h", "5h")])
+@pytest.mark.parametrize("asked, shown", [("4h1s", "4h1s"), ("4h0m30s", "4h0m30s"),
+                                          ("5h", "5h"), ("14401s", "14401s")])
 def test_a_lease_over_the_cap_names_the_exact_duration_asked_for(
     rec: Record, asked: str, shown: str
 ) -> None:

@@ -308,6 +308,45 @@ def test_damaged_generation_is_reported_and_can_be_broken(
     r = atlas("lease", "break", GPU, "--why", "generation 2 is garbage", "--json",
               identity="bob")
     assert r.returncode == 0 and r.json()["generation"] == 3
+    # The break says the details are in `lease show`: they are, damaged generation and all.
+    r = atlas("lease", "show", GPU)
+    assert r.returncode == 0, r.stderr
+    assert "held by bob" in r.stdout and "g2    damaged" in r.stdout
+    assert "took over past damaged generation 2" in r.stdout
+    shown = atlas("lease", "show", GPU, "--json").json()
+    assert [g["action"] for g in shown["history"]] == ["claim", "damaged", "break"]
+    assert "not valid JSON" in shown["history"][1]["why"]
+
+
+def test_a_duration_over_the_cap_is_said_as_given(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    r = atlas("lease", "claim", GPU, "--for", "300000000h", "--why", "x", identity="alice")
+    assert r.returncode == 2
+    assert "300000000h is longer than this record's lease cap of 4h" in r.stderr
+    assert "11574074d" not in r.stderr
+
+
+def test_a_hand_edited_expiry_past_the_cap_is_read_at_the_cap_and_said(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    leases.claim(record, GPU, holder="alice", duration_s=600, why="run")
+    [path] = _generation_files(record, GPU)
+    data = json.loads(path.read_text())
+    data["expires_at"] = "2030-01-01T00:00:00Z"
+    path.chmod(0o644)
+    path.write_text(json.dumps(data))
+    row = atlas("lease", "show", GPU, "--json").json()
+    assert row["state"] == "held" and 0 < row["expires_in_s"] <= 4 * 3600
+    assert row["expires_at"] != "2030-01-01T00:00:00Z"
+    assert "lease cap of 4h" in row["clock_warning"]
+    listed = atlas("lease", "ls", "--json").json()["leases"]
+    assert listed[0]["expires_in_s"] <= 4 * 3600
+    assert "lease cap" in atlas("lease", "ls").stdout
+    # Honoured as written before, it blocked the resource for three years.
+    r = atlas("lease", "claim", GPU, "--for", "1h", "--why", "x", identity="bob")
+    assert r.returncode == 4 and "1126d" not in r.stderr
+    assert "ATL020" in atlas("check").stdout
 
 
 def test_debris_of_a_crashed_writer_is_ignored_and_cleaned(record: Record) -> None:

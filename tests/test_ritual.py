@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import run_atlas
 
 from atlas_files import sessions, timeutil
 from atlas_files.api import Worker, core, decisions, leases, ritual, status
@@ -155,6 +156,17 @@ def test_end_exit_codes_through_the_cli(record: Record, ann: Worker) -> None:
 def test_too_small_a_briefing_is_refused(record: Record) -> None:
     with pytest.raises(BadInput, match="at least"):
         ritual.begin(Worker(record, "bob"), max_chars=100)
+
+
+def test_the_help_states_the_briefings_real_minimum(record: Record) -> None:
+    """`--help` said x>=1 while the command needed 800: the range shown is the one held."""
+    shown = run_atlas("begin", "--help").stdout
+    assert f"x>={ritual.MIN_CHARS}" in " ".join(shown.split())
+    r = run_atlas("begin", "--max-chars", "200", record=record.root, identity="bob")
+    assert r.returncode == 2 and str(ritual.MIN_CHARS) in r.stderr
+    ok = run_atlas("begin", "--max-chars", str(ritual.MIN_CHARS), record=record.root,
+                   identity="bob")
+    assert ok.returncode == 0, ok.stderr
 
 
 def test_end_writes_the_status_of_the_project_the_session_began_on(record: Record) -> None:

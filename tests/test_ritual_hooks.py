@@ -218,3 +218,89 @@ def test_a_harness_that_sends_no_json_is_let_through(started: Record) -> None:
     assert out.returncode == 0 and json.loads(out.stdout)["decision"] == "block"
     out = run_atlas("--as", "Bob!", "end", "--hook", "claude", input="{}", cwd=started.root)
     assert (out.returncode, out.stdout) == (0, "") and "not an identity" in out.stderr
+
+
+def test_session_start_hands_the_identity_to_the_agents_shell(tmp_path: Path) -> None:
+    """Claude Code names a file (CLAUDE_ENV_FILE) whose export lines run before each of
+    the agent's shell commands: the hook writes the identity and the record there, quoted
+    so that a record folder with spaces and quotes comes back exactly."""
+    import subprocess
+
+    root = tmp_path / "it's a \"record\" $HOME"
+    Record.init(root, ["web"])
+    env_file = tmp_path / "env.sh"
+    env_file.write_text("export EARLIER=1\n")
+    out = run_atlas("--as", "bob", "begin", "--hook", "claude", cwd=tmp_path,
+                    input=json.dumps(claude_session_start(root)),
+                    env={"CLAUDE_ENV_FILE": str(env_file)})
+    assert out.returncode == 0
+    assert "act as bob" in json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    shown = subprocess.run(["bash", "-c", f'. {env_file}; printf "%s\\n%s\\n%s" "$EARLIER" '
+                            '"$ATLAS_AS" "$ATLAS_RECORD"'], capture_output=True, text=True)
+    assert shown.stdout.split("\n") == ["1", "bob", str(root)]
+
+
+def test_without_an_env_file_the_briefing_says_to_pass_the_identity(started: Record) -> None:
+    out = hook(started, "begin", "gemini", gemini_event(started.root, "SessionStart",
+                                                        source="startup"))
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "`atlas --as bob ...`" in text
+
+
+@pytest.mark.parametrize(("configured", "acts_as"), [
+    ("carol", "carol"), ("${user_config.identity}", None), ("", None)])
+def test_a_plugins_configured_identity(started: Record, configured: str,
+                                       acts_as: str | None) -> None:
+    """Claude Code exports the plugin's userConfig identity to its hooks; an option never
+    set (empty, or left unexpanded) is no identity."""
+    out = run_atlas("begin", "--hook", "claude", cwd=started.root.parent,
+                    input=json.dumps(claude_session_start(started.root)),
+                    env={"CLAUDE_PLUGIN_OPTION_IDENTITY": configured})
+    text = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    if acts_as:
+        assert f"you are {acts_as}" in text
+    else:
+        assert "names no identity" in text
+
+
+def cursor_event(root: Path, event: str, **extra: Any) -> dict[str, Any]:
+    """What Cursor sends: no cwd, the workspace's folders instead."""
+    return {"conversation_id": "c-1", "generation_id": "g-1", "hook_event_name": event,
+            "workspace_roots": [str(root)], "cursor_version": "2.0.77", **extra}
+
+
+def test_cursor_hooks(started: Record) -> None:
+    out = hook(started, "begin", "cursor", cursor_event(started.root, "sessionStart"))
+    doc = json.loads(out.stdout)
+    assert list(doc) == ["additional_context"] and "Ship the loader" in doc["additional_context"]
+    stop = cursor_event(started.root, "stop", status="completed", loop_count=0)
+    assert json.loads(hook(started, "end", "cursor", stop).stdout) == {}
+    put(started, "bob", "notes")
+    followup = json.loads(hook(started, "end", "cursor", stop).stdout)
+    assert list(followup) == ["followup_message"] and "notes v1" in followup["followup_message"]
+    for again in ({**stop, "loop_count": 1}, {**stop, "status": "aborted"}):
+        assert json.loads(hook(started, "end", "cursor", again).stdout) == {}
+
+
+def test_gemini_shell_commands_get_the_identity(started: Record) -> None:
+    """The BeforeTool hook of Gemini's shell tool puts the identity and the record before
+    a command that runs atlas (quoted), and leaves any other command alone."""
+    import subprocess
+
+    def before(command: str) -> dict[str, Any]:
+        event = gemini_event(started.root, "BeforeTool", tool_name="run_shell_command",
+                             tool_input={"command": command, "description": "d"})
+        return json.loads(hook(started, "begin", "gemini", event).stdout)
+
+    assert before("ls -la") == {}
+    answer = before("atlas put notes -f notes.md")
+    specific = answer["hookSpecificOutput"]
+    assert specific["hookEventName"] == "BeforeTool" and list(specific) == [
+        "hookEventName", "tool_input"]
+    command = specific["tool_input"]["command"]
+    assert command.endswith("; atlas put notes -f notes.md")
+    shown = subprocess.run(["bash", "-c", command.replace("atlas put notes -f notes.md",
+                                                          'echo "$ATLAS_AS|$ATLAS_RECORD"')],
+                           capture_output=True, text=True)
+    assert shown.stdout.strip() == f"bob|{started.root}"
+    assert sessions.read(started, "bob") is not None  # the session row stayed as it was

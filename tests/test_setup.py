@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_atlas
 
 from atlas_files.api.setup import BEGIN_MARK, END_MARK, setup
 from atlas_files.cli import main
@@ -64,8 +65,9 @@ def test_remove_takes_away_a_file_setup_created(tmp_path: Path) -> None:
     assert commands(data, "Stop") == ["atlas --as bob end --hook codex"]
     assert data["hooks"]["SessionStart"][0]["hooks"][0]["timeout"] == 30  # seconds
     result = setup("codex", directory=tmp_path, remove=True)
-    assert [c.action for c in result.changes] == ["removed"]
-    assert not (tmp_path / ".codex" / "hooks.json").exists()
+    assert [c.action for c in result.changes] == ["removed", "removed"]
+    assert not (tmp_path / ".codex").joinpath("hooks.json").exists()
+    assert not (tmp_path / ".codex").joinpath("config.toml").exists()
 
 
 def test_gemini_gets_its_own_event_names_and_units(tmp_path: Path) -> None:
@@ -137,3 +139,131 @@ def test_a_bad_identity_is_refused_before_anything_is_written(tmp_path: Path) ->
     with pytest.raises(BadInput):
         setup("claude", directory=tmp_path, identity="Bob; rm -rf ~")
     assert files(tmp_path) == {}
+
+
+def test_a_symlink_leading_outside_the_project_is_refused(tmp_path: Path) -> None:
+    """A clone that plants `.claude -> ../home/.claude` or `CLAUDE.md -> ../home/.bashrc`
+    does not get setup to merge hooks into the user's own settings or append to .bashrc."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text('{"model": "opus"}\n')
+    (home / ".bashrc").write_text("export PATH=$HOME/bin:$PATH\n")
+    before = files(home)
+    for link, target in ((".claude", "../home/.claude"), ("CLAUDE.md", "../home/.bashrc")):
+        project.mkdir()
+        (project / link).symlink_to(target)
+        out = run_atlas("setup", "claude", "--as", "bob", "--dir", str(project))
+        assert out.returncode == 2, out.stderr
+        assert "leads outside" in out.stderr and link in out.stderr
+        assert "Traceback" not in out.stderr
+        assert files(home) == before
+        assert sorted(p.name for p in project.iterdir()) == [link]  # nothing else written
+        for path in project.iterdir():
+            path.unlink()
+        project.rmdir()
+
+
+def test_a_symlink_inside_the_project_is_followed(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "config" / "claude").mkdir(parents=True)
+    (project / "docs").mkdir()
+    (project / "docs" / "CLAUDE.md").write_text("# Notes for Claude\n")
+    (project / ".claude").symlink_to("config/claude")
+    (project / "CLAUDE.md").symlink_to("docs/CLAUDE.md")
+    assert run_atlas("setup", "claude", "--as", "bob", "--dir", str(project)).returncode == 0
+    assert (project / ".claude").is_symlink() and (project / "CLAUDE.md").is_symlink()
+    data = json.loads((project / "config" / "claude" / "settings.json").read_text())
+    assert commands(data, "Stop") == ["atlas --as bob end --hook claude"]
+    text = (project / "docs" / "CLAUDE.md").read_text()
+    assert text.startswith("# Notes for Claude\n") and "@AGENTS.md" in text
+    assert run_atlas("setup", "claude", "--dir", str(project), "--remove").returncode == 0
+    assert not (project / "config" / "claude" / "settings.json").exists()
+    # A settings file that is itself a link inside the project (this failed with "Too
+    # many levels of symbolic links"):
+    (project / "config" / "codex-hooks.json").write_text('{"model": "o3"}\n')
+    (project / ".codex").mkdir()
+    (project / ".codex" / "hooks.json").symlink_to("../config/codex-hooks.json")
+    out = run_atlas("setup", "codex", "--as", "bob", "--dir", str(project))
+    assert out.returncode == 0, out.stderr
+    data = json.loads((project / "config" / "codex-hooks.json").read_text())
+    assert data["model"] == "o3" and commands(data, "Stop") == ["atlas --as bob end --hook codex"]
+    assert (project / ".codex" / "hooks.json").is_symlink()
+
+
+def test_claude_md_linked_to_agents_md_keeps_the_protocol(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("# Rules\n")
+    (tmp_path / "CLAUDE.md").symlink_to("AGENTS.md")
+    setup("claude", directory=tmp_path, identity="bob")
+    text = (tmp_path / "AGENTS.md").read_text()
+    assert "atlas end --status" in text and "@AGENTS.md" not in text
+    assert (tmp_path / "CLAUDE.md").is_symlink()
+
+
+def test_codex_gets_the_identity_into_its_agents_shell(tmp_path: Path) -> None:
+    """Codex 0.171 lets no hook set the agent's shell environment; its project config's
+    shell_environment_policy.set does. The user's own config.toml is kept around it."""
+    import tomllib
+
+    config = tmp_path / ".codex" / "config.toml"
+    config.parent.mkdir()
+    own = 'model = "o3"\n\n[shell_environment_policy]\ninherit = "core"\n'
+    config.write_text(own)
+    setup("codex", directory=tmp_path, identity="bob")
+    data = tomllib.loads(config.read_text())
+    assert data["model"] == "o3" and data["shell_environment_policy"]["inherit"] == "core"
+    assert data["shell_environment_policy"]["set"] == {"ATLAS_AS": "bob"}
+    setup("codex", directory=tmp_path, identity="carol")
+    assert tomllib.loads(config.read_text())["shell_environment_policy"]["set"] == {
+        "ATLAS_AS": "carol"}
+    setup("codex", directory=tmp_path, remove=True)
+    assert config.read_text() == own
+    config.write_text('[shell_environment_policy]\nset = { PATH = "/usr/bin" }\n')
+    result = setup("codex", directory=tmp_path, identity="bob")
+    assert config.read_text() == '[shell_environment_policy]\nset = { PATH = "/usr/bin" }\n'
+    assert any('ATLAS_AS = "bob"' in note for note in result.notes)
+    config.write_text("model = \n")
+    before = files(tmp_path)
+    assert run("setup", "codex", "--as", "bob", "--dir", str(tmp_path)) == 2
+    assert files(tmp_path) == before
+
+
+def test_cursor_gets_its_own_flat_hooks_file(tmp_path: Path) -> None:
+    hooks = tmp_path / ".cursor" / "hooks.json"
+    hooks.parent.mkdir()
+    theirs = {"command": "./audit.sh"}
+    hooks.write_text(json.dumps({"version": 1, "hooks": {"stop": [theirs]}}))
+    setup("cursor", directory=tmp_path, identity="bob")
+    data = json.loads(hooks.read_text())
+    assert data == {"version": 1, "hooks": {
+        "stop": [theirs, {"command": "atlas --as bob end --hook cursor", "timeout": 10,
+                          "loop_limit": 5}],
+        "sessionStart": [{"command": "atlas --as bob begin --hook cursor", "timeout": 30}]}}
+    setup("cursor", directory=tmp_path, identity="carol")
+    assert json.loads(hooks.read_text())["hooks"]["stop"][1]["command"] == \
+        "atlas --as carol end --hook cursor"
+    setup("cursor", directory=tmp_path, remove=True)
+    assert json.loads(hooks.read_text()) == {"version": 1, "hooks": {"stop": [theirs]}}
+    hooks.unlink()
+    setup("cursor", directory=tmp_path)
+    setup("cursor", directory=tmp_path, remove=True)
+    assert not hooks.exists()
+
+
+def test_gemini_with_an_identity_hands_it_to_the_agents_shell(tmp_path: Path) -> None:
+    """Gemini CLI lets no hook set the shell's environment; setup adds a BeforeTool hook
+    on its shell tool that does it, only with an identity to hand over."""
+    settings = tmp_path / ".gemini" / "settings.json"
+    setup("gemini", directory=tmp_path, identity="bob")
+    data = json.loads(settings.read_text())
+    (group,) = data["hooks"]["BeforeTool"]
+    assert group["matcher"] == "run_shell_command"
+    assert group["hooks"] == [{"name": "atlas-identity", "type": "command",
+                               "command": "atlas --as bob begin --hook gemini",
+                               "timeout": 10000}]
+    setup("gemini", directory=tmp_path, identity="bob")
+    assert json.loads(settings.read_text()) == data  # twice is once
+    setup("gemini", directory=tmp_path)  # no identity: nothing to hand over
+    assert "BeforeTool" not in json.loads(settings.read_text())["hooks"]
+    setup("gemini", directory=tmp_path, identity="bob")
+    setup("gemini", directory=tmp_path, remove=True)
+    assert not settings.exists()

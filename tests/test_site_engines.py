@@ -245,7 +245,7 @@ def test_counts_and_the_footer_read_as_english(tmp_path: Path) -> None:
     result = sitegen.build(record, tmp_path / "out")
     home = (result.site_dir / "index.html").read_text()
     text = " ".join(home.split())
-    assert "1 project," in text and "1 topic</a>" in text and "0 decisions" in text
+    assert "1 project</a>," in text and "1 topic</a>" in text and "0 decisions</a>" in text
     assert "1 topics" not in text and "1 projects" not in text
     assert "record record" not in text
     assert "A snapshot of the record in <code>record</code>" in text

@@ -13,7 +13,7 @@ from pathlib import Path
 import markdown
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from site_fixtures import PAYLOADS, hostile_record
 
@@ -41,13 +41,13 @@ hostile_text = st.lists(
 PAGE_TAGS = ALLOWED_TAGS | {
     "div", "span", "time", "table", "details", "summary", "label", "select", "option",
     "input", "datalist", "section", "p", "h1", "h2", "h3", "a", "pre", "code", "br", "ul",
-    "li", "em", "strong",
+    "li", "em", "strong", "wbr",
 }
 PAGE_ATTRIBUTES = {
     "class", "id", "href", "title", "datetime", "style", "role", "aria-valuemin",
     "aria-valuemax", "aria-valuenow", "data-atlas-age", "data-atlas-expires",
     "data-atlas-observed", "data-atlas-stale-after", "data-atlas-filter-for", "data-atlas-key",
-    "data-search-exclude",
+    "data-search-exclude", "data-label",
     "data-project", "data-relation", "data-topic", "value", "type", "list", "placeholder",
     "rel", "src", "alt", "align", "colspan", "rowspan", "start", "width", "height",
 }
@@ -95,10 +95,13 @@ def test_each_payload_is_inert_after_rendering() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(body=hostile_text)
+# Emphasis around raw HTML made Python-Markdown lose one of its placeholders, which
+# reached the page as "klzzwxh:0002" and a control character (found by this test).
+@example(body="_<script>window.__pwned='script'</script>_<script>window.__pwned='s'</script>")
 def test_rendered_bodies_hold_only_allowed_markup(body: str) -> None:
     out = BodyRenderer().render(body, lambda target: "../x.html#v1" if "@" in target else None)
     assert_inert(out, ALLOWED_TAGS, None)
-    assert "\x02" not in out and "\x03" not in out
+    assert "\x02" not in out and "\x03" not in out and "klzzwxh" not in out
 
 
 @settings(max_examples=200, deadline=None)

@@ -30,10 +30,12 @@ from atlas_files.api.versions import (
     TopicView,
     VersionList,
     Written,
+    body_to_write,
     marks,
     version_json,
 )
 from atlas_files.artifacts import TopicSummary
+from atlas_files.errors import warn
 from atlas_files.feed import FeedItem
 from atlas_files.record import Record, require_identity
 
@@ -96,9 +98,19 @@ def check_write(worker: Worker, topic: str | None = None) -> None:
 def put(worker: Worker, name: str, body: str, *, expect: int | None = None,
         summary: str | None = None, proposal: bool = False,
         links: Sequence[str] = ()) -> Written:
-    """Write the next version of topic ``name``; VersionConflict if someone wrote since."""
-    doc = artifacts.put(worker.record, name, body, author=worker.author, project=worker.project,
-                        expect=expect, summary=summary, proposal=proposal, links=links)
+    """Write the next version of topic ``name``; VersionConflict if someone wrote since.
+    A link to a retracted version is written, and warned of (`atlas check` reports it,
+    ATL013, while this version is the newest), as `decide` does."""
+    doc = artifacts.put(worker.record, name, body_to_write(body), author=worker.author,
+                        project=worker.project, expect=expect, summary=summary,
+                        proposal=proposal, links=links)
+    if links:
+        retracted = corrections.retracted_refs(worker.record, worker.project_name)
+        for link in links:
+            if link in retracted:
+                warn(f"{name} v{doc.version} links {link}, which is retracted: it builds on a "
+                     "retracted conclusion (`atlas get` shows why; `atlas check` reports the "
+                     "link, ATL013, until a later version links one that stands)")
     return Written(doc.name, doc.version, doc.path, proposal=doc.proposal)
 
 

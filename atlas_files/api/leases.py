@@ -56,6 +56,11 @@ def _seconds(duration: str | float | None) -> float | None:
     return leases.parse_duration(duration) if isinstance(duration, str) else duration
 
 
+def _given(duration: str | float | None) -> str | None:
+    """The duration as the caller wrote it, for a refusal to say back."""
+    return duration if isinstance(duration, str) else None
+
+
 def claim(worker: Worker, resource: str, duration: str | float, why: str,
           paths: Sequence[str] = ()) -> LeaseChange:
     """Claim ``resource``; LeaseHeld (exit 4) if another holds it. Claiming a lease you
@@ -66,7 +71,7 @@ def claim(worker: Worker, resource: str, duration: str | float, why: str,
     if seconds is None:
         raise TypeError("claim needs a duration")
     lease = leases.claim(worker.record, resource, holder=holder, duration_s=seconds, why=why,
-                         paths=paths)
+                         paths=paths, given=_given(duration))
     return LeaseChange(lease, tuple(leases.overlapping(worker.record, lease.paths,
                                                        besides=holder)))
 
@@ -75,7 +80,8 @@ def renew(worker: Worker, resource: str, duration: str | float | None = None,
           generation: int | None = None) -> LeaseChange:
     holder = worker.author
     return LeaseChange(leases.renew(worker.record, resource, holder=holder,
-                                    duration_s=_seconds(duration), generation=generation))
+                                    duration_s=_seconds(duration), generation=generation,
+                                    given=_given(duration)))
 
 
 def release(worker: Worker, resource: str, generation: int | None = None) -> LeaseChange:
@@ -90,7 +96,7 @@ def break_(worker: Worker, resource: str, why: str, duration: str | float | None
     holder = worker.author
     return LeaseChange(leases.break_lease(worker.record, resource, holder=holder, why=why,
                                           duration_s=_seconds(duration),
-                                          generation=generation))
+                                          generation=generation, given=_given(duration)))
 
 
 def ls(worker: Worker, path: str | None = None) -> Sheet:

@@ -15,23 +15,28 @@ from __future__ import annotations
 import json
 import os
 import re
+import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from atlas_files import fsio
+from atlas_files.api import codextrust
 from atlas_files.errors import BadInput
 from atlas_files.names import check_name
 
-HARNESSES = ("claude", "codex", "gemini")
+HARNESSES = ("claude", "codex", "gemini", "cursor")
 TARGETS = (*HARNESSES, "agents-md")
 SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json"),
-            "gemini": (".gemini", "settings.json")}
+            "gemini": (".gemini", "settings.json"), "cursor": (".cursor", "hooks.json")}
 # The harness's event at session start, and the one after each turn of the agent.
 EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
-          "gemini": ("SessionStart", "AfterAgent")}
+          "gemini": ("SessionStart", "AfterAgent"), "cursor": ("sessionStart", "stop")}
+# Cursor's stop may send the block's reason back as a follow-up this many times in a row.
+CURSOR_LOOP_LIMIT = 5
 OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end) --hook "
-                  r"(claude|codex|gemini)$")
+                  r"(claude|codex|gemini|cursor)$")
 BEGIN_MARK = "<!-- atlas-files:begin (written by `atlas setup`; `atlas setup agents-md " \
              "--remove` takes it out) -->"
 END_MARK = "<!-- atlas-files:end -->"
@@ -69,6 +74,10 @@ def _handler(harness: str, verb: str, identity: str | None) -> dict[str, Any]:
     """One hook entry in the harness's own form (Claude and Codex count timeouts in
     seconds, Gemini in milliseconds; Gemini names its hooks)."""
     seconds = 30 if verb == "begin" else 10
+    if harness == "cursor":  # a flat entry: no type, no group
+        flat: dict[str, Any] = {"command": hook_command(harness, verb, identity),
+                                "timeout": seconds}
+        return flat | ({"loop_limit": CURSOR_LOOP_LIMIT} if verb == "end" else {})
     entry: dict[str, Any] = {"type": "command",
                              "command": hook_command(harness, verb, identity)}
     if harness == "gemini":
@@ -105,10 +114,23 @@ def _shape(data: Any, path: Path) -> dict[str, Any]:
 def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dict[str, Any]:
     """``data`` with our two hook entries in it: an entry of ours for the same event is
     updated in place (a new identity), never added twice."""
+    if harness == "cursor":
+        data.setdefault("version", 1)
     hooks = data.setdefault("hooks", {})
-    for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True):
-        wanted = _handler(harness, verb, identity)
+    wanted_hooks: list[tuple[str, str, dict[str, Any], str | None]] = [
+        (event, verb, _handler(harness, verb, identity), None)
+        for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True)]
+    if harness == "gemini":
+        _gemini_shell(hooks, identity, wanted_hooks)
+    for event, verb, wanted, matcher in wanted_hooks:
         groups = hooks.setdefault(event, [])
+        if harness == "cursor":
+            mine = [i for i, entry in enumerate(groups) if _is_ours(entry) == verb]
+            if mine:
+                groups[mine[0]] = {**groups[mine[0]], "command": wanted["command"]}
+            else:
+                groups.append(wanted)
+            continue
         found = False
         for group in groups:
             handlers = group.get("hooks") if isinstance(group, dict) else None
@@ -119,8 +141,29 @@ def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dic
                     handlers[i] = {**hook, "command": wanted["command"]}
                     found = True
         if not found:
-            groups.append({"hooks": [wanted]})
+            groups.append({"matcher": matcher, "hooks": [wanted]} if matcher
+                          else {"hooks": [wanted]})
     return data
+
+
+# Gemini CLI gives a hook no way to set the agent's shell environment; its BeforeTool
+# hook may rewrite a tool's input. With an identity, `atlas begin --hook gemini` also runs
+# before each shell command and hands an atlas command the identity and the record.
+GEMINI_SHELL = ("BeforeTool", "run_shell_command")
+
+
+def _gemini_shell(hooks: dict[str, Any], identity: str | None,
+                  wanted: list[tuple[str, str, dict[str, Any], str | None]]) -> None:
+    event, matcher = GEMINI_SHELL
+    if identity:
+        entry = {**_handler("gemini", "begin", identity), "name": "atlas-identity",
+                 "timeout": 10000}
+        wanted.append((event, "begin", entry, matcher))
+    elif event in hooks:  # no identity to hand over any more
+        hooks[event] = remove_hooks({"hooks": {event: hooks[event]}}).get(
+            "hooks", {}).get(event, [])
+        if not hooks[event]:
+            del hooks[event]
 
 
 def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
@@ -132,6 +175,8 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
         groups = hooks[event]
         kept = []
         for group in groups:
+            if _is_ours(group):  # a flat entry of Cursor's
+                continue
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if isinstance(handlers, list) and any(_is_ours(h) for h in handlers):
                 rest = [h for h in handlers if not _is_ours(h)]
@@ -145,12 +190,29 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
             del hooks[event]
     if not hooks:
         del data["hooks"]
+        if data == {"version": 1}:  # Cursor's file with nothing else in it
+            del data["version"]
     return data
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def inside(root: Path, path: Path) -> Path:
+    """Where ``path`` really leads (every symlink on the way followed, as the harness
+    reading it will), refused unless that is inside ``root``: a clone may carry
+    `.claude -> ../home/.claude` or `CLAUDE.md -> ~/.bashrc`, and setup must not merge
+    hooks into the user's own settings or append to a file of their home."""
+    base = Path(os.path.realpath(root))
+    real = Path(os.path.realpath(path))
+    if real != base and base not in real.parents:
+        raise BadInput(f"{path} leads outside {root} (to {real}) through a symlink; "
+                       "nothing was written",
+                       hint="setup writes only inside the project folder: replace the link "
+                       "with a plain file or folder, or run setup where it leads")
+    return real
+
+
+def _read_json(path: Path, real: Path) -> dict[str, Any] | None:
     try:
-        raw = fsio.read_nofollow(path, SETTINGS_LIMIT)
+        raw = fsio.read_nofollow(real, SETTINGS_LIMIT)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -167,9 +229,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return _shape(data, path)
 
 
-def _write(path: Path, text: str | None, existed: bool) -> Change:
-    """Write ``text`` to ``path`` (None: remove it), through a symlink to its target."""
-    real = Path(os.path.realpath(path))
+def _write(path: Path, real: Path, text: str | None, existed: bool) -> Change:
+    """Write ``text`` to ``real``, where ``path`` leads (None: remove it)."""
     if text is None:
         if existed:
             real.unlink()
@@ -181,10 +242,14 @@ def _write(path: Path, text: str | None, existed: bool) -> Change:
     return Change(path, "updated" if existed else "created")
 
 
-def _settings(directory: Path, harness: str, identity: str | None, remove: bool) -> Change:
+def settings_path(directory: Path, harness: str) -> Path:
     folder, name = SETTINGS[harness]
-    path = directory / folder / name
-    before = _read_json(path)
+    return directory / folder / name
+
+
+def _settings(path: Path, real: Path, harness: str, identity: str | None,
+              remove: bool) -> Change:
+    before = _read_json(path, real)
     data = json.loads(json.dumps(before)) if before is not None else {}
     after = remove_hooks(data) if remove else merge_hooks(data, harness, identity)
     if before is not None and after == before:
@@ -192,9 +257,63 @@ def _settings(directory: Path, harness: str, identity: str | None, remove: bool)
     if before is None and remove:
         return Change(path, "unchanged")
     if remove and not after:
-        return _write(path, None, True)  # a file left empty means what no file means
-    return _write(path, json.dumps(after, indent=2, ensure_ascii=False) + "\n",
+        return _write(path, real, None, True)  # a file left empty means what no file means
+    return _write(path, real, json.dumps(after, indent=2, ensure_ascii=False) + "\n",
                   before is not None)
+
+
+def _read_text(path: Path, real: Path) -> tuple[str, bool]:
+    """The text of ``real`` (where ``path`` leads) and whether it existed."""
+    try:
+        return fsio.read_nofollow(real, SETTINGS_LIMIT).decode("utf-8"), True
+    except FileNotFoundError:
+        return "", False
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"{path} cannot be read as UTF-8 text ({exc}); nothing was written",
+                       hint="fix or move the file, then run setup again") from None
+
+
+# Codex gives a hook no way to set the agent's shell environment (0.171), but its config
+# does: `shell_environment_policy.set` in the project's .codex/config.toml, read in a
+# project the person trusts, as the hooks are.
+CODEX_CONFIG = (".codex", "config.toml")
+TOML_BEGIN = "# atlas-files:begin (written by `atlas setup codex`; `--remove` takes it out)"
+TOML_END = "# atlas-files:end"
+
+
+def _codex_block(identity: str) -> str:
+    return "\n".join([TOML_BEGIN, "# The agent's own shell acts as the identity the hooks act as.",
+                      "[shell_environment_policy.set]", f'ATLAS_AS = "{identity}"',
+                      TOML_END]) + "\n"
+
+
+def _codex_shell(path: Path, real: Path, identity: str | None, remove: bool
+                 ) -> tuple[Callable[[], Change], str | None]:
+    """Set ATLAS_AS for Codex's agent shell in .codex/config.toml, between markers (no
+    identity or ``remove``: take the block out). A file whose own
+    `shell_environment_policy.set` is there already is left alone, with a note."""
+    text, existed = _read_text(path, real)
+    start, stop = text.find(TOML_BEGIN), text.find(TOML_END)
+    rest = (text[:start].rstrip("\n") + "\n" + text[stop + len(TOML_END):].lstrip("\n")
+            if start != -1 and stop > start else text)
+    rest = "" if not rest.strip() else rest
+    try:
+        config = tomllib.loads(rest)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"{path} is not valid TOML ({exc}); nothing was written",
+                       hint="fix the file, then run setup again") from None
+    new = rest
+    note = None
+    if identity and not remove:
+        policy = config.get("shell_environment_policy", {})
+        if isinstance(policy, dict) and "set" not in policy:
+            new = (rest.rstrip("\n") + "\n\n" if rest.strip() else "") + _codex_block(identity)
+        else:
+            note = (f"{path} sets shell_environment_policy itself: add ATLAS_AS = "
+                    f'"{identity}" to its `set` so the agent\'s shell acts as {identity}')
+    if new == text:
+        return lambda: Change(path, "unchanged"), note
+    return lambda: _write(path, real, new if new.strip() else None, existed), note
 
 
 def agents_section(identity: str | None) -> str:
@@ -236,16 +355,9 @@ POINTER = "\n".join([BEGIN_MARK, "@AGENTS.md", "", "The atlas record's protocol 
                      "repository is in AGENTS.md (imported above).", END_MARK]) + "\n"
 
 
-def _marked(path: Path, section: str | None) -> Change:
+def _marked(path: Path, real: Path, section: str | None) -> Change:
     """Put ``section`` between the markers of ``path`` (None: take the section out)."""
-    try:
-        text = fsio.read_nofollow(Path(os.path.realpath(path)), SETTINGS_LIMIT).decode("utf-8")
-        existed = True
-    except FileNotFoundError:
-        text, existed = "", False
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path} cannot be read as UTF-8 text ({exc}); nothing was written",
-                       hint="fix or move the file, then run setup again") from None
+    text, existed = _read_text(path, real)
     start, stop = text.find(BEGIN_MARK), text.find(END_MARK)
     if start != -1 and stop > start:
         head, tail = text[:start], text[stop + len(END_MARK):].removeprefix("\n")
@@ -259,46 +371,86 @@ def _marked(path: Path, section: str | None) -> Change:
         new = (head.rstrip("\n") + "\n" + ("\n" + tail if tail.strip() else "")
                if head.strip() else tail)
         if not new.strip():
-            return _write(path, None, existed)
+            return _write(path, real, None, existed)
     else:
         lead = head.rstrip("\n") + "\n\n" if head.strip() else ""
         new = lead + section + ("\n" + tail if tail.strip() else "")
     if new == text:
         return Change(path, "unchanged")
-    return _write(path, new, existed)
+    return _write(path, real, new, existed)
 
 
 def setup(target: str, *, directory: str | os.PathLike[str] = ".",
-          identity: str | None = None, remove: bool = False) -> SetupResult:
-    """Wire ``target`` (claude, codex, gemini, agents-md) into ``directory``; ``remove``
-    takes out what setup wrote there for it."""
+          identity: str | None = None, remove: bool = False,
+          trust: bool = False) -> SetupResult:
+    """Wire ``target`` (claude, codex, gemini, cursor, agents-md) into ``directory``;
+    ``remove`` takes out what setup wrote there for it. ``trust`` (codex only) then asks
+    Codex to record the person's trust in the two hooks (api.codextrust)."""
     if target not in TARGETS:
         raise BadInput(f"unknown harness {target!r}", hint=f"one of {', '.join(TARGETS)}")
+    if trust and (target != "codex" or remove):
+        raise BadInput("--trust is for `setup codex`: Codex is the harness that keeps a "
+                       "trust record per hook", hint="leave --trust out")
     if identity is not None:
         identity = check_name(identity, "identity")
     root = Path(directory)
     if not root.is_dir():
         raise BadInput(f"{root} is not a folder", hint="pass --dir with an existing folder")
+    # Every file is checked before any is written: a refusal leaves the project as it was.
+    settings = settings_path(root, target) if target in HARNESSES else None
+    marked = [root / "AGENTS.md", root / "CLAUDE.md"] if target == "agents-md" or not remove \
+        else []
+    shell = root.joinpath(*CODEX_CONFIG) if target == "codex" else None
+    real = {path: inside(root, path)
+            for path in [p for p in (settings, shell) if p is not None] + marked}
     changes: list[Change] = []
     notes: list[str] = []
-    if target in HARNESSES:
-        changes.append(_settings(root, target, identity, remove))
+    # Read (and refused, if it must be) before the hooks are written; written after them.
+    write_shell, note = (_codex_shell(shell, real[shell], identity, remove) if shell
+                         else (None, None))
+    if settings is not None:
+        changes.append(_settings(settings, real[settings], target, identity, remove))
         if not remove:
             notes.append(NOTES[target])
-    if target == "agents-md" or not remove:
-        changes.append(_marked(root / "AGENTS.md", None if remove else agents_section(identity)))
-        changes.append(_marked(root / "CLAUDE.md", None if remove else POINTER))
+    if write_shell is not None:
+        changes.append(write_shell())
+        notes += [note] if note else []
+    for path, section in zip(marked, (agents_section(identity), POINTER), strict=False):
+        if path.name == "CLAUDE.md" and real[path] == real.get(root / "AGENTS.md"):
+            changes.append(Change(path, "unchanged"))  # a link to AGENTS.md: it is AGENTS.md
+            continue
+        changes.append(_marked(path, real[path], None if remove else section))
     if not identity and not remove:
         notes.append("no identity given: the hooks act as $ATLAS_AS, so set it in the "
                      "environment the agent runs in (or run setup again with --as NAME)")
+    if trust:
+        events = codextrust.trust_hooks(root, _is_ours)
+        notes = [n for n in notes if n != NOTES["codex"]]
+        notes.append(f"Codex now trusts the atlas hooks ({', '.join(events)}) by their "
+                     "current hash, in your ~/.codex/config.toml; after they change (setup "
+                     "with another --as) run setup --trust again")
     return SetupResult(target, identity, remove, tuple(changes), tuple(notes))
 
 
 NOTES = {
     "claude": "Claude Code runs the hooks from .claude/settings.json; a teammate with another "
               "identity sets ATLAS_AS instead of sharing --as",
-    "codex": "Codex asks you to review and trust new hooks before they run (older versions "
-             "also need `[features] codex_hooks = true` in .codex/config.toml)",
-    "gemini": "Gemini CLI runs hooks from .gemini/settings.json where hooks are enabled; "
-              "it reads GEMINI.md, not AGENTS.md, unless context.fileName names AGENTS.md",
+    "codex": "Codex runs these hooks only in a trusted project, and only once a person has "
+             "trusted each hook (by its content, so again after every change): trust the "
+             "project (`codex exec --trust` once here, or [projects.\"<this folder>\"] "
+             "trust_level = \"trusted\" in ~/.codex/config.toml), then trust the atlas hooks: "
+             "run this setup again with --trust, or open `codex` here and trust them in "
+             "/hooks. Until then `codex exec` skips them without a "
+             "word; for unattended runs of hooks you have read, `codex exec "
+             "--dangerously-bypass-hook-trust` runs them for that run only",
+    "cursor": "Cursor runs .cursor/hooks.json in this project; its stop hook sends the "
+              "reason back as your next message at most loop_limit (5) times in a row. "
+              "No hook can set the agent's shell environment there: the briefing tells the "
+              "agent to pass --as",
+    "gemini": "Gemini CLI runs a project's hooks only in a folder you trusted (it asks; "
+              "GEMINI_CLI_TRUST_WORKSPACE=true for unattended runs) and names them at start. "
+              "With --as, a BeforeTool hook on its shell tool puts ATLAS_AS before each "
+              "command that runs atlas (no hook can set the shell's environment there). "
+              "It reads GEMINI.md, "
+              "not AGENTS.md, unless context.fileName names AGENTS.md",
 }

@@ -12,6 +12,7 @@ from atlas_files.api.versions import (
     DiffView,
     VersionList,
     Written,
+    body_to_write,
     marks,
     version_json,
 )
@@ -56,7 +57,7 @@ def status_show(worker: Worker, version: int | None = None) -> StatusView:
 def status_write(worker: Worker, body: str, *, expect: int | None = None,
                  summary: str | None = None) -> Written:
     """Write the next status version; VersionConflict (the stop sign) if it moved."""
-    doc, warnings = status.write(worker.record, body, author=worker.author,
+    doc, warnings = status.write(worker.record, body_to_write(body), author=worker.author,
                                  project=worker.project, expect=expect, summary=summary)
     return Written("status", doc.version, doc.path, warnings=tuple(warnings))
 

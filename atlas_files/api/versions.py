@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from atlas_files import corrections
+from atlas_files import corrections, frontmatter
 from atlas_files.api import Worker
 from atlas_files.diffs import Diff
 from atlas_files.documents import Version
+from atlas_files.errors import warn
 
 NO_MARKS: dict[str, Any] = {"corrected_by": [], "retracted": None, "retractions": [],
                             "accepted_by": None}
@@ -84,3 +85,17 @@ class DiffView(NamedTuple):
 def marks(worker: Worker, kind: str, doc: Version) -> dict[str, Any]:
     return corrections.marks_json(worker.record, worker.project_name, kind, doc.name,
                                   doc.version)
+
+
+def body_to_write(body: str) -> str:
+    """The body of a new version. A text that is a whole version file (a sync draft, whose
+    hint says `-f MERGED_FILE`, or a copied version) would store its front matter inside the
+    new body; its body is taken instead, and the warning says so."""
+    copied = frontmatter.copied_version(body)
+    if copied is None:
+        return body
+    inner, meta = copied
+    warn(f"the text starts with the front matter of {meta.get('name')} "
+         f"v{meta.get('version')} (a sync draft, or a copy of a version file): its body was "
+         "written, without that front matter; the new version gets front matter of its own")
+    return inner

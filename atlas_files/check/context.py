@@ -128,3 +128,20 @@ def unreadable_folder(ctx: CheckRun, folder: Path, exc: OSError) -> None:
                    "nothing in it was checked")
 
 
+def check_not_ahead(ctx: CheckRun, path: Path, line: int, stamp: Any, what: str) -> None:
+    """A time a writer stamped (``written_at``, an entry's ``at``) that lies ahead of this
+    machine's clock by more than the record's clock tolerance: its writer's clock, or a
+    hand edit, is wrong, and every reader sorting or ageing by it is misled ("in 26328
+    days", newest of all)."""
+    if not isinstance(stamp, str):
+        return
+    try:
+        then = timeutil.parse_time(stamp)
+    except ValueError:
+        return  # the schema check says what is wrong with its form
+    ahead = (then - ctx.now).total_seconds()
+    if ahead > ctx.limits.clock_tolerance_s:
+        ctx.report.add(path, line, "ATL022",
+                       f"{what} {stamp} is {timeutil.format_duration(ahead)} in the future "
+                       f"by this machine's clock (tolerance "
+                       f"{timeutil.format_duration(ctx.limits.clock_tolerance_s)})")

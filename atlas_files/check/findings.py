@@ -70,6 +70,9 @@ _TABLE = (
          "leases cap at lease_cap in atlas.yaml; claim again for a shorter time"),
     Code("ATL021", ERROR, "lease claimed in the future beyond the clock tolerance",
          "check the clock of the machine that wrote it; break the lease if it is wrong"),
+    Code("ATL022", ERROR, "written in the future beyond the clock tolerance",
+         "check the clock of the machine that wrote it (or undo the hand edit of the time); "
+         "readers sort and age by it, so a correction should say when it was really written"),
     Code("ATL030", WARNING, "crash debris: a temp file older than an hour",
          "`atlas check --fix` removes it; readers already ignore it"),
     Code("ATL031", WARNING, "status longer than the record's status_limit",
@@ -80,6 +83,9 @@ _TABLE = (
          "add the project with `atlas init RECORD --project NAME`"),
     Code("ATL034", ERROR, "misnamed version file: readers do not see it",
          "name versions NAME.vNNNN.md: four digits at least, no extra leading zero"),
+    Code("ATL035", ERROR, "a record inside the record (an atlas.yaml below its root)",
+         "move the inner record out (records sit side by side, never nested); to add a "
+         "project to this record, `atlas init RECORD --project NAME`"),
     Code("ATL036", ERROR, "misnamed entry file: readers do not see it",
          "name an entry <id>.md exactly as its id is written (lowercase), e.g. "
          "dec-20260131t120000000000z-1a2b3c4d.md"),

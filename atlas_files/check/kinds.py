@@ -12,7 +12,7 @@ from atlas_files import config as configmod
 from atlas_files import entries, frontmatter, fsio, timeutil
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
-from atlas_files.check.context import DAMAGE, CheckRun, list_folder, per_file
+from atlas_files.check.context import DAMAGE, CheckRun, check_not_ahead, list_folder, per_file
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
 from atlas_files.check.sources import why_unreadable
@@ -174,6 +174,8 @@ def check_entry(ctx: CheckRun, path: Path, project: str, kind: str) -> None:
         report.add(path, lines().get("project", 2), "ATL004",
                    f"the entry says project {meta['project']!r}, but lies in project {project!r}")
     _entry_refs(ctx, path, project, meta, lines)
+    check_not_ahead(ctx, path, lines().get("at", 2), meta.get("at"), "this entry says it was "
+                    "made at")
     stated = parsed.meta.get("digest")
     if stated is not None:
         if stated != entries.digest_of_entry(dict(parsed.meta), parsed.body):

@@ -17,7 +17,7 @@ from typing import Any
 from atlas_files import frontmatter, fsio, layout
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
-from atlas_files.check.context import CheckRun, list_folder, per_file
+from atlas_files.check.context import CheckRun, check_not_ahead, list_folder, per_file
 from atlas_files.check.index import VERSION_FILE_RE, canonical_number
 from atlas_files.check.schema import key_lines, plain, validate
 from atlas_files.check.sources import why_unreadable
@@ -69,9 +69,11 @@ def check_stream(ctx: CheckRun, folder: Path, project: str, name: str,
         if number > expected:
             missing = f"v{expected}" if number == expected + 1 else f"v{expected}..v{number - 1}"
             before = f"after v{expected - 1}" if expected > 1 else "as the first version"
+            deleted = number != latest or _was_published(ctx, folder / files[0], expected)
             ctx.report.add(folder / files[0], 1, "ATL003",
                            f"version skip: {files[0]} is v{number} {before}; {missing} is "
-                           "missing", _skip_hint(name, expected))
+                           "missing", _restore_hint(name, expected, number) if deleted
+                           else _skip_hint(name, expected))
         expected = number + 1
         if len(files) > 1:
             ctx.report.add(folder / files[0], 1, "ATL004",
@@ -92,6 +94,31 @@ def is_private(name: str) -> bool:
 def _skip_hint(name: str, expected: int) -> str:
     return (f"a new version takes the next number: rename it to "
             f"{layout.version_filename(name, expected)} (and set version: {expected})")
+
+
+def _was_published(ctx: CheckRun, path: Path, expected: int) -> bool:
+    """Whether the version after a gap was written when the missing ones existed: it says
+    it was based on one of them, or carries a digest (written by atlas, or stamped). Then
+    the gap is a deletion, and renaming a published version is no fix."""
+    try:
+        raw, _ = ctx.source.read_limited(path, HEAD_ROOM)
+        meta = frontmatter.parse(raw.removeprefix(BOM)).meta
+    except (OSError, frontmatter.FrontMatterError):
+        return False
+    based_on = meta.get("based_on")
+    return (isinstance(based_on, int) and based_on >= expected) or "digest" in meta
+
+
+def _restore_hint(name: str, expected: int, number: int) -> str:
+    """A version was deleted from the middle of a stream: published versions are never
+    renumbered, so what is missing comes back from history."""
+    first = layout.version_filename(name, expected)
+    which = (first if number == expected + 1
+             else f"{first}..{layout.version_filename(name, number - 1)}")
+    return (f"a published version was deleted: restore {which} from git (in its folder, "
+            "`git log --diff-filter=D --name-only -- .` finds the commit that deleted it, "
+            f"`git restore --source COMMIT^ {first}` brings it back) or from a backup; "
+            "never renumber the versions after it")
 
 
 @per_file
@@ -177,6 +204,8 @@ def _check_meta(ctx: CheckRun, path: Path, meta: dict[str, Any], lines: Any, nam
         clean = False
         report.add(path, lines().get("version", 2), "ATL004",
                    f"the front matter says version {version}, the file name says {number}")
+    check_not_ahead(ctx, path, lines().get("written_at", 2), meta.get("written_at"),
+                    f"{here} says it was written at")
     based_on = meta.get("based_on")
     if isinstance(based_on, int) and not isinstance(based_on, bool):
         if based_on >= number:

@@ -174,8 +174,20 @@ def check_project(ctx: CheckRun, folder: Path, scope: Scope) -> None:
             check_plain_tree(ctx, path, scope)
         elif fsio.is_temp(entry.name):
             debris.check_temp(ctx, path)
+        elif entry.name == layout.CONFIG_NAME:
+            nested_record(ctx, path)
         elif is_markdown(entry.name):
             check_markdown(ctx, path)
+
+
+def nested_record(ctx: CheckRun, config: Path) -> None:
+    """An atlas.yaml below the record's root: a second record inside this one. Each
+    record's commands find the nearest atlas.yaml, so the two would share folders: this
+    record's check reads the inner one's files as its own, and a writer in there never
+    knows which record it wrote to."""
+    ctx.report.add(config, 1, "ATL035",
+                   f"{ctx.rel(config.parent)} is a record inside this record (it holds its "
+                   "own atlas.yaml)")
 
 
 def check_plain_tree(ctx: CheckRun, folder: Path, scope: Scope) -> None:
@@ -189,6 +201,8 @@ def check_plain_tree(ctx: CheckRun, folder: Path, scope: Scope) -> None:
                 check_plain_tree(ctx, path, scope)
         elif fsio.is_temp(entry.name):
             debris.check_temp(ctx, path)
+        elif entry.name == layout.CONFIG_NAME:
+            nested_record(ctx, path)
         elif is_markdown(entry.name):
             check_markdown(ctx, path)
 

@@ -127,11 +127,23 @@ def _run(args: list[str], as_json: bool) -> None:
     except OSError as exc:
         # The environment refused (read-only or full disk, permissions, a file where a
         # folder should be): not a bug, and nothing half-done is left behind.
+        if isinstance(exc, FileNotFoundError) and _cwd_gone():
+            _fail("environment", "the current folder no longer exists (it was deleted or "
+                  "moved while this shell was in it)",
+                  "cd to a folder that exists, then run the command again", 2, as_json)
         where = f": {exc.filename}" if exc.filename else ""
         _fail("environment", f"{exc.strerror or exc}{where}",
               "check that the record's folders exist, are writable by you, and that the "
               "disk has room", 2, as_json)
     sys.exit(0)
+
+
+def _cwd_gone() -> bool:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        return True
+    return False
 
 
 def _quiet_broken_pipe() -> None:

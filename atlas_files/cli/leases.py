@@ -241,12 +241,18 @@ def show(ctx: Invocation, resource: str, as_json: bool) -> None:
         return
     click.echo("history, oldest first:")
     for g in history:
+        if g.action == "damaged":
+            click.echo(f"  g{g.generation:<4} damaged   {g.why}")
+            continue
         who = g.holder or f"(free; by {g.written_by})"
         line = f"  g{g.generation:<4} {g.action:<8} {who:<16} {g.written_at}"
         if g.why:
             line += f"  {g.why}"
         if g.action == "break" and g.previous:
-            line += f"  [took over from {g.previous.get('holder')}]"
+            if g.previous.get("damaged"):
+                line += f"  [took over past damaged generation {g.previous.get('generation')}]"
+            else:
+                line += f"  [took over from {g.previous.get('holder')}]"
         if g.paths:
             line += f"  [paths: {_paths_text(g.paths)}]"
         if g.ended:

@@ -9,12 +9,14 @@ from typing import Any
 
 import click
 
+from atlas_files import hookio
 from atlas_files.cli.app import Invocation, json_option
 from atlas_files.cli.render import emit_json
 from atlas_files.errors import BadInput, NotFound
 from atlas_files.mcp import serve, tokens
 from atlas_files.mcp.oauthstore import Store, iso, state_path
 from atlas_files.mcp.server import Served
+from atlas_files.names import check_name
 
 MCP_HELP = """Serve the record to MCP clients (chat and desktop apps, agents without a shell).
 
@@ -91,10 +93,13 @@ def mcp(ctx: click.Context, read_only: bool, address: str | None,
     if address is None:
         if oauth:
             raise BadInput("--oauth serves over HTTP", hint="add --http HOST:PORT and --tokens")
-        if not worker.identity:
+        # A Claude Code plugin's server gets the identity configured for the plugin.
+        identity = hookio.identity(worker.identity)
+        if not identity:
             raise BadInput("over stdio the server acts as one identity, and none was given",
                            hint="pass --as NAME (before `mcp`) or set ATLAS_AS=NAME")
-        serve.stdio(Served(str(worker.record.root), project, worker.identity, read_only))
+        serve.stdio(Served(str(worker.record.root), project,
+                           check_name(identity, "identity"), read_only))
         return
     if not tokens_file:
         raise BadInput("serving HTTP needs a tokens file: without one anyone who can reach "

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from atlas_files import bodies
+from atlas_files.documents import FRONT_MATTER_ALLOWANCE
 from atlas_files.errors import BadInput
 from atlas_files.text import decode_body, escape_controls
 
@@ -27,7 +28,9 @@ def print_warning(message: str) -> None:
 
 def read_body(file: str | None, limit: int, allow_empty: bool = False) -> str:
     """The body of a write: ``-f FILE``, ``-f -`` or piped stdin. Must be UTF-8, and at
-    most ``limit`` bytes (the record's body_limit): reading stops one byte past it.
+    most ``limit`` bytes (the record's body_limit): reading stops one byte past it and the
+    front matter a whole version file may carry (taken off by the write, which then judges
+    the body to the byte).
 
     An empty body is refused unless asked for: a harness that runs commands with stdin at
     /dev/null would otherwise publish an empty, immutable version.
@@ -46,5 +49,6 @@ def _read_body(file: str | None, limit: int) -> str:
             raise BadInput(
                 "no body given", hint="pass -f FILE, or pipe the text in on stdin (-f -)"
             )
-        return decode_body(bodies.read_stdin(limit), "the text on stdin")
-    return decode_body(bodies.read_file(file, limit), file)
+        return decode_body(bodies.read_stdin(limit, slack=FRONT_MATTER_ALLOWANCE),
+                           "the text on stdin")
+    return decode_body(bodies.read_file(file, limit, slack=FRONT_MATTER_ALLOWANCE), file)

@@ -7,6 +7,7 @@ does nothing, and a failure is said on stderr and lets the session go on.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -38,7 +39,7 @@ def _hook_worker(ctx: Invocation, event: dict[str, Any], harness: str) -> Worker
     where = hookio.cwd(event)
     try:
         root = locate(ctx.record_path, starts=[where] if where else [])
-        return Worker(Record(root), ctx.identity, ctx.project)
+        return Worker(Record(root), hookio.identity(ctx.identity), ctx.project)
     except NotFound as exc:
         if ctx.record_path:  # a record was named and is not there: worth a word
             _say(f"{exc.message} (the hook did nothing)")
@@ -47,10 +48,11 @@ def _hook_worker(ctx: Invocation, event: dict[str, Any], harness: str) -> Worker
 
 
 @click.command()
-@click.option("--max-chars", type=click.IntRange(min=1), default=6000, show_default=True,
+@click.option("--max-chars", type=click.IntRange(min=ritual.MIN_CHARS), default=6000,
+              show_default=True,
               metavar="N", help="The briefing's size at most; what is cut is counted and "
               "named, with the command that lists it.")
-@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini",
+@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini|cursor",
               help="Run as that harness's session-start hook (JSON in, JSON out).")
 @json_option
 @pass_ctx
@@ -80,6 +82,10 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
     worker = _hook_worker(ctx, event, harness)
     if worker is None:
         return
+    if hookio.before_shell(event):
+        _out(hookio.shell_identity(harness, event, _identity_values(ctx, worker)))
+        return
+    shell = _export_identity(ctx, worker, harness)
     if not worker.identity:
         text = ("This folder holds an atlas record, but the session-start hook names no "
                 "identity: `atlas begin` did not run. Set ATLAS_AS=NAME for the agent, or "
@@ -95,7 +101,34 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
         _say(f"begin failed: {message}")
         text = (f"atlas begin failed: {message}. Run `atlas begin` yourself before acting; "
                 "the record's status is the first thing to read.")
-    _out(hookio.context(harness, text))
+    _out(hookio.context(harness, text + shell))
+
+
+def _identity_values(ctx: Invocation, worker: Worker) -> dict[str, str]:
+    """What the agent's shell needs to act as the hook's worker, as variables."""
+    values = {"ATLAS_RECORD": str(worker.record.root)}
+    if worker.identity:
+        values["ATLAS_AS"] = worker.identity
+    if ctx.project:
+        values["ATLAS_PROJECT"] = ctx.project
+    return values
+
+
+def _export_identity(ctx: Invocation, worker: Worker, harness: str) -> str:
+    """Hand the hook's identity and record to the agent's own shell where the harness
+    lets a hook do that; the line the briefing ends with, saying how the agent's atlas
+    commands know who is acting."""
+    if hookio.export_to_shell(_identity_values(ctx, worker)):
+        return (f"\nYour shell's atlas commands act as {worker.identity} (ATLAS_AS is set "
+                "there by this hook)." if worker.identity else "")
+    if worker.identity and harness == "gemini":
+        return (f"\nYour shell's atlas commands act as {worker.identity} where `atlas setup "
+                f"gemini --as {worker.identity}` installed its BeforeTool hook; otherwise run "
+                f"them as `atlas --as {worker.identity} ...`.")
+    if worker.identity and os.environ.get("ATLAS_AS") != worker.identity:
+        return (f"\nYour shell does not know who you are: run every atlas command as "
+                f"`atlas --as {worker.identity} ...` (or with ATLAS_AS={worker.identity}).")
+    return ""
 
 
 @click.command()
@@ -105,7 +138,7 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
 @click.option("--summary", metavar="TEXT", help="One line saying what changed (with a status).")
 @click.option("--release-leases", is_flag=True,
               help="Release the leases you hold, once the session ends.")
-@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini",
+@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini|cursor",
               help="Run as that harness's turn-end (Stop) hook: block a stop after writes "
               "without a status.")
 @json_option

@@ -30,6 +30,7 @@ def stop_hook(harness: str, record_path: str | None, identity: str | None,
     else: outside a record, or when the check cannot be made, the stop is let through
     (and stderr says why), so a hook can never trap an agent."""
     event = hookio.read_event()
+    identity = hookio.identity(identity)
     if hookio.stop_hook_active(event):
         _out(hookio.allow(harness))  # already going on because of a block
         return

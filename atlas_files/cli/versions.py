@@ -17,8 +17,9 @@ def age(written_at: str) -> str:
 
 
 def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
+    based = "the first version" if doc.based_on == 0 else f"based on v{doc.based_on}"
     lines = [f"{label} v{doc.version}, written {age(doc.written_at)} by {doc.author} "
-             f"({doc.written_at}), based on v{doc.based_on}"]
+             f"({doc.written_at}), {based}"]
     if doc.summary:
         lines.append(f"summary: {doc.summary}")
     if doc.proposal:

@@ -42,13 +42,16 @@ CLAIM_TRIES = 50
 # -- checks done before any file is touched -------------------------------------------------
 
 
-def _check_duration(record: Record, duration_s: float) -> float:
+def _check_duration(record: Record, duration_s: float, given: str | None = None) -> float:
+    """``given``: the duration as the caller wrote it (``300000000h``), said back as
+    written rather than worked out into days."""
     cap = float(record.config.lease_cap_s)
     if not duration_s > 0:  # also refuses NaN, which compares false to everything
         raise BadInput("a lease needs a duration above zero", hint="e.g. --for 90m")
     if duration_s > cap:
+        asked = given.strip() if given else exact_duration(min(duration_s, 1e12))
         raise BadInput(
-            f"{exact_duration(min(duration_s, 1e12))} is longer than this record's "
+            f"{asked} is longer than this record's "
             f"lease cap of {exact_duration(cap)}; nothing was claimed",
             hint="ask for at most the cap and renew before it runs out (lease_cap in "
             "atlas.yaml can raise the cap up to 24h)",
@@ -127,30 +130,33 @@ def _read(record: Record, resource: str) -> tuple[Path, Generation | None, datet
     where = store.folder(record, resource)
     gen = store.newest(where, resource)
     at = timeutil.now()
-    return where, gen, at, state_of(resource, gen, at, record.config.clock_tolerance_s)
+    return where, gen, at, state_of(resource, gen, at, record.config.clock_tolerance_s,
+                    cap_s=record.config.lease_cap_s)
 
 
 def _publish(record: Record, where: Path, gen: Generation, at: datetime) -> Lease:
     gen = store.publish(where, gen, within=record.opened)
-    return state_of(gen.resource, gen, at, record.config.clock_tolerance_s)
+    return state_of(gen.resource, gen, at, record.config.clock_tolerance_s,
+                    cap_s=record.config.lease_cap_s)
 
 
 # -- the four writes -------------------------------------------------------------------------
 
 
 def claim(record: Record, resource: str, *, holder: str, duration_s: float, why: str,
-          paths: Sequence[str] = ()) -> Lease:
+          paths: Sequence[str] = (), given: str | None = None) -> Lease:
     """Take ``resource`` for ``duration_s`` seconds; LeaseHeld if another holds it.
 
     ``paths`` are repository path globs the lease covers (leases.paths says how they
     match). A claim by the current holder renews; without ``paths`` it keeps the ones
     the lease has, so extending a path lease never drops them by omission. The claim
     succeeds only if the generation it read is still the newest; if another writer
-    created the next one first, it reads again.
+    created the next one first, it reads again. ``given``: the duration as written, for
+    messages.
     """
     check_name(resource, "resource name")
     holder = check_name(holder, "identity")
-    duration_s = _check_duration(record, duration_s)
+    duration_s = _check_duration(record, duration_s, given)
     why = _check_why(why)
     covered = check_globs(paths, "the path glob (--paths)")
     for _ in range(CLAIM_TRIES):
@@ -202,7 +208,7 @@ def _own(record: Record, resource: str, holder: str, generation: int | None,
 
 
 def renew(record: Record, resource: str, *, holder: str, duration_s: float | None = None,
-          generation: int | None = None) -> Lease:
+          generation: int | None = None, given: str | None = None) -> Lease:
     """Extend ``holder``'s lease by ``duration_s`` from now (default: its last duration).
 
     Conditional on ``holder`` holding the newest generation (``generation`` too, if
@@ -210,7 +216,7 @@ def renew(record: Record, resource: str, *, holder: str, duration_s: float | Non
     """
     holder = check_name(holder, "identity")
     if duration_s is not None:
-        _check_duration(record, duration_s)
+        _check_duration(record, duration_s, given)
     where, gen, at, lease = _own(record, resource, holder, generation, "renew")
     duration = _check_duration(record, duration_s or gen.duration_s or DEFAULT_BREAK_S)
     start, expires_at = _times(at, duration)
@@ -243,7 +249,8 @@ def release(record: Record, resource: str, *, holder: str, generation: int | Non
 
 
 def break_lease(record: Record, resource: str, *, holder: str, why: str,
-                duration_s: float | None = None, generation: int | None = None) -> Lease:
+                duration_s: float | None = None, generation: int | None = None,
+                given: str | None = None) -> Lease:
     """Take over an unexpired lease whose holder is gone; the break, its reason and the
     previous holder are recorded in the new generation. A damaged newest generation can
     be broken too."""
@@ -251,7 +258,7 @@ def break_lease(record: Record, resource: str, *, holder: str, why: str,
     holder = check_name(holder, "identity")
     why = _check_why(why)
     cap = float(record.config.lease_cap_s)
-    duration = _check_duration(record, duration_s or min(DEFAULT_BREAK_S, cap))
+    duration = _check_duration(record, duration_s or min(DEFAULT_BREAK_S, cap), given)
     where = store.folder(record, resource)
     listing = store.generations(where)
     try:
@@ -263,7 +270,8 @@ def break_lease(record: Record, resource: str, *, holder: str, why: str,
     number = listing[-1][0] if listing else 0
     if generation is not None and generation != number:
         raise _moved(resource, generation, state_of(resource, gen, at, 0))
-    lease = state_of(resource, gen, at, record.config.clock_tolerance_s)
+    lease = state_of(resource, gen, at, record.config.clock_tolerance_s,
+                    cap_s=record.config.lease_cap_s)
     if damaged is None and not lease.held:
         raise BadInput(f"{resource} is free ({lease.ended}); there is nothing to break",
                        hint=f"claim it with `atlas lease claim {resource} --for D --why T`")

@@ -119,7 +119,8 @@ def _quick(folder: str, name: str, identity: str | None,
 def _full(record: Record, seen: _Seen, at: datetime) -> Lease:
     resource, folder, name = seen
     gen = store.read(folder, resource, name)
-    return state_of(resource, gen, at, record.config.clock_tolerance_s)
+    return state_of(resource, gen, at, record.config.clock_tolerance_s,
+                    cap_s=record.config.lease_cap_s)
 
 
 def conflicts(record: Record, identity: str | None,

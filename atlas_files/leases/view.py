@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import timeutil
-from atlas_files.errors import BadInput
+from atlas_files.errors import BadInput, DamagedFile
 from atlas_files.leases import store
 from atlas_files.leases.paths import any_overlap
 from atlas_files.leases.store import Generation
@@ -89,24 +89,51 @@ class Lease:
 
 
 def state_of(resource: str, gen: Generation | None, at: datetime, tolerance_s: float,
-             read_at: str | None = None) -> Lease:
+             read_at: str | None = None, cap_s: float = 0.0) -> Lease:
     """The lease ``gen`` describes, read at time ``at`` by this machine's clock
-    (``read_at``: ``at`` formatted, if the caller has it already)."""
+    (``read_at``: ``at`` formatted, if the caller has it already). ``cap_s``: the record's
+    lease cap; a generation that says it runs longer (a hand edit) is read as expiring
+    at the cap, and says so."""
     read_at = read_at or timeutil.format_time(at)
     if gen is None:
         return Lease(resource, 0, "free", None, None, None, None, None, None, None,
                      "never claimed", None, read_at)
     warning = _clock_warning(gen, at, tolerance_s) if gen.holds else None
     expires = gen.expires()
+    expires_at = gen.expires_at
+    if gen.holds and expires is not None and cap_s > 0:
+        capped = _capped(gen, expires, cap_s)
+        if capped is not None:
+            expires, expires_at = capped, timeutil.format_time(capped)
+            note = (f"generation {gen.generation} says it expires at {gen.expires_at}, longer "
+                    f"after it was written than the record's lease cap of "
+                    f"{timeutil.format_duration(cap_s)} (a hand edit?): it is read as "
+                    f"expiring at {expires_at}, the cap after it was written")
+            warning = f"{warning}; {note}" if warning else note
     if gen.holds and expires is not None and at < expires:
         left = round((expires - at).total_seconds(), 3)
         return Lease(resource, gen.generation, "held", gen.holder, gen.why, gen.claimed_at,
-                     gen.expires_at, left, gen.action, gen.holder, None, warning, read_at,
+                     expires_at, left, gen.action, gen.holder, None, warning, read_at,
                      paths=gen.paths)
     last = gen.holder if gen.holds else (gen.previous or {}).get("holder")
     ended = "expired" if gen.holds else "released"
     return Lease(resource, gen.generation, "free", None, None, None, None, None, gen.action,
                  last, ended, warning, read_at)
+
+
+def _capped(gen: Generation, expires: datetime, cap_s: float) -> datetime | None:
+    """The cap after the generation was written, if its expiry lies beyond it (a second of
+    rounding in the stored times allowed), else None."""
+    stamp = gen.written_at or gen.claimed_at
+    if not stamp:
+        return None
+    try:
+        written = store.parse_time(stamp)
+    except ValueError:
+        return None
+    if (expires - written).total_seconds() <= cap_s + 1:
+        return None
+    return written + timedelta(seconds=cap_s)
 
 
 def damaged_lease(resource: str, generation: int, reason: str, at: datetime) -> Lease:
@@ -158,6 +185,7 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
     at = timeutil.now()
     read_at = timeutil.format_time(at)
     tolerance = record.config.clock_tolerance_s
+    cap = record.config.lease_cap_s
     for name, entry in entries:
         try:
             # A real folder, as the listing says without another stat: read it by its
@@ -176,7 +204,7 @@ def read_all(record: Record) -> tuple[list[str], list[Lease], list[Lease]]:
                 damaged.append(damaged_lease(name, _last_number(record, name), str(exc), at))
             continue
         if gen is not None:
-            out.append(state_of(name, gen, at, tolerance, read_at))
+            out.append(state_of(name, gen, at, tolerance, read_at, cap))
     return problems, out, damaged
 
 
@@ -190,12 +218,26 @@ def _last_number(record: Record, resource: str) -> int:
 
 
 def show(record: Record, resource: str) -> tuple[Lease, list[Generation]]:
-    """The lease now and every generation, oldest first, each saying how it ended."""
+    """The lease now and every generation, oldest first, each saying how it ended. A
+    damaged generation older than the newest (one a break went past) is listed as
+    damaged, with why; a damaged newest one is refused (DamagedFile): nobody can say who
+    holds the resource, and `atlas lease break` is the way past it."""
     where = store.folder(record, resource)
     listing = store.generations(where)
-    gens = [store.read(where, resource, name) for _, name in listing]
+    gens = []
+    for i, (number, name) in enumerate(listing):
+        try:
+            gens.append(store.read(where, resource, name))
+        except DamagedFile as exc:
+            if i == len(listing) - 1:
+                raise
+            gens.append(Generation(resource=resource, generation=number, action="damaged",
+                                   holder=None, why=exc.message, claimed_at=None,
+                                   expires_at=None, duration_s=None, written_at="",
+                                   written_by="", path=Path(where, name)))
     at = timeutil.now()
-    lease = state_of(resource, gens[-1] if gens else None, at, record.config.clock_tolerance_s)
+    lease = state_of(resource, gens[-1] if gens else None, at, record.config.clock_tolerance_s,
+                     cap_s=record.config.lease_cap_s)
     out = []
     for i, gen in enumerate(gens):
         nxt = gens[i + 1] if i + 1 < len(gens) else None

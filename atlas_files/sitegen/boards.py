@@ -48,7 +48,7 @@ def decisions(ctx: PageContext) -> str:
     )
     rows = []
     for project, d in all_decisions:
-        refs = [f'<code>{text(d.id)}</code>']
+        refs = []
         if d.recommended_by:
             refs.append(f"recommended by {text(d.recommended_by)}")
         if d.accepts:
@@ -58,6 +58,9 @@ def decisions(ctx: PageContext) -> str:
         if d.digest_ok is False:
             refs.append(f.mark("damaged", "edited in place"))
         notes = "".join(f.correction_note(c, page) for c in project.fixes.get(d.id, ()))
+        notes += f.ident(d.id)
+        if refs:
+            notes += f'<p class="atlas-meta">{" · ".join(refs)}</p>'
         rows.append(
             f'<tr id="{text(d.id)}" data-project="{text(project.name)}" '
             f'data-relation="{text(d.relation.lower())}" data-topic="{text(d.topic.lower())}">'
@@ -66,8 +69,7 @@ def decisions(ctx: PageContext) -> str:
             f'<td class="atlas-text">{text(d.recommended)}</td>'
             f'<td class="atlas-text">{text(d.chosen)}</td>'
             f"<td>{f.mark('relation', d.relation)}</td>"
-            f'<td><div class="atlas-text">{text(d.why)}</div>{notes}'
-            f'<p class="atlas-meta">{" · ".join(refs)}</p></td>'
+            f'<td><div class="atlas-text">{text(d.why)}</div>{notes}</td>'
             f"<td>{text(d.author)}</td></tr>"
         )
         ctx.event(d.at, project.name, f"decision on {f.truncate(d.topic, 60)}", page, d.id,
@@ -102,10 +104,10 @@ def _corrections(ctx: PageContext) -> str:
             f'<tr id="{text(c.id)}"><td>{f.when_short(c.at)}</td><td>{text(project.name)}'
             f"</td><td>{f.mark('retracted' if c.kind == 'retraction' else 'corrected', c.kind)}"
             f"</td><td>{target}</td><td><div class=\"atlas-text\">{text(c.text)}</div>{notes}"
-            f"</td><td>{text(c.author)}</td><td><code>{text(c.id)}</code></td></tr>"
+            f"{f.ident(c.id)}</td><td>{text(c.author)}</td></tr>"
         )
         ctx.event(c.at, project.name, f"{c.kind} of {c.ref}", page, c.id, c.author)
-    head = ["Time", "Project", "Kind", "Of", "What was wrong, or why retracted", "Author", "Id"]
+    head = ["Time", "Project", "Kind", "Of", "What was wrong, or why retracted", "Author"]
     return f.block(
         "<p>A correction says what was wrong with a version or an entry; a retraction says a "
         "version's conclusion no longer holds. Neither edits what it is about.</p>"
@@ -168,8 +170,8 @@ def leases(ctx: PageContext, advisory: str) -> str:
         covers = "".join(f'<br><span class="atlas-meta">covers <code>{text(p)}</code></span>'
                          for p in lease.paths)
         rows.append(
-            f'<tr id="lease--{text(lease.resource)}"{expires}><td><code>{text(lease.resource)}'
-            f"</code>{covers}</td>"
+            f'<tr id="lease--{text(lease.resource)}"{expires}><td>{f.name_code(lease.resource)}'
+            f"{covers}</td>"
             f'<td>{state} <span class="atlas-countdown">{left}</span>{until}{clock}'
             f"</td><td>{text(lease.holder or '')}{last}</td>"
             f'<td class="atlas-text">{text(lease.why or "")}</td><td>{lease.generation}</td>'
@@ -186,7 +188,7 @@ def leases(ctx: PageContext, advisory: str) -> str:
     if busy:
         out.append("## GPUs in use without a lease\n\n")
         brows = [
-            f"<tr><td><code>{text(g.get('resource'))}</code></td>"
+            f"<tr><td>{f.name_code(str(g.get('resource') or ''))}</td>"
             f"<td>{_usage({**g, 'reachable': True})}</td>"
             f"<td>{f.age(g.get('observed_at'))}</td></tr>"
             for g in busy

@@ -152,8 +152,13 @@ def version_meta(doc: Version, marks: Marks) -> str:
     return (
         f'<p class="atlas-meta">{mark_badges(marks, doc.proposal, doc.digest_ok)}'
         f"v{doc.version} by <strong>{text(doc.author)}</strong>, {when(doc.written_at)}, "
-        f"based on v{doc.based_on}{summary}</p>"
+        f"{based_on(doc.based_on)}{summary}</p>"
     )
+
+
+def based_on(version: int) -> str:
+    """What a version was based on, in words: a first version was based on nothing."""
+    return "the first version" if version == 0 else f"based on v{version}"
 
 
 def block(inner: str, cls: str = "atlas-block", ident: str | None = None) -> str:
@@ -162,12 +167,43 @@ def block(inner: str, cls: str = "atlas-block", ident: str | None = None) -> str
     return f'<div class="{cls}"{id_attr}>\n{inner}\n</div>\n\n'
 
 
-def table(head: list[str], rows: list[str], ident: str | None = None, cls: str = "") -> str:
+_CELL = re.compile(r"<td(?=[\s>])")
+
+
+def table(head: list[str], rows: list[str], ident: str | None = None) -> str:
+    """A table that fits the page at any width: on a narrow screen (atlas.css) each row
+    becomes a card whose cells are labelled by ``head``, so nothing is squeezed until
+    words break or pushed past the page's edge. ``rows`` are ``<tr>`` elements whose
+    cells come in the order of ``head``. The table keeps no class, so the engine's own
+    table style applies to it."""
     id_attr = f' id="{text(ident)}"' if ident else ""
-    cls_attr = f' class="{cls}"' if cls else ""
     ths = "".join(f"<th>{h}</th>" for h in head)
-    return (f"<table{id_attr}{cls_attr}><thead><tr>{ths}</tr></thead><tbody>\n"
-            + "\n".join(rows) + "\n</tbody></table>")
+    labels = [f' data-label="{text(h)}"' for h in head]
+
+    def labelled(row: str) -> str:
+        cells = iter(labels)
+        return _CELL.sub(lambda m: m.group(0) + next(cells, ""), row)
+
+    return (f'<div class="atlas-cards"><table{id_attr}><thead><tr>{ths}</tr></thead><tbody>\n'
+            + "\n".join(labelled(r) for r in rows) + "\n</tbody></table></div>")
+
+
+def ident(value: str) -> str:
+    """An id (a decision's, a correction's) on one line: cut short with an ellipsis where
+    its column is narrow, whole in its title and when copied or searched for."""
+    return f'<code class="atlas-id" title="{text(value)}">{text(value)}</code>'
+
+
+# A name this long may break, at its dots, dashes and underscores only.
+_UNBROKEN = 24
+
+
+def name_code(value: str) -> str:
+    """A resource or topic name as code, never broken inside a word ("gpubox.gpu" / "0")."""
+    if len(value) <= _UNBROKEN:
+        return f'<code class="atlas-name">{text(value)}</code>'
+    parts = "<wbr>".join(text(p) for p in re.split(r"(?<=[._-])", value))
+    return f'<code class="atlas-name atlas-name--long">{parts}</code>'
 
 
 def count(n: int, noun: str) -> str:

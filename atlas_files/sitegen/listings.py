@@ -23,6 +23,8 @@ from atlas_files.sitegen.sanitize import heading, text
 LIST_ROWS = 500
 RECENT_ROWS = 50
 MARKS = ("proposal", "accepted", "retracted", "corrected")
+# What the marks page lists, said in the menu too: "Marks" alone says nothing.
+MARKS_TITLE = "Proposals and corrections"
 _EPOCH = datetime.min.replace(tzinfo=UTC)
 
 Page = tuple[str, str]  # (docs-relative path, Markdown)
@@ -42,9 +44,14 @@ def _row(page: str, r: TopicRow, with_project: bool) -> str:
     version = f.link(page, to, urls.version_anchor(doc.version), f"v{doc.version}")
     marks = f.mark_badges(r.marks, doc.proposal, doc.digest_ok)
     marks += "".join(f.mark(m.rsplit(" ", 1)[1], m) for m in r.older_marks)
-    return (f"<tr><td>{name}</td><td>{version} of {r.count}</td><td>{text(doc.author)}</td>"
+    # Versions that are not there (deleted by hand, or unreadable) are counted, never
+    # shown as "v6 of 4".
+    missing = doc.version - r.count
+    if missing > 0:
+        version += f' <span class="atlas-meta">({missing} missing)</span>'
+    return (f"<tr><td>{name}</td><td>{version}</td><td>{text(doc.author)}</td>"
             f"<td>{f.age(doc.written_at)}</td><td>{marks}</td>"
-            f"<td>{text(f.truncate(doc.summary))}</td></tr>")
+            f'<td class="atlas-text">{text(f.truncate(doc.summary))}</td></tr>')
 
 
 def _table(page: str, rows: list[TopicRow], with_project: bool = False) -> str:
@@ -108,7 +115,7 @@ def artifacts_pages(ctx: PageContext) -> list[Page]:
 def marks_pages(ctx: PageContext) -> list[Page]:
     """The marks page (``tags.md``): the topics carrying each mark, and its pages by name."""
     page = urls.TAGS
-    out = [front_matter("Marks", hide_toc=True), "# Marks\n\n"]
+    out = [front_matter(MARKS_TITLE, hide_toc=True), f"# {MARKS_TITLE}\n\n"]
     out.append(f.block(
         "<p>Topics by mark: proposals not yet accepted, accepted proposals, and topics with "
         "a retracted or a corrected version. A status's marks are shown on its page.</p>"))

@@ -223,10 +223,11 @@ def home(ctx: PageContext, latest_status: dict[str, Version | None], site_name: 
     snap = ctx.snap
     out = [front_matter("Home"), f"# {heading(site_name)}\n\n"]
     held = sum(1 for lease in snap.leases.leases if lease.held) if snap.leases else 0
+    decisions = sum(len(p.decisions) for p in snap.projects)
     counts = (
-        f"{f.count(len(snap.projects), 'project')}, "
+        f"{f.link(page, urls.HOME, 'projects', f.count(len(snap.projects), 'project'))}, "
         f"{f.link(page, urls.ARTIFACTS, None, f.count(len(ctx.rows), 'topic'))}, "
-        f"{f.count(sum(len(p.decisions) for p in snap.projects), 'decision')}, "
+        f"{f.link(page, urls.DECISIONS, None, f.count(decisions, 'decision'))}, "
         f"{f.link(page, urls.LEASES, None, f.count(held, 'lease') + ' held')} at the build, "
         f"{f.when(timeutil.format_time(snap.now))}."
     )

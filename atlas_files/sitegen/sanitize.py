@@ -44,6 +44,12 @@ from markdown.util import AtomicString
 # also collide with Python-Markdown's placeholders.
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f]")
 _HEADING_RE = re.compile(r"<(/?)h([1-6])>")
+# A placeholder Python-Markdown left in its output: emphasis around raw HTML
+# (`_<script>x</script>_<script>y</script>`) can make it lose track of what it set aside,
+# even cut the placeholder's first character off. What it stood for was raw HTML, which
+# the cleaner drops; the placeholder itself is never page text (a body's own text has no
+# STX or ETX: they are removed before rendering).
+_PLACEHOLDER_RE = re.compile("\x02?klzzwxh:\\d+\x03|[\x02\x03]")
 _SCHEME_RE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*):")
 # Three backticks or tildes open a fenced code block for the engines' Markdown pass
 # (fenced_code in MkDocs, SuperFences in Zensical), which runs before raw HTML is set
@@ -226,7 +232,7 @@ class BodyRenderer:
                     f'<pre class="atlas-source">{text(body)}</pre>')
         self._resolve = resolve or (lambda _target: None)
         try:
-            safe = str(self._cleaner.clean(raw))
+            safe = str(self._cleaner.clean(_PLACEHOLDER_RE.sub("", raw)))
         finally:
             self._resolve = lambda _target: None
         return unfenced(_HEADING_RE.sub(_demote, safe))

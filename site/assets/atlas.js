@@ -141,7 +141,24 @@
     reveal();
   }
 
+  /* Opened from a file, the engines cannot load their search index (a browser refuses
+   * file:// fetches and workers), and their search box is hidden or dead: say how to get
+   * search instead of leaving the reader to wonder where it went. */
+  function searchNote() {
+    if (location.protocol !== "file:") { return; }
+    var inner = document.querySelector(".md-content__inner") ||
+      document.querySelector(".md-content");
+    if (!inner || inner.querySelector(".atlas-nosearch")) { return; }
+    var note = document.createElement("p");
+    note.className = "atlas-nosearch";
+    note.textContent = "Search works when the site is served, not opened as a file: run " +
+      "`atlas site serve` beside the record (or `python3 -m http.server` in this site " +
+      "folder) and open the address it prints.";
+    inner.insertBefore(note, inner.firstChild);
+  }
+
   function start() {
+    searchNote();
     tick();
     window.setInterval(tick, 1000);
     filters();

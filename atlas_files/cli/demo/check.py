@@ -6,7 +6,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from atlas_files import artifacts, frontmatter
+from atlas_files import artifacts, frontmatter, timeutil
 from atlas_files.check import check_record
 from atlas_files.record import Record
 
@@ -26,7 +26,8 @@ def _cli(record: Record, say: Callable[[str], None], *args: str) -> int:
 
 def _hand_written(version: int, based_on: int, body: str) -> bytes:
     meta = {"name": TOPIC, "version": version, "based_on": based_on, "author": "file-agent",
-            "written_at": "2026-01-31T12:00:00Z", "summary": "restart steps, by hand"}
+            "written_at": timeutil.format_time(timeutil.now()),
+            "summary": "restart steps, by hand"}
     return frontmatter.render(meta, body.encode())
 
 
