@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -117,7 +117,8 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
                 warn(f"{exc.message} (left out of this listing)")
             continue
         if entry.is_dir(follow_symlinks=False):
-            streams.append(Stream(folder / entry.name, entry.name, entry.name, limit))
+            streams.append(Stream(folder / entry.name, entry.name, entry.name, limit,
+                                  record.opened))
     return streams
 
 
@@ -131,7 +132,7 @@ def ls(record: Record, project: str | None = None,
     """
     out = []
     folder = artifacts_folder(record, project)
-    hints = LatestHints(folder)
+    hints = LatestHints(folder, record.opened)
     try:
         streams = topic_streams(record, project)
     except OSError as exc:  # no permission to list the topics at all
@@ -171,7 +172,7 @@ def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicS
     retracted = corrections.retracted_refs(record, p)
     out = []
     for stream in topic_streams(record, p):
-        for version in range(stream.latest_for_reading(), 0, -1):
+        for version in _newest_first(stream):
             if f"{stream.name}@v{version}" in retracted:
                 continue
             try:
@@ -186,6 +187,19 @@ def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicS
                                      doc.summary, doc.proposal), state))
             break
     return out
+
+
+def _newest_first(stream: Stream) -> Iterator[int]:
+    """The stream's versions, newest first: the newest from the hints (one stat), the
+    rest from one listing, asked for only if the newest does not stand. Only versions that
+    exist are visited (a file numbered v10^20 by hand is one version, not 10^20)."""
+    latest = stream.latest_for_reading()
+    if latest == 0:
+        return
+    yield latest
+    for version in reversed(stream.versions()):
+        if version < latest:
+            yield version
 
 
 def history(record: Record, name: str, project: str | None = None) -> list[Version]:

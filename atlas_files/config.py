@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from atlas_files import layout, timeutil, yamlcache
+from atlas_files import fsio, layout, timeutil, yamlcache
 from atlas_files.errors import AtlasError, BadInput, DamagedFile
 from atlas_files.frontmatter import YamlError, load_yaml
 from atlas_files.names import check_name, quote
@@ -26,6 +26,9 @@ DEFAULT_STATUS_LIMIT = 4000
 # A body larger than this is refused at write, reported by check and skipped by the site:
 # one 200 MB version is enough to exhaust a reader's memory.
 DEFAULT_BODY_LIMIT = 1 << 20
+# A config is a few kilobytes even with hundreds of machines; a larger file was not
+# written by atlas and is refused unread.
+CONFIG_LIMIT = 4 << 20
 DEFAULT_CLOCK_TOLERANCE = "2m"
 # How far a lease's writer's clock and its reader's may disagree, measured against the
 # record's volume (volclock.py), before a reader says the expiry it shows is off.
@@ -125,9 +128,24 @@ def render(data: Mapping[str, Any]) -> bytes:
     return (head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True)).encode()
 
 
-def load(path: Path) -> Config:
+def read(path: Path) -> bytes:
+    """atlas.yaml's bytes: a plain file of at most CONFIG_LIMIT bytes, never a symlink (it
+    may lead anywhere), a named pipe (it would hang the reader) or a device (/dev/zero
+    would fill its memory). FileNotFoundError when there is none."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return fsio.read_nofollow(path, CONFIG_LIMIT)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise fsio.damage(path, exc, "config file") from None
+
+
+def load(path: Path, data: bytes | None = None) -> Config:
+    """The config in ``path`` (``data``: its bytes, read already)."""
+    if data is None:
+        data = read(path)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise DamagedFile(f"{path} is not UTF-8 text") from None
     try:

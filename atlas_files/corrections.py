@@ -166,6 +166,7 @@ def correct(
     entry = entries.publish(
         corrections_dir(record, project), "correction",
         {"author": author, "project": project, "ref": target, "what": text},
+        within=record.opened,
     )
     return _from_entry(entry, project)
 
@@ -202,6 +203,7 @@ def retract(
     entry = entries.publish(
         corrections_dir(record, project), "retraction",
         {"author": author, "project": project, "ref": target, "why": text},
+        within=record.opened,
     )
     return _from_entry(entry, project)
 

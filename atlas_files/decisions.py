@@ -144,7 +144,8 @@ def decide(
     }
     fields["links"] = corrections.resolve_refs(record, project, links, "--link") or None
     fields["accepts"] = _check_accepts(record, project, accepts) if accepts else None
-    entry = entries.publish(corrections.decisions_dir(record, project), "decision", fields)
+    entry = entries.publish(corrections.decisions_dir(record, project), "decision", fields,
+                            within=record.opened)
     return _from_entry(entry, project, ())
 
 

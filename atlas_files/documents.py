@@ -38,7 +38,8 @@ def check_body_size(raw: bytes, limit: int) -> None:
     """Refuse a body over the record's ``body_limit`` before anything is written."""
     if len(raw) > limit:
         raise BadInput(
-            f"the body is {len(raw)} bytes; this record's body_limit is {limit} bytes",
+            f"the body is {len(raw)} bytes; this record's body_limit is {limit} bytes, so "
+            "nothing was written",
             hint="split it into several topics, or raise body_limit in atlas.yaml",
         )
 
@@ -91,6 +92,9 @@ class Stream(NamedTuple):
     # The record's body_limit: a reader refuses a version file larger than this (plus the
     # front matter) without reading it. None: no limit (a stream made outside a record).
     body_limit: int | None = None
+    # The record as its command opened it: writes walk from there (fsio.OpenRoot). None:
+    # a stream made outside a record, written by its path.
+    within: fsio.OpenRoot | None = None
 
     def path(self, version: int) -> Path:
         return Path(self._file(version))
@@ -137,7 +141,7 @@ class Stream(NamedTuple):
 
     def latest_for_reading(self) -> int:
         """The highest version, for a reader: from the hints, in O(1) file operations."""
-        hints = LatestHints(self.folder.parent)
+        hints = LatestHints(self.folder.parent, self.within)
         latest = hints.latest(self)
         hints.save()
         return latest
@@ -209,18 +213,15 @@ class Stream(NamedTuple):
             meta["proposal"] = True
         if links:
             meta["links"] = list(links)
-        if based_on == 0:
-            # Only a first version can find its folder missing (any later one was based
-            # on a version read from it): a mkdir fewer on every other write, which over
-            # a network file system is a round trip to its server.
-            self.folder.mkdir(parents=True, exist_ok=True)
-        if temps is None or temps:
-            fsio.clean_debris(self.folder, temps)
-        path = self.path(version)
-        try:
-            fsio.publish_exclusive(path, frontmatter.render(meta, raw))
-        except FileExistsError:
-            raise self.conflict(based_on) from None
+        data = frontmatter.render(meta, raw)
+        with fsio.open_folder(self.folder, within=self.within, create=True) as folder:
+            if temps is None or temps:
+                folder.clean_debris(temps)
+            try:
+                path = folder.publish_exclusive(layout.version_filename(self.name, version),
+                                                data)
+            except FileExistsError:
+                raise self.conflict(based_on) from None
         return Version(
             name=self.name, version=version, based_on=based_on, author=author,
             written_at=meta["written_at"], summary=meta["summary"], body=body, path=path,
@@ -231,8 +232,10 @@ class Stream(NamedTuple):
         """The stop sign: name what was written since ``read_version``, by whom, when."""
         latest = self.latest()
         read_version = max(read_version, 0)  # a damaged receipt never shows as v-1
-        since = list(range(read_version + 1, latest + 1))
-        shown = since[-5:]
+        # Counted, not listed: a version file numbered by hand past any range (v10^20)
+        # must cost no more than one with a sane number.
+        count = max(latest - read_version, 0)
+        shown = range(max(read_version + 1, latest - 4), latest + 1)
         parts = []
         for v in shown:
             try:
@@ -240,7 +243,7 @@ class Stream(NamedTuple):
                 parts.append(f"v{v} by {doc.author} ({timeutil.age_of(doc.written_at)})")
             except BadInput:
                 parts.append(f"v{v} (unreadable)")
-        more = f"{len(since) - len(shown)} earlier and " if len(since) > len(shown) else ""
+        more = f"{count - len(shown)} earlier and " if count > len(shown) else ""
         if never_read or read_version == 0:  # "you read v0" would name no version
             what = f"stop: you have never read {self.label}, and it is at v{latest}"
         else:
@@ -283,8 +286,9 @@ class LatestHints:
     result. Writers never trust it: the stop sign compares against the listing.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, within: fsio.OpenRoot | None = None) -> None:
         self.path = folder / layout.LATEST_HINTS
+        self.within = within
         self._changed = False
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
@@ -306,8 +310,10 @@ class LatestHints:
     def save(self) -> None:
         if self._changed:
             data = json.dumps(self._hints, sort_keys=True).encode() + b"\n"
-            with contextlib.suppress(OSError):
-                fsio.replace_atomic(self.path, data, durable=False)
+            # A hint that cannot be saved (a read-only copy, a record moved meanwhile) is
+            # no hint; the read it served stands.
+            with contextlib.suppress(OSError, BadInput):
+                fsio.replace_atomic(self.path, data, durable=False, within=self.within)
             self._changed = False
 
 

@@ -38,6 +38,9 @@ SCHEMA_OF = {"decision": "decision", "correction": "correction", "retraction": "
 # entries does not pay for it at start-up.
 _FILE_RE = ENTRY_ID_PATTERN[:-1] + re.escape(SUFFIX) + "$"
 _PUBLISH_TRIES = 8
+# An entry holds a few fields of at most a few thousand characters each; a file far
+# larger was not written by atlas, and a reader refuses it unread.
+ENTRY_LIMIT = 1 << 20
 
 
 def _random_part() -> str:
@@ -91,31 +94,35 @@ class Entry(NamedTuple):
 # -- writing ------------------------------------------------------------------------------
 
 
-def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "") -> Entry:
+def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "", *,
+            within: fsio.OpenRoot | None = None) -> Entry:
     """Publish a new entry of ``kind`` in ``folder``: id, time and digest are stamped here.
 
     ``fields`` must already be checked. Raises nothing on a name collision: another random
-    part is drawn (two entries never share a name, and neither is lost).
+    part is drawn (two entries never share a name, and neither is lost). ``within``: the
+    record the command opened (the folder is reached from it, see fsio.OpenRoot).
     """
     prefix = PREFIXES[kind]
     raw = body.encode("utf-8")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        where = fsio.open_folder(folder, within=within, create=True)
     except (FileExistsError, NotADirectoryError):
         raise not_a_folder(folder) from None
-    fsio.clean_debris(folder)
-    for _ in range(_PUBLISH_TRIES):
-        at = timeutil.now()
-        entry_id = new_id(prefix, at)
-        meta: dict[str, Any] = {"id": entry_id, "kind": kind, "at": timeutil.format_time(at)}
-        meta.update({k: v for k, v in fields.items() if v is not None})
-        meta["digest"] = digest_of_entry(meta, raw)
-        path = folder / entry_filename(entry_id)
-        try:
-            fsio.publish_exclusive(path, frontmatter.render(meta, raw))
-        except FileExistsError:
-            continue
-        return Entry(entry_id, kind, meta, body, path, True)
+    with where:
+        where.clean_debris()
+        for _ in range(_PUBLISH_TRIES):
+            at = timeutil.now()
+            entry_id = new_id(prefix, at)
+            meta: dict[str, Any] = {"id": entry_id, "kind": kind,
+                                    "at": timeutil.format_time(at)}
+            meta.update({k: v for k, v in fields.items() if v is not None})
+            meta["digest"] = digest_of_entry(meta, raw)
+            try:
+                path = where.publish_exclusive(entry_filename(entry_id),
+                                               frontmatter.render(meta, raw))
+            except FileExistsError:
+                continue
+            return Entry(entry_id, kind, meta, body, path, True)
     raise RuntimeError(f"could not find a free entry name in {folder}")  # pragma: no cover
 
 
@@ -130,7 +137,7 @@ def not_a_folder(folder: Path) -> DamagedFile:
     )
 
 
-def read_entry(path: Path) -> Entry:
+def read_entry(path: Path, limit: int = ENTRY_LIMIT) -> Entry:
     """Read one entry file; raises DamagedFile if it cannot be read as an entry at all.
 
     A file that reads but whose digest no longer matches its fields is returned with
@@ -139,11 +146,16 @@ def read_entry(path: Path) -> Entry:
     between).
     """
     try:
-        data = fsio.read_nofollow(path)
+        data = fsio.read_nofollow(path, limit)
     except FileNotFoundError:
         raise
     except OSError as exc:
         raise fsio.damage(path, exc, "entry") from None
+    return parse_entry(path, data)
+
+
+def parse_entry(path: Path, data: bytes) -> Entry:
+    """The entry in ``data``, the bytes of the file at ``path`` (see ``read_entry``)."""
     try:
         parsed = frontmatter.parse(data)
     except frontmatter.FrontMatterError as exc:

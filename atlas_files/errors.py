@@ -37,6 +37,11 @@ class DamagedFile(BadInput):
     """A file in the record cannot be read as its kind (hand edit, bad encoding)."""
 
 
+class RecordGone(NotFound):
+    """The record a command opened was deleted, moved or replaced while the command ran;
+    nothing was written."""
+
+
 class BrokenInstall(AtlasError):
     """A package atlas needs cannot be imported in this Python (installed without its
     dependencies, or half removed): nothing that needs it was done."""

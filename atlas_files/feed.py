@@ -80,8 +80,8 @@ def _reason(exc: Exception) -> str:
 def _project_items(record: Record, project: str, identity: str,
                    read: dict[str, int]) -> list[FeedItem]:
     items: list[FeedItem] = []
-    status_hints = LatestHints(record.project_dir(project))
-    topic_hints = LatestHints(artifacts_folder(record, project))
+    status_hints = LatestHints(record.project_dir(project), record.opened)
+    topic_hints = LatestHints(artifacts_folder(record, project), record.opened)
     streams: list[tuple[str, Stream, LatestHints]] = [
         ("status", record.status_stream(project), status_hints)
     ]

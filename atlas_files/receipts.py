@@ -93,21 +93,8 @@ def _update(record: Record, identity: str, marks: Mapping[str, int], *,
     """Move each receipt in ``marks`` forward (or back) to its version, under the row's
     lock, so two processes of one identity never lose each other's update."""
     path = _path(record, identity)
-    try:
-        return _update_locked(record, identity, path, marks, forward)
-    except FileNotFoundError:
-        # The folder is made only when it is missing: a mkdir and a stat fewer on every
-        # read, each a round trip to the server over a network file system. The update
-        # is a read-modify-write under the lock, so doing it again is safe.
-        if path.parent.is_dir():
-            raise
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return _update_locked(record, identity, path, marks, forward)
-
-
-def _update_locked(record: Record, identity: str, path: Path, marks: Mapping[str, int],
-                   forward: bool) -> dict[str, int]:
-    with fsio.locked(path.parent / f".{identity}.lock"):
+    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder, \
+            folder.locked(f".{identity}.lock"):
         current = read(record, identity)
         changed = False
         for key, version in marks.items():
@@ -115,15 +102,16 @@ def _update_locked(record: Record, identity: str, path: Path, marks: Mapping[str
                 current[key] = version
                 changed = True
         if changed:
-            _write(path, identity, current)
+            _write(folder, path.name, identity, current)
     return current
 
 
-def _write(path: Path, identity: str, current: Mapping[str, int]) -> None:
+def _write(folder: fsio.Folder, name: str, identity: str,
+           current: Mapping[str, int]) -> None:
     row = {
         "identity": identity,
         "updated_at": timeutil.format_time(timeutil.now()),
         "read": dict(sorted(current.items())),
     }
     data = json.dumps(row, indent=1, ensure_ascii=False).encode() + b"\n"
-    fsio.replace_atomic(path, data, durable=False)
+    folder.replace_atomic(name, data, durable=False)

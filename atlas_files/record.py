@@ -9,6 +9,7 @@ over all of them in :mod:`atlas_files.api`.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Callable, Mapping, Sequence
@@ -76,6 +77,15 @@ def require_identity(identity: str | None) -> str:
     return check_name(identity, "identity")
 
 
+def _holds_config(folder: Path) -> bool:
+    """Whether ``folder`` is a record: something not a folder is named atlas.yaml there
+    (a plain file, or what Record then refuses by name: a symlink, a named pipe)."""
+    try:
+        return not stat.S_ISDIR(os.lstat(folder / layout.CONFIG_NAME).st_mode)
+    except OSError:
+        return False
+
+
 def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
            starts: Sequence[str | os.PathLike[str]] = ()) -> Path:
     """The record's folder, not yet opened: ``path``, else ``$ATLAS_RECORD``, else the
@@ -85,7 +95,7 @@ def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | 
     explicit = path or environ.get("ATLAS_RECORD")
     if explicit:
         root = Path(explicit)
-        if not (root / layout.CONFIG_NAME).is_file():
+        if not _holds_config(root):
             raise NotFound(
                 f"no record at {root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "
@@ -95,7 +105,7 @@ def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | 
     here = Path.cwd()
     for start in (*(Path(s).absolute() for s in starts), here):
         for folder in (start, *start.parents):
-            if (folder / layout.CONFIG_NAME).is_file():
+            if _holds_config(folder):
                 return folder
     raise NotFound(
         f"no record here: neither {here} nor any folder above it has an {layout.CONFIG_NAME}",
@@ -110,7 +120,22 @@ class Record:
         self.root = Path(root)
         self._real_root = os.path.realpath(self.root)
         self._safe: set[Path] = {self.root}  # paths known not to lead outside
-        if not (self.root / layout.CONFIG_NAME).is_file():
+        # Held from the start: every write walks from this descriptor (see fsio.OpenRoot),
+        # so a record moved or deleted while the command runs is refused, never written
+        # into as a stray folder at the old path.
+        try:
+            self.opened = fsio.OpenRoot(self.root, layout.CONFIG_NAME)
+            mode = os.stat(layout.CONFIG_NAME, dir_fd=self.opened.fd).st_mode
+        except OSError:
+            mode = None
+        if mode is None and os.path.islink(self.root / layout.CONFIG_NAME):
+            raise fsio.damage(self.root / layout.CONFIG_NAME,
+                              OSError(errno.ELOOP, "a symlink"), "config file")
+        if mode is not None and not stat.S_ISREG(mode):
+            raise fsio.damage(self.root / layout.CONFIG_NAME,
+                              fsio.not_a_file(mode, self.root / layout.CONFIG_NAME),
+                              "config file")
+        if mode is None:
             raise NotFound(
                 f"no record at {self.root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "
@@ -119,6 +144,13 @@ class Record:
 
     def __repr__(self) -> str:
         return f"Record({str(self.root)!r})"
+
+    def explain(self, exc: BaseException) -> BaseException:
+        """``exc`` as the user should see it: a command whose record was moved, deleted or
+        replaced while it ran failed because of that (its reads, by the record's path,
+        found nothing there), and RecordGone says so instead of "no v1" or "not found"."""
+        gone = self.opened.gone()
+        return exc if gone is None else gone
 
     # -- finding and creating -------------------------------------------------------------
 
@@ -200,22 +232,40 @@ class Record:
         not comments added by hand (the file is dumped anew).
         """
         path = self.root / layout.CONFIG_NAME
-        with fsio.locked(self.root / layout.CONFIG_LOCK):
-            current = configmod.load(path)
+        with fsio.open_folder(self.root, within=self.opened) as root, \
+                root.locked(layout.CONFIG_LOCK):
+            current = self._load_config()
             data = change(dict(current.raw))
             configmod.from_mapping(data, path)  # refuse a change that breaks the config
-            fsio.replace_atomic(path, configmod.render(data))
+            root.replace_atomic(layout.CONFIG_NAME, configmod.render(data))
         self.__dict__.pop("config", None)
 
     def _make_project(self, project: str) -> None:
         for sub in layout.PROJECT_FOLDERS:
-            self.path(layout.PROJECTS, project, sub).mkdir(parents=True, exist_ok=True)
+            self.make_folders(self.path(layout.PROJECTS, project, sub))
+
+    def make_folders(self, folder: Path) -> Path:
+        """Make ``folder`` (a path of this record) and the folders above it, walked from
+        the record's held descriptor: never outside the record, never through a symlink."""
+        return fsio.make_folders(folder, within=self.opened)
 
     # -- config ---------------------------------------------------------------------------
 
     @cached_property
     def config(self) -> configmod.Config:
-        return configmod.load(self.root / layout.CONFIG_NAME)
+        return self._load_config()
+
+    def _load_config(self) -> configmod.Config:
+        """atlas.yaml as it is in the folder this record opened (see configmod.read)."""
+        path = self.root / layout.CONFIG_NAME
+        try:
+            data = self.opened.read(layout.CONFIG_NAME, configmod.CONFIG_LIMIT)
+        except FileNotFoundError:
+            self.opened.verify()  # deleted since it was opened: RecordGone says so
+            raise
+        except OSError as exc:
+            raise fsio.damage(path, exc, "config file") from None
+        return configmod.load(path, data)
 
     def project(self, name: str | None = None) -> str:
         """The project ``name`` (or the default one), checked to exist in atlas.yaml."""
@@ -299,7 +349,7 @@ class Record:
     def status_stream(self, project: str | None = None) -> Stream:
         p = self.project(project)
         return Stream(self.path(layout.PROJECTS, p, layout.STATUS), "status",
-                      f"the status of {p}", self.config.body_limit)
+                      f"the status of {p}", self.config.body_limit, self.opened)
 
     def artifact_stream(self, name: str, project: str | None = None) -> Stream:
         p = self.project(project)
@@ -310,7 +360,7 @@ class Record:
                 hint="use `atlas status show|write`, or choose another topic name",
             )
         return Stream(self.path(layout.PROJECTS, p, layout.ARTIFACTS, name), name, name,
-                      self.config.body_limit)
+                      self.config.body_limit, self.opened)
 
     def describe(self) -> dict[str, Any]:
         return {"root": str(self.root), "projects": list(self.config.projects)}

@@ -322,16 +322,16 @@ def write(record: Record, row: Row) -> Path:
     Under the row's lock, so that a hook's ``update`` never puts back the row it read
     over one written meanwhile."""
     path = row_path(record, row.identity)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with fsio.locked(path.parent / f".{row.identity}.lock"):
-        return _replace(path, row)
+    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder, \
+            folder.locked(f".{row.identity}.lock"):
+        return _replace(folder, path, row)
 
 
-def _replace(path: Path, row: Row) -> Path:
+def _replace(folder: fsio.Folder, path: Path, row: Row) -> Path:
     data = json.dumps(row.to_json(), indent=1, ensure_ascii=False).encode() + b"\n"
     # Not durable: a row lost to a power cut reads as "no session", which lets a stop
     # through; it never blocks one wrongly.
-    return fsio.replace_atomic(path, data, durable=False)
+    return folder.replace_atomic(path.name, data, durable=False)
 
 
 def update(record: Record, identity: str, change: Callable[[Row], bool]) -> Row | None:
@@ -342,7 +342,8 @@ def update(record: Record, identity: str, change: Callable[[Row], bool]) -> Row 
     path = row_path(record, identity)
     if not path.parent.is_dir():
         return None
-    with fsio.locked(path.parent / f".{identity}.lock"):
+    with fsio.open_folder(path.parent, within=record.opened) as folder, \
+            folder.locked(f".{identity}.lock"):
         row = read(record, identity)
         if row is None:
             return None
@@ -350,7 +351,7 @@ def update(record: Record, identity: str, change: Callable[[Row], bool]) -> Row 
             del row.told[:-TOLD_KEPT]
             del row.edited[:-EDITED_KEPT]
             del row.pending[:-PENDING_KEPT]
-            _replace(path, row)
+            _replace(folder, path, row)
     return row
 
 

@@ -281,11 +281,12 @@ def test_two_retractions_that_both_landed_are_both_listed_the_earliest_shown(
     publish = entries.publish
     rival: list[str] = []
 
-    def rival_first(folder: Path, kind: str, fields: dict[str, object], body: str = "") -> Any:
+    def rival_first(folder: Path, kind: str, fields: dict[str, object], body: str = "",
+                    **opened: Any) -> Any:
         if kind == "retraction" and not rival:  # bob's write lands between check and write
             rival.append(publish(folder, kind, {**fields, "author": "bob",
-                                                "why": "bob saw it too"}).id)
-        return publish(folder, kind, fields, body)
+                                                "why": "bob saw it too"}, **opened).id)
+        return publish(folder, kind, fields, body, **opened)
 
     monkeypatch.setattr(entries, "publish", rival_first)
     out, err = io.StringIO(), io.StringIO()

@@ -213,6 +213,7 @@ def test_a_body_over_the_limit_is_refused_at_every_write(record: Record, tmp_pat
         code, _, err = cli(Record(record.root), *args, identity="ann")
         assert code == 2, (args, err)
         assert "the body is 1001 bytes; this record's body_limit is 1000 bytes" in err
+        assert "nothing was written" in err
         assert "raise body_limit in atlas.yaml" in err
     assert snapshot(record.root) == before
     body.write_text("x" * 1000)

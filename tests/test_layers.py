@@ -17,8 +17,9 @@ PACKAGE = Path(atlas_files.__file__).parent
 # Front ends (cli, mcp, sync) > api > mechanisms > storage > facts.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("layout", "errors", "names", "timeutil", "text", "guide")),
-    ("storage", ("fsio", "jsonfile", "frontmatter", "yamlcache", "usercache", "config",
-                 "documents", "entries", "record", "schemas", "receipts", "volclock")),
+    ("storage", ("fsio", "bodies", "jsonfile", "frontmatter", "yamlcache", "usercache",
+                 "config", "documents", "entries", "record", "schemas", "receipts",
+                 "volclock")),
     ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
                     "decisions", "leases",
                     "telemetry", "check", "sitegen", "search", "sessions", "activity",

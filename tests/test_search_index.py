@@ -3,10 +3,12 @@ when damaged, replaced by a scan when it cannot be written, never touched by wri
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -225,6 +227,10 @@ def test_a_rebuild_killed_halfway_leaves_nothing_that_matters(record: Record) ->
 
 def test_the_index_reads_only_changed_folders(record: Record,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from atlas_files.search import collect
+
+    # A file's change time cannot be set back like a folder's: trust fresh ones at once.
+    monkeypatch.setattr(collect, "SETTLE_NS", 0, raising=False)
     for i in range(5):
         artifacts.put(record, f"t{i}", f"kestrel {i}\n", author="ann")
     old = time.time_ns() - 10**10
@@ -232,8 +238,6 @@ def test_the_index_reads_only_changed_folders(record: Record,
         if folder.is_dir():
             os.utime(folder, ns=(old, old))
     search(record, "kestrel")
-    from atlas_files.search import collect
-
     read: list[str] = []
     real = collect.read
 
@@ -247,6 +251,11 @@ def test_the_index_reads_only_changed_folders(record: Record,
     artifacts.put(record, "t3", "kestrel again\n", author="ann", expect=1)
     assert len(ids(search(record, "kestrel"))) == 5
     assert read == ["t3.v0002.md"]
+    # An edit in place (issue 31 item 21) is noticed by a stat, and that file alone read.
+    _edit_in_place(record.root / "projects/web/artifacts/t1/t1.v0001.md", b"kestrel",
+                   b"osprey")
+    assert ids(search(record, "osprey")) == ["t1@v1"]
+    assert read == ["t3.v0002.md", "t1.v0001.md"]
 
 
 def test_index_size_stays_small(record: Record, tmp_path: Path) -> None:
@@ -303,3 +312,151 @@ def test_an_index_that_cannot_be_updated_falls_back_to_a_scan(
     found, said = quiet(record, "kestrel")
     assert sorted(found) == sorted(expected + ["late@v1"])
     assert len(said) == 1 and "disk is full" in said[0]
+
+
+# -- in place edits (issue 31 item 21) ------------------------------------------------------
+
+
+def _settled(record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every folder's time set back, and fresh file times trusted at once: the index then
+    believes each folder unchanged and each file as read, unless a stamp says otherwise."""
+    from atlas_files.search import collect
+
+    monkeypatch.setattr(collect, "SETTLE_NS", 0, raising=False)
+    old = time.time_ns() - 10**10
+    for folder, _, _ in os.walk(record.root / "projects"):
+        os.utime(folder, ns=(old, old))
+
+
+def _edit_in_place(path: Path, old: bytes, new: bytes) -> None:
+    """What an editor that writes over the file does: same name, same inode, and the
+    folder's time untouched (a version is read-only, so the mode is lifted first)."""
+    folder_times = path.parent.stat()
+    path.chmod(0o644)
+    data = path.read_bytes()
+    assert old in data
+    with open(path, "r+b") as fh:
+        fh.write(data.replace(old, new))
+        fh.truncate()
+    os.utime(path.parent, ns=(folder_times.st_atime_ns, folder_times.st_mtime_ns))
+
+
+@pytest.mark.parametrize("what", ["latest", "status", "decision", "earlier"])
+def test_a_version_edited_in_place_is_searched_as_it_reads_now(
+        record: Record, monkeypatch: pytest.MonkeyPatch, what: str) -> None:
+    artifacts.put(record, "plan", "the plan of the kestrel\n", author="ann")
+    v2 = artifacts.put(record, "plan", "the plan, second of the kestrel\n", author="ann",
+                       expect=1)
+    s, _ = status.write(record, "hunting the kestrel\n", author="ann")
+    d = decisions.decide(record, topic="birds", recommended="r", chosen="c",
+                         relation="agreed", why="the kestrel is best", author="ann")
+    history = what == "earlier"
+    target = {"latest": v2.path, "status": s.path, "decision": d.path,
+              "earlier": v2.path.with_name("plan.v0001.md")}[what]
+    expected = {"latest": "plan@v2", "status": "status@v1", "decision": d.id,
+                "earlier": "plan@v1"}[what]
+    _settled(record, monkeypatch)
+    assert expected in ids(search(record, "kestrel", all_versions=history))
+    assert ids(search(record, "osprey", all_versions=history)) == []
+    _edit_in_place(target, b"kestrel", b"osprey")
+    # The edit's new word is found, and the old word no longer finds the edited file.
+    assert ids(search(record, "osprey", all_versions=history)) == [expected]
+    assert expected not in ids(search(record, "kestrel", all_versions=history))
+    out = search(record, "osprey", all_versions=history)["results"][0]
+    assert "**osprey**" in out["snippet"]
+
+
+# -- an index that this record's searches did not make (issue 25, "look at") ---------------
+
+
+def _plant_row(path: Path, folder: str, file: str, **fields: Any) -> None:
+    """Add a row (and its text) to the index at ``path``, as someone editing it would."""
+    conn = sqlite3.connect(path)
+    rowid = conn.execute("SELECT max(rowid) FROM docs").fetchone()[0] + 1
+    row = {"rowid": rowid, "folder": folder, "file": file, "ino": 1, "kind": "artifact",
+           "project": "web", "name": "plan", "version": 9, "ref": "plan@v9",
+           "author": "mallory", "written_at": "2026-01-01T00:00:00Z", "target": None,
+           "proposal": 0, "relation": None, "note": None, "latest": 1} | fields
+    marks = ", ".join("?" * len(row))
+    conn.execute(f"INSERT OR REPLACE INTO docs ({', '.join(row)}) VALUES ({marks})",
+                 list(row.values()))
+    conn.execute("INSERT INTO fts (rowid, head, why, body) VALUES (?, 'hunter', '', 'hunter')",
+                 (rowid,))
+    conn.commit()
+    conn.close()
+
+
+def test_an_index_copied_in_from_elsewhere_is_rebuilt_not_believed(
+        record: Record, tmp_path: Path) -> None:
+    """An index made by another record's search (committed to git with the record, or
+    planted by another writer of it) names rows of its own making: one here leads to a
+    diary outside the record. It is not the file this record's searches made, so it is
+    rebuilt, and the diary is never read."""
+    diary = tmp_path / "diary.md"
+    diary.write_text("---\ntitle: diary\n---\nmy password is hunter2, the hunter said\n")
+    other = Record.init(tmp_path / "other", ["web"])
+    artifacts.put(other, "plan", "a plan\n", author="eve")
+    search(other, "plan")
+    _plant_row(index.index_path(other), "projects/web/artifacts/../../../..", "diary.md")
+    seeded(record)
+    search(record, "kestrel")
+    shutil.copyfile(index.index_path(other), index.index_path(record))
+    found = search(record, "hunter")
+    assert found["results"] == []
+    assert sorted(ids(search(record, "kestrel", kinds=["artifact"]))) == ["notes@v1", "plan@v2"]
+
+
+def test_a_row_of_the_index_never_leads_a_read_outside_the_record(
+        record: Record, tmp_path: Path) -> None:
+    """Even a row in this record's own index (edited in place by another writer of the
+    record) is only a candidate: the file read is found from the record's layout, and
+    what a result says comes from that file."""
+    diary = tmp_path / "diary.md"
+    diary.write_text("---\ntitle: diary\n---\nmy password is hunter2, the hunter said\n")
+    seeded(record)
+    search(record, "kestrel")
+    path = index.index_path(record)
+    _plant_row(path, "projects/web/artifacts/../../../..", "diary.md")
+    _plant_row(path, "projects/web/artifacts/plan", "plan.v0002.md", name="plan",
+               version=2, ref="plan@v2", author="mallory")
+    found = search(record, "hunter")["results"]
+    assert all("hunter2" not in r["snippet"] for r in found)
+    assert [(r["id"], r["author"]) for r in found] == []  # plan@v2 does not say hunter
+    shown = search(record, "kestrel", kinds=["artifact"])["results"]
+    assert {(r["id"], r["author"]) for r in shown} == {("plan@v2", "ann"), ("notes@v1", "bob")}
+
+
+@pytest.mark.parametrize("planted", ["symlink", "fifo", "folder"])
+def test_a_planted_special_file_in_place_of_the_index_costs_nothing(
+        record: Record, tmp_path: Path, planted: str) -> None:
+    """A symlink is replaced, never written through (the file it names stays as it was);
+    a named pipe is replaced without a wait; a folder makes the search read the files."""
+    seeded(record)
+    search(record, "kestrel")
+    expected = ids(search(record, "kestrel"))
+    path = index.index_path(record)
+    path.unlink()
+    victim = tmp_path / "victim.db"
+    conn = sqlite3.connect(victim)
+    conn.execute("CREATE TABLE precious (x)")
+    conn.commit()
+    conn.close()
+    before = (victim.read_bytes(), victim.stat().st_mtime_ns)
+    if planted == "symlink":
+        path.symlink_to(victim)
+    elif planted == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    child = subprocess.run(
+        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "-p", "web",
+         "search", "kestrel", "--json"], capture_output=True, text=True, timeout=60,
+        env={k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")})
+    assert child.returncode == 0, child.stderr
+    assert ids(json.loads(child.stdout)) == expected
+    assert "Traceback" not in child.stderr
+    assert (victim.read_bytes(), victim.stat().st_mtime_ns) == before
+    if planted != "folder":
+        assert path.is_file() and not path.is_symlink()
+    else:
+        assert "cannot be written" in child.stderr

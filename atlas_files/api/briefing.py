@@ -102,7 +102,7 @@ def topics(record: Record, identity: str, project: str,
     latest_of: dict[str, int] = {}
     new: list[tuple[str, Item]] = []
     waiting: list[tuple[str, Item]] = []
-    hints = LatestHints(artifacts_folder(record, project))
+    hints = LatestHints(artifacts_folder(record, project), record.opened)
     for stream in topic_streams(record, project):
         try:
             latest = hints.latest(stream)

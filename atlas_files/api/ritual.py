@@ -185,7 +185,7 @@ def _begin(worker: Worker, max_chars: int, go_on: bool) -> Briefing:
 def _baseline(record: Record, project: str) -> sessions.Baseline:
     """What stands now: the status, each topic's latest version, each lease's newest
     generation (the numbers from folder listings and the latest-version hints)."""
-    hints = LatestHints(artifacts_folder(record, project))
+    hints = LatestHints(artifacts_folder(record, project), record.opened)
     topics = {s.name: hints.latest(s) for s in topic_streams(record, project)}
     hints.save()
     leases_dir = str(record.leases_dir)

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from atlas_files import config as configmod
 from atlas_files import entries, frontmatter, fsio, timeutil
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
@@ -26,7 +27,13 @@ ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction"}
 def check_config(ctx: CheckRun, path: Path) -> None:
     ctx.report.files += 1
     try:
-        text = ctx.source.read(path).decode("utf-8")
+        raw = ctx.source.read(path)
+        if len(raw) > configmod.CONFIG_LIMIT:
+            ctx.report.add(path, 1, "ATL002",
+                           f"is {len(raw)} bytes, more than atlas reads of its config "
+                           f"({configmod.CONFIG_LIMIT} bytes): every command refuses it")
+            return
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         ctx.report.add(path, 1, "ATL002", f"not UTF-8 text (byte {exc.start})")
         return

@@ -16,7 +16,7 @@ import warnings
 
 import click
 
-from atlas_files.cli import terminal
+from atlas_files.cli import app, terminal
 from atlas_files.cli.app import cli
 from atlas_files.cli.render import emit_json
 from atlas_files.errors import AtlasError, AtlasWarning
@@ -97,8 +97,13 @@ def _main(args: list[str], as_json: bool) -> None:
 
 
 def _run(args: list[str], as_json: bool) -> None:
+    app.current = None
     try:
-        cli.main(args=args, prog_name="atlas", standalone_mode=False)
+        try:
+            cli.main(args=args, prog_name="atlas", standalone_mode=False)
+        except (AtlasError, OSError) as exc:
+            # A read that found nothing because the record moved away says so.
+            raise (app.current.explain(exc) if app.current else exc) from None
     except AtlasError as exc:
         _fail(error_kind(exc), exc.message, exc.hint, exc.exit_code, as_json)
     except click.exceptions.Abort:

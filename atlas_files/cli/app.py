@@ -100,6 +100,17 @@ class Invocation:
     def record(self) -> Record:
         return self.worker.record
 
+    def explain(self, exc: BaseException) -> BaseException:
+        """``exc``, or RecordGone if the record this command opened moved meanwhile."""
+        worker = self.__dict__.get("worker")
+        return exc if worker is None else worker.record.explain(exc)
+
+
+# The invocation of the command running in this process (one per `atlas` process; an
+# in-process caller runs one at a time): the top-level handler asks it to explain a
+# failure.
+current: Invocation | None = None
+
 
 pass_ctx = click.make_pass_decorator(Invocation)
 
@@ -135,7 +146,8 @@ def cli(ctx: click.Context, record_path: str | None, identity: str | None,
     """
     if identity:
         check_name(identity, "identity")  # checked once, before any command touches a file
-    ctx.obj = Invocation(record_path or None, identity or None, project or None)
+    global current
+    ctx.obj = current = Invocation(record_path or None, identity or None, project or None)
 
 
 def json_option(f: Any) -> Any:

@@ -41,7 +41,9 @@ def init(directory: str, projects: tuple[str, ...], default_project: str | None,
 
 @click.command()
 @click.argument("name")
-@click.option("-f", "--file", "file", metavar="FILE", help="Read the body from FILE ('-': stdin).")
+@click.option("-f", "--file", "file", metavar="FILE",
+              help="Read the body from FILE ('-': stdin); at most body_limit bytes (atlas.yaml), "
+              "and no more is read.")
 @click.option("--expect", type=click.IntRange(min=0), metavar="N",
               help="The version you read (default: the one your receipt says you read).")
 @click.option("--summary", metavar="TEXT", help="One line saying what this version is.")
@@ -66,7 +68,7 @@ def put(ctx: Invocation, name: str, file: str | None, expect: int | None, summar
     means. Give --expect N to state exactly which version this session read.
     """
     core.check_write(ctx.worker, name)
-    body = read_body(file, allow_empty)
+    body = read_body(file, ctx.record.config.body_limit, allow_empty)
     written = synced(ctx, f"put {name}", lambda: core.put(
         ctx.worker, name, body, expect=expect, summary=summary, proposal=proposal,
         links=links))

@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from atlas_files import bodies
+from atlas_files.documents import FRONT_MATTER_ALLOWANCE
 from atlas_files.errors import BadInput
 from atlas_files.text import decode_body, escape_controls
 
@@ -24,13 +26,16 @@ def print_warning(message: str) -> None:
     click.echo(f"atlas: warning: {message}", err=True)
 
 
-def read_body(file: str | None, allow_empty: bool = False) -> str:
-    """The body of a write: ``-f FILE``, ``-f -`` or piped stdin. Must be UTF-8.
+def read_body(file: str | None, limit: int, allow_empty: bool = False) -> str:
+    """The body of a write: ``-f FILE``, ``-f -`` or piped stdin. Must be UTF-8, and at
+    most ``limit`` bytes (the record's body_limit): reading stops one byte past it and the
+    front matter a whole version file may carry (taken off by the write, which then judges
+    the body to the byte).
 
     An empty body is refused unless asked for: a harness that runs commands with stdin at
     /dev/null would otherwise publish an empty, immutable version.
     """
-    body = _read_body(file)
+    body = _read_body(file, limit)
     if not body.strip() and not allow_empty:
         source = "stdin" if file in (None, "-") else file
         raise BadInput(f"the body from {source} is empty; nothing was written",
@@ -38,17 +43,12 @@ def read_body(file: str | None, allow_empty: bool = False) -> str:
     return body
 
 
-def _read_body(file: str | None) -> str:
-
+def _read_body(file: str | None, limit: int) -> str:
     if file in (None, "-"):
         if file is None and sys.stdin.isatty():
             raise BadInput(
                 "no body given", hint="pass -f FILE, or pipe the text in on stdin (-f -)"
             )
-        return decode_body(sys.stdin.buffer.read(), "the text on stdin")
-    try:
-        with open(file, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        raise BadInput(f"cannot read {file}: {exc.strerror}", hint="check the path") from None
-    return decode_body(data, file)
+        return decode_body(bodies.read_stdin(limit, slack=FRONT_MATTER_ALLOWANCE),
+                           "the text on stdin")
+    return decode_body(bodies.read_file(file, limit, slack=FRONT_MATTER_ALLOWANCE), file)

@@ -133,7 +133,7 @@ def _export_identity(ctx: Invocation, worker: Worker, harness: str) -> str:
 
 @click.command()
 @click.option("-f", "--file", "file", metavar="FILE",
-              help="Write the status from FILE ('-': stdin) first.")
+              help="Write the status from FILE ('-': stdin) first; at most body_limit bytes.")
 @click.option("--status", "text", metavar="TEXT", help="Write this status first.")
 @click.option("--summary", metavar="TEXT", help="One line saying what changed (with a status).")
 @click.option("--release-leases", is_flag=True,
@@ -160,7 +160,8 @@ def end(ctx: Invocation, file: str | None, text: str | None, summary: str | None
         raise BadInput("give the status either with -f FILE or with --status TEXT",
                        hint="not both")
     worker = ctx.worker
-    body = text if text is not None else (read_body(file) if file is not None else None)
+    body = text if text is not None else (
+        read_body(file, worker.record.config.body_limit) if file is not None else None)
     if body is not None:
         worker.author  # noqa: B018 -- refuse a missing identity before anything is written
     result = synced(ctx, "end", lambda: ritual.end(

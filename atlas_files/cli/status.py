@@ -41,7 +41,9 @@ def status_show(ctx: Invocation, version: int | None, as_json: bool) -> None:
 
 
 @status.command("write")
-@click.option("-f", "--file", "file", metavar="FILE", help="Read the text from FILE ('-': stdin).")
+@click.option("-f", "--file", "file", metavar="FILE",
+              help="Read the text from FILE ('-': stdin); at most body_limit bytes (atlas.yaml), "
+              "and no more is read.")
 @click.option("--expect", type=click.IntRange(min=0), metavar="N",
               help="The version you read (default: the one your receipt says you read).")
 @click.option("--summary", metavar="TEXT", help="One line saying what changed.")
@@ -57,7 +59,7 @@ def status_write(ctx: Invocation, file: str | None, expect: int | None, summary:
     means. Give --expect N to state exactly which version this session read.
     """
     api.check_status_write(ctx.worker)
-    body = read_body(file, allow_empty)
+    body = read_body(file, ctx.record.config.body_limit, allow_empty)
     written = synced(ctx, "status write", lambda: api.status_write(
         ctx.worker, body, expect=expect, summary=summary))
     for w in written.warnings or ():

@@ -139,7 +139,7 @@ def _publish(record: Record, where: Path, gen: Generation, at: datetime,
              taken_from: Generation | None = None) -> Lease:
     """Create ``gen``; the lease as it stands after. ``taken_from``: the expired holding
     of someone else that a claim just replaced, whose holder may not know yet."""
-    gen = store.publish(where, gen)
+    gen = store.publish(where, gen, within=record.opened)
     lease = state_of(gen.resource, gen, at, record.config.clock_tolerance_s,
                      cap_s=record.config.lease_cap_s)
     late = _still_believed(taken_from, gen, at, record.config.clock_skew_allowance_s)

@@ -314,21 +314,22 @@ def encode(data: Mapping[str, Any]) -> bytes:
     return ("{\n" + ",\n".join(lines) + "\n}\n").encode("utf-8")
 
 
-def publish(where: Path, gen: Generation) -> Generation:
+def publish(where: Path, gen: Generation, *, within: fsio.OpenRoot | None = None) -> Generation:
     """Exclusively create ``gen``'s file. FileExistsError: another writer got there first.
+    ``within``: the record the command opened (the folder is reached from it).
 
     The generation carries the writer's clock against the volume's, measured in ``where``
     just before, so a reader on another machine can tell how far the expiry it judges by
     its own clock is off (leases.view)."""
     try:
-        where.mkdir(parents=True, exist_ok=True)
+        folder = fsio.open_folder(where, within=within, create=True)
     except (FileExistsError, NotADirectoryError):
         raise not_a_folder(where if os.path.isdir(where.parent) else where.parent) from None
-    try:
-        gen = replace(gen, writer_clock=volclock.measure(where))
-    except OSError:
-        pass  # the folder takes no file: the publish below says why
-    path = where / generation_filename(gen.generation)
-    data = encode(gen.to_file())
-    fsio.publish_exclusive(path, data)
+    with folder:
+        try:
+            gen = replace(gen, writer_clock=volclock.measure(where))
+        except OSError:
+            pass  # the folder takes no file: the publish below says why
+        path = folder.publish_exclusive(generation_filename(gen.generation),
+                                        encode(gen.to_file()))
     return replace(gen, path=path)

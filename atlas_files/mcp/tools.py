@@ -87,7 +87,12 @@ class Toolbox:
 
         def work() -> Any:
             # Opened per call: a change to atlas.yaml (a new project) is seen at once.
-            return fn(Worker.open(self.root, identity, self.project, env={}))
+            worker = Worker.open(self.root, identity, self.project, env={})
+            try:
+                return fn(worker)
+            except (AtlasError, OSError) as exc:
+                # A read that found nothing because the record moved away says so.
+                raise worker.record.explain(exc) from None
 
         try:
             result, caught = await anyio.to_thread.run_sync(capturing(work))

@@ -9,14 +9,18 @@ temp files of writes in flight are never read, so no half-written version is eve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from atlas_files import entries, frontmatter, fsio, timeutil
 from atlas_files.artifacts import topic_streams
+from atlas_files.documents import FRONT_MATTER_ALLOWANCE
 from atlas_files.errors import BadInput
 
 if TYPE_CHECKING:
@@ -27,6 +31,10 @@ if TYPE_CHECKING:
 KINDS = ("status", "artifact", "decision", "correction", "retraction")
 # A file the index knows but could not read: kept so it is not read again and again.
 DAMAGED = "damaged"
+# SQLite's integers hold 18 decimal digits whatever they are.
+MAX_VERSION_DIGITS = 18
+# File times come from a coarse clock: a change this recent is not trusted to show.
+SETTLE_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,9 @@ class Doc:
     head: str = ""
     why: str = ""
     body: str = ""
+    # The file as it was read (size and change time): a later search that finds the file
+    # otherwise, edited in place under the same name and inode, reads it again.
+    stamp: str = ""
 
 
 def folders(record: Record, project: str) -> list[Folder]:
@@ -76,17 +87,49 @@ def folders(record: Record, project: str) -> list[Folder]:
     return out
 
 
+def folder_at(record: Record, project: str, rel: str) -> Folder | None:
+    """The searchable folder ``rel`` of ``project`` (as ``folders`` names it), reached
+    without a symlink; None if ``rel`` names no such folder (an index row that does not
+    come from this record's layout never leads a read anywhere)."""
+    parts = rel.split("/")
+    if parts[:2] != ["projects", project] or project not in record.config.projects:
+        return None
+    try:
+        if parts[2:] == ["status"]:
+            stream = record.status_stream(project)
+            return Folder(rel, str(stream.folder), project, "status", stream)
+        if len(parts) == 4 and parts[2] == "artifacts":
+            stream = record.artifact_stream(parts[3], project)
+            return Folder(rel, str(stream.folder), project, "artifact", stream)
+        if parts[2:] in (["decisions"], ["corrections"]):
+            return Folder(rel, str(record.path("projects", project, parts[2])), project,
+                          parts[2])
+    except BadInput:  # not a name, or a symlinked folder
+        return None
+    return None
+
+
+def names_a_file(folder: Folder) -> Callable[[str], bool]:
+    """Whether a name is one of ``folder``'s published files: a version of its stream, or
+    an entry."""
+    if folder.stream is None:
+        return entries.is_entry_file
+    pattern = re.compile(rf"^{re.escape(folder.stream.name)}\.v([0-9]{{4,}})\.md$")
+
+    def wanted(name: str) -> bool:
+        m = pattern.match(name)
+        # Canonical numbers only, as the record's readers count them: v0007, v10000; and
+        # none past what the index can hold (a number of 19 digits was made by hand, and
+        # `atlas check` reports it).
+        return m is not None and (len(m.group(1)) == 4 or m.group(1)[0] != "0") \
+            and len(m.group(1)) <= MAX_VERSION_DIGITS
+
+    return wanted
+
+
 def listing(folder: Folder) -> dict[str, int]:
     """Published file name -> inode, from one listing (empty if the folder is gone)."""
-    if folder.stream is not None:
-        pattern = re.compile(rf"^{re.escape(folder.stream.name)}\.v([0-9]{{4,}})\.md$")
-
-        def wanted(name: str) -> bool:
-            m = pattern.match(name)
-            # Canonical numbers only, as the record's readers count them: v0007, v10000.
-            return m is not None and (len(m.group(1)) == 4 or m.group(1)[0] != "0")
-    else:
-        wanted = entries.is_entry_file
+    wanted = names_a_file(folder)
     try:
         with os.scandir(folder.path) as it:
             return {e.name: e.inode() for e in it if wanted(e.name)}
@@ -94,16 +137,49 @@ def listing(folder: Folder) -> dict[str, int]:
         return {}
 
 
+def stamp_of(st: os.stat_result, now_ns: int) -> str:
+    """``size:ctime`` of a file; "" when it changed too recently to be trusted (a coarse
+    clock could stamp a second edit in the same tick), so that it is read again."""
+    if not now_ns - SETTLE_NS > st.st_ctime_ns:
+        return ""
+    return f"{st.st_size}:{st.st_ctime_ns}"
+
+
 def read(folder: Folder, file: str, ino: int) -> Doc:
     """The Doc of one file; a file that cannot be read as its kind becomes a DAMAGED doc."""
+    path = f"{folder.path}{os.sep}{file}"
+    stamp = ""
     try:
-        if folder.stream is not None:
-            return _version(folder, file, ino)
-        return _entry(folder, file, ino)
-    except (BadInput, OSError, ValueError, TypeError, KeyError, AttributeError):
+        data, st = fsio.read_with_stat(path, read_limit(folder))
+        stamp = stamp_of(st, time.time_ns())
+        return doc_of(folder, file, ino, data, stamp)
+    except DAMAGE:
+        if not stamp:  # not even opened (a symlink, too large): stamped as it lies
+            with contextlib.suppress(OSError):
+                stamp = stamp_of(os.stat(path, follow_symlinks=False), time.time_ns())
         # A version keeps its number: it still makes older versions superseded.
         number = _number(folder, file) if folder.stream is not None else None
-        return Doc(file, ino, DAMAGED, folder.project, "", number, file)
+        return Doc(file, ino, DAMAGED, folder.project, "", number, file, stamp=stamp)
+
+
+# What reading a file as its kind raises when it is not one.
+DAMAGE = (BadInput, OSError, ValueError, TypeError, KeyError, AttributeError)
+
+
+def doc_of(folder: Folder, file: str, ino: int, data: bytes, stamp: str) -> Doc:
+    """The Doc of ``data``, the bytes of ``file``; raises one of DAMAGE if it does not
+    read as its kind."""
+    if folder.stream is not None:
+        return _version(folder, file, ino, data, stamp)
+    return _entry(folder, file, ino, data, stamp)
+
+
+def read_limit(folder: Folder) -> int:
+    """The most bytes read of one file: a version is at most the record's body_limit plus
+    its front matter, an entry a few fields."""
+    if folder.stream is not None and folder.stream.body_limit is not None:
+        return folder.stream.body_limit + FRONT_MATTER_ALLOWANCE
+    return entries.ENTRY_LIMIT
 
 
 def _number(folder: Folder, file: str) -> int:
@@ -111,14 +187,14 @@ def _number(folder: Folder, file: str) -> int:
     return int(file[len(folder.stream.name) + 2:-3])
 
 
-def _version(folder: Folder, file: str, ino: int) -> Doc:
+def _version(folder: Folder, file: str, ino: int, data: bytes, stamp: str) -> Doc:
     # Read here rather than with Stream.read, which also digests the body and builds
     # path objects: that doubles the cost of indexing a long history. The checks that
     # matter for a search are kept: the file is no symlink, its front matter reads, and
     # it names the stream and the number its file name does.
     assert folder.stream is not None
     number = _number(folder, file)
-    parsed = frontmatter.parse(fsio.read_nofollow(f"{folder.path}{os.sep}{file}"))
+    parsed = frontmatter.parse(data)
     meta = parsed.meta
     if int(meta["version"]) != number or str(meta.get("name", "")) != folder.stream.name:
         raise ValueError(f"{file} names another version")
@@ -133,12 +209,12 @@ def _version(folder: Folder, file: str, ino: int) -> Doc:
         author=str(meta["author"]), written_at=written_at,
         proposal=bool(meta.get("proposal", False)) and not is_status,
         head=summary if is_status else f"{name}\n{summary}",
-        body=parsed.body.decode("utf-8"),
+        body=parsed.body.decode("utf-8"), stamp=stamp,
     )
 
 
-def _entry(folder: Folder, file: str, ino: int) -> Doc:
-    e = entries.read_entry(entries_path(folder, file))
+def _entry(folder: Folder, file: str, ino: int, data: bytes, stamp: str) -> Doc:
+    e = entries.parse_entry(entries_path(folder, file), data)
     m = e.meta
     expected = ("decision",) if folder.kind == "decisions" else ("correction", "retraction")
     if e.kind not in expected:
@@ -152,12 +228,12 @@ def _entry(folder: Folder, file: str, ino: int) -> Doc:
             target=accepts if isinstance(accepts, str) else None,
             relation=_text(m.get("relation")), head=_text(m.get("topic")),
             why=_text(m.get("why")),
-            body=f"{_text(m.get('recommended'))}\n{_text(m.get('chosen'))}",
+            body=f"{_text(m.get('recommended'))}\n{_text(m.get('chosen'))}", stamp=stamp,
         )
     text = _text(m.get("why") if e.kind == "retraction" else m.get("what"))
     ref = _text(m.get("ref"))
     return Doc(file, ino, e.kind, folder.project, ref, None, e.id, author=author,
-               written_at=at, target=ref, note=text, why=text, body=ref)
+               written_at=at, target=ref, note=text, why=text, body=ref, stamp=stamp)
 
 
 def _text(value: object) -> str:

@@ -16,6 +16,11 @@ Over NFS the lock and SQLite's locking rest on the server's byte-range locks; wh
 are unreliable the index may be damaged, which the next search notices and repairs by a
 rebuild. Nothing a search returns depends on the index being right: results name only
 files that are read when the result is shown.
+
+The cache folder lies in the record, where any writer of it (or a commit) can put a file:
+an index is believed only if it is the very file a rebuild made there (its meta names the
+file's own device and inode, which a copy, a checkout or a planted file does not have),
+and a symlink or anything but a plain file in its place is rebuilt over, never opened.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +43,7 @@ if TYPE_CHECKING:
 CACHE_DIR = layout.CACHE  # ignored by the record's .gitignore, and by its own
 INDEX_NAME = "search.sqlite"
 LOCK_NAME = "search.lock"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: each row's file stamp (size, change time); the index's own "made"
 # What a rebuild is keyed on: the layout of the tables and what atlas puts in them.
 FORMAT = f"{SCHEMA_VERSION}/{__version__}"
 BUSY_S = 30.0       # how long SQLite waits for another process's transaction
@@ -64,12 +70,11 @@ def _prepare(record: Record) -> Path:
     """The cache folder, made if need be, with its own .gitignore; Unwritable if it cannot
     be made or written."""
     try:
-        folder = record.path(CACHE_DIR)
-        folder.mkdir(exist_ok=True)
+        folder = record.make_folders(record.path(CACHE_DIR))  # in the opened record
         ignore = folder / ".gitignore"
-        if not ignore.exists():
+        if not os.path.lexists(ignore):
             fsio.replace_atomic(ignore, b"# derived by `atlas search`; safe to delete\n*\n",
-                                durable=False)
+                                durable=False, within=record.opened)
         if not os.access(folder, os.W_OK):
             raise PermissionError(13, "Permission denied", str(folder))
     except OSError as exc:
@@ -97,13 +102,25 @@ def _connect(path: Path | str) -> sqlite3.Connection:
     # the journal still protects the index from a process killed mid-write (the OS holds
     # what was written); only a machine crash can damage it, and it is disposable.
     conn = sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None)
+    # A file in the cache folder may have been put there by someone else: nothing its
+    # schema holds (a view, a trigger) may call a function with side effects.
+    conn.execute("PRAGMA trusted_schema = OFF")
     conn.execute("PRAGMA synchronous = OFF")
     return conn
 
 
+def _identity(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}"
+
+
 def _open_current(path: Path) -> storemod.Store | None:
-    """The index at ``path`` if it is whole and of this format; None otherwise."""
-    if not path.is_file():
+    """The index at ``path`` if it is whole, of this format, and the very file a search
+    made there; None otherwise (it is then rebuilt in its place)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):  # a symlink may lead anywhere; a named pipe hangs
         return None
     try:
         conn = _connect(path)
@@ -113,9 +130,13 @@ def _open_current(path: Path) -> storemod.Store | None:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         pages = conn.execute("PRAGMA page_count").fetchone()[0]
         size = conn.execute("PRAGMA page_size").fetchone()[0]
+        now = os.lstat(path)
         # The header says how many pages there are; a file cut short is damaged even where
-        # the pages a query happens to touch are intact.
-        if meta.get("format") != FORMAT or path.stat().st_size < pages * size:
+        # the pages a query happens to touch are intact. An index made anywhere else (a
+        # copy, one committed to git or planted by another writer of the record) names
+        # another file than this one, and is never believed: a rebuild replaces it.
+        if meta.get("format") != FORMAT or meta.get("made") != _identity(st) \
+                or _identity(now) != _identity(st) or now.st_size < pages * size:
             conn.close()
             return None
     except (sqlite3.DatabaseError, OSError):
@@ -139,7 +160,9 @@ def _rebuild(folder: Path, record: Record, projects: Sequence[str],
             conn.execute("PRAGMA journal_mode = OFF")
             conn.execute("PRAGMA synchronous = OFF")
             conn.execute("PRAGMA cache_size = -65536")
-            storemod.create(conn, fts=True, meta={"format": FORMAT})
+            # The file keeps its inode when renamed into place: what proves it ours.
+            made = _identity(os.lstat(tmp))
+            storemod.create(conn, fts=True, meta={"format": FORMAT, "made": made})
             storemod.sync(storemod.Store(conn), record, projects, history=history)
         finally:
             conn.close()

@@ -1,20 +1,24 @@
 """From matching rows to results: rank, marks, and a snippet cut from the file itself.
 
-The snippet is read from the version or entry file when the result is shown, so a result
+The index only says which files are candidates. Each result is read from its version or
+entry file when it is shown, found from the record's own layout (a row naming anything
+else is dropped, so no index, however made, leads a read outside the record), and what it
+says (kind, name, version, author, time, snippet) is what the file says now. A result
 whose file is gone (removed by hand between the index's update and the query) is dropped,
-never shown: no result names a version that does not exist.
+never shown, and so is one whose file changed since it was indexed and no longer matches.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import frontmatter, fsio
+from atlas_files.search import collect, scan
 from atlas_files.search import query as querymod
-from atlas_files.search import scan
 from atlas_files.search import store as storemod
 
 if TYPE_CHECKING:
@@ -23,7 +27,7 @@ if TYPE_CHECKING:
 SNIPPET_WIDTH = 180
 SNIPPET_BEFORE = 60
 _COLUMNS = ("rowid", "folder", "file", "kind", "project", "name", "version", "ref", "author",
-            "written_at", "proposal", "relation", "latest")
+            "written_at", "proposal", "relation", "latest", "stamp")
 _SELECT = ", ".join(f"d.{c}" for c in _COLUMNS)
 # C0 and C1 control characters and lone surrogates (from a file decoded with "replace",
 # none are left; from a hand-built record, perhaps).
@@ -45,6 +49,7 @@ class Hit:
     proposal: int
     relation: str | None
     latest: int
+    stamp: str = ""
 
 
 def matching(store: storemod.Store, q: querymod.Query, kinds: Sequence[str],
@@ -109,13 +114,14 @@ def results(store: storemod.Store, record: Record, q: querymod.Query,
             hits: Sequence[Hit], limit: int) -> list[dict[str, Any]]:
     out = []
     for hit in hits:
-        fields = _fields(record, hit)
-        if fields is None:
+        current = _current(record, hit, q)
+        if current is None:
             continue
+        doc, fields = current
         out.append({
-            "kind": hit.kind, "project": hit.project, "name": hit.name,
-            "version": hit.version, "id": hit.ref, "author": hit.author,
-            "written_at": hit.written_at, "snippet": snippet(fields, q),
+            "kind": doc.kind, "project": doc.project, "name": doc.name,
+            "version": doc.version, "id": doc.ref, "author": doc.author,
+            "written_at": doc.written_at, "snippet": snippet(fields, q),
             "marks": marks(store, hit),
         })
         if len(out) == limit:
@@ -123,26 +129,50 @@ def results(store: storemod.Store, record: Record, q: querymod.Query,
     return out
 
 
-def _fields(record: Record, hit: Hit) -> list[tuple[str, str]] | None:
-    """(label, text) of the item's fields, the likeliest place for the match first; None
-    if its file is gone or no longer reads."""
-    try:
-        data = fsio.read_nofollow(record.root.joinpath(*hit.folder.split("/"), hit.file))
-        parsed = frontmatter.parse(data)
-    except (OSError, frontmatter.FrontMatterError):
+def _current(record: Record, hit: Hit,
+             q: querymod.Query) -> tuple[collect.Doc, list[tuple[str, str]]] | None:
+    """The item as its file says now, and its fields for the snippet; None if the row
+    names no file of the record's layout (the index is derived: it decides which files
+    are candidates, never where a read goes or what a result says), if the file is gone
+    or no longer reads as that kind, or if it changed since it was indexed and no longer
+    matches."""
+    folder = collect.folder_at(record, hit.project, hit.folder)
+    if folder is None or not collect.names_a_file(folder)(hit.file):
         return None
+    try:
+        data, st = fsio.read_with_stat(f"{folder.path}/{hit.file}", collect.read_limit(folder))
+        stamp = collect.stamp_of(st, time.time_ns())
+        doc = collect.doc_of(folder, hit.file, st.st_ino, data, stamp)
+        fields = _fields(frontmatter.parse(data), hit.kind)
+    except (*collect.DAMAGE, frontmatter.FrontMatterError):
+        return None
+    if doc.kind != hit.kind:
+        return None
+    if not (hit.stamp and stamp == hit.stamp) and not matches(q, doc):
+        return None
+    return doc, fields
+
+
+def matches(q: querymod.Query, doc: collect.Doc) -> bool:
+    """Whether every term of ``q`` is in one of the item's fields (as FTS5 matches)."""
+    cols = [querymod.tokens(text) for text in (doc.head, doc.why, doc.body)]
+    return all(any(term.count_in(c) for c in cols) for term in q.terms)
+
+
+def _fields(parsed: frontmatter.Parsed, kind: str) -> list[tuple[str, str]]:
+    """(label, text) of the item's fields, the likeliest place for the match first."""
     m = parsed.meta
 
     def text(key: str) -> str:
         value = m.get(key)
         return "" if value is None else str(value)
 
-    if hit.kind in ("status", "artifact"):
+    if kind in ("status", "artifact"):
         return [("", parsed.body.decode("utf-8", "replace")), ("", text("summary"))]
-    if hit.kind == "decision":
+    if kind == "decision":
         return [("why", text("why")), ("topic", text("topic")),
                 ("recommended", text("recommended")), ("chosen", text("chosen"))]
-    if hit.kind == "retraction":
+    if kind == "retraction":
         return [("why", text("why")), ("about", text("ref"))]
     return [("what", text("what")), ("about", text("ref"))]
 

@@ -7,11 +7,14 @@ file itself when a result is shown, which also proves the file still exists), an
 ``folders`` a fingerprint of each folder as it was when last read.
 
 A folder's fingerprint is its inode and modification time, one stat: publishing or
-removing a file in a folder changes its time, and versions and entries are never edited
-in place, so a folder whose fingerprint is unchanged needs no listing and no read. A
-folder changed within the last SETTLE_NS is not trusted (file systems stamp times with a
-coarse clock, so a file added in the same tick would leave the time unchanged); its
-fingerprint is stored empty and it is listed again next time.
+removing a file in a folder changes its time, so a folder whose fingerprint is unchanged
+needs no listing. Versions and entries are never edited in place by atlas, but a hand can
+edit one (same name, same inode, the folder's time unchanged): each row keeps its file's
+stamp (size and change time) as read, and every file a search may return is stat'ed and
+read again when its stamp differs. A folder or file changed within the last SETTLE_NS is
+not trusted (file systems stamp times with a coarse clock, so a change in the same tick
+would leave the time unchanged); its fingerprint or stamp is stored empty and it is looked
+at again next time.
 
 Rows of ``fts`` whose ``docs`` row is deleted (a file removed or replaced by hand) are
 left in place: a contentless FTS5 table cannot delete without the original text. They
@@ -35,7 +38,7 @@ from atlas_files.search import collect
 if TYPE_CHECKING:
     from atlas_files.record import Record
 
-SETTLE_NS = 2_000_000_000
+SETTLE_NS = collect.SETTLE_NS
 BATCH = 2000
 # bm25 weights of head (names, summaries, a decision's topic), why (a decision's why, a
 # correction's text) and body: a word in a topic or a why outranks a passing mention.
@@ -51,6 +54,7 @@ CREATE TABLE docs (
   kind TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL, version INTEGER,
   ref TEXT NOT NULL, author TEXT NOT NULL, written_at TEXT NOT NULL, target TEXT,
   proposal INTEGER NOT NULL, relation TEXT, note TEXT, latest INTEGER NOT NULL DEFAULT 1,
+  stamp TEXT NOT NULL DEFAULT '',
   UNIQUE (folder, file)
 );
 CREATE INDEX docs_target ON docs (project, target);
@@ -59,8 +63,8 @@ FTS_SCHEMA = ("CREATE VIRTUAL TABLE fts USING fts5(head, why, body, content='', 
               "tokenize='unicode61 remove_diacritics 2')")
 _INSERT_DOC = (
     "INSERT INTO docs (rowid, folder, file, ino, kind, project, name, version, ref, author, "
-    "written_at, target, proposal, relation, note, latest) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "written_at, target, proposal, relation, note, latest, stamp) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -141,9 +145,13 @@ def _sync_project(writer: _Writer, record: Record, project: str, history: bool) 
         old, full = stored.pop(folder.rel, ("", False))
         # Entries are all read always; a stream's older versions once history is asked for.
         want = history or full or folder.stream is None
-        if fp and fp == old and (full or not want):
+        # Versions and entries are never edited, but a hand can edit one in place (same
+        # name, same inode, the folder's time unchanged): every file this search may
+        # return is looked at, one stat each, and read again if it changed.
+        edited = _edited(conn, folder, every=history or folder.stream is None)
+        if fp and fp == old and (full or not want) and not edited:
             continue
-        _sync_folder(writer, folder, want)
+        _sync_folder(writer, folder, want, edited)
         conn.execute("INSERT OR REPLACE INTO folders (rel, project, fp, history) "
                      "VALUES (?, ?, ?, ?)", (folder.rel, project, fp, int(want)))
     for rel in stored:  # a topic folder that is gone
@@ -151,12 +159,44 @@ def _sync_project(writer: _Writer, record: Record, project: str, history: bool) 
         conn.execute("DELETE FROM folders WHERE rel = ?", (rel,))
 
 
-def _sync_folder(writer: _Writer, folder: collect.Folder, every: bool) -> None:
+def _edited(conn: sqlite3.Connection, folder: collect.Folder, *, every: bool) -> set[str]:
+    """The files of ``folder`` whose size or change time is no longer what they were when
+    read (``every``: all its files, else the newest version alone, which is all a search
+    without --all-versions shows). A file gone is left to the listing."""
+    rows = conn.execute(
+        "SELECT file, stamp FROM docs WHERE folder = ?" + ("" if every else " AND latest = 1"),
+        (folder.rel,)).fetchall()
+    if not rows:
+        return set()
+    try:
+        fd = os.open(folder.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return set()
+    edited = set()
+    try:
+        for file, stamp in rows:
+            try:
+                st = os.stat(file, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if not stamp or stamp != f"{st.st_size}:{st.st_ctime_ns}":
+                edited.add(file)
+    finally:
+        os.close(fd)
+    return edited
+
+
+def _sync_folder(writer: _Writer, folder: collect.Folder, every: bool,
+                 edited: set[str] | frozenset[str] = frozenset()) -> None:
     conn = writer.store.conn
     known = {file: (rowid, ino) for rowid, file, ino in conn.execute(
         "SELECT rowid, file, ino FROM docs WHERE folder = ?", (folder.rel,))}
     files = collect.listing(folder)
-    gone = [(rowid,) for file, (rowid, ino) in known.items() if files.get(file) != ino]
+    gone = [(rowid,) for file, (rowid, ino) in known.items()
+            if files.get(file) != ino or file in edited]
+    kept = len(known) - len(gone)
+    for file in edited:
+        known.pop(file, None)  # read again below, if it is still wanted
     if gone:
         conn.executemany("DELETE FROM docs WHERE rowid = ?", gone)
     newest = None
@@ -172,7 +212,7 @@ def _sync_folder(writer: _Writer, folder: collect.Folder, every: bool) -> None:
         if file in known and known[file][1] == ino:
             continue
         writer.add(folder, collect.read(folder, file, ino), newest)
-    if newest is not None and len(gone) < len(known):
+    if newest is not None and kept:
         # Rows read before may have been the newest then; new rows were flagged on insert.
         conn.execute("UPDATE docs SET latest = (version IS ?) WHERE folder = ? AND rowid < ?",
                      (newest, folder.rel, writer.first_rowid))
@@ -195,7 +235,7 @@ class _Writer:
         latest = newest is None or d.version == newest
         self.docs.append((rowid, folder.rel, d.file, d.ino, d.kind, d.project, d.name,
                           d.version, d.ref, d.author, d.written_at, d.target,
-                          int(d.proposal), d.relation, d.note, int(latest)))
+                          int(d.proposal), d.relation, d.note, int(latest), d.stamp))
         if d.kind != collect.DAMAGED:
             self.text.append((rowid, d.head, d.why, d.body))
         if len(self.docs) >= BATCH:

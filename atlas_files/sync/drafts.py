@@ -67,18 +67,17 @@ def _save(record: Record, rel: str, data: bytes) -> str:
     name with other bytes); returns where it lies."""
     folder = record.path(layout.DRAFTS)  # never through a symlink
     if not folder.is_dir():
-        folder.mkdir(parents=True, exist_ok=True)
         # Ignored even where the record's .gitignore predates drafts.
-        fsio.replace_atomic(folder / ".gitignore", _DRAFTS_IGNORE)
+        with fsio.open_folder(folder, within=record.opened, create=True) as made:
+            made.replace_atomic(".gitignore", _DRAFTS_IGNORE)
     stem, dot, ext = rel.rpartition(".")
     for n in range(1, 1000):
         candidate = rel if n == 1 else f"{stem}.{n}{dot}{ext}"
         *folders, name = candidate.split("/")
-        where = record.path(*folders)
-        where.mkdir(parents=True, exist_ok=True)
         target = record.path(*folders, name)
         try:
-            fsio.publish_exclusive(target, data, mode=0o644)
+            with fsio.open_folder(target.parent, within=record.opened, create=True) as where:
+                where.publish_exclusive(name, data, mode=0o644)
             return candidate
         except FileExistsError:
             with contextlib.suppress(OSError):

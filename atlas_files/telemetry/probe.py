@@ -263,8 +263,8 @@ def probe_once(record: Record, observer: str | None, names: Iterable[str] = (),
     if problem:
         raise DamagedFile(problem, hint="move it aside; `atlas telemetry probe` makes the "
                           "folder again")
-    folder.mkdir(parents=True, exist_ok=True)
-    fsio.clean_debris(folder)
+    with fsio.open_folder(folder, within=record.opened, create=True) as made:
+        made.clean_debris()
     rnd = _Round()
     outcomes: list[Outcome] = []
     failures: list[RowNotWritten] = []

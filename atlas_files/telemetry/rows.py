@@ -74,9 +74,9 @@ def encode(row: dict[str, Any]) -> bytes:
 
 def write_row(record: Record, row: dict[str, Any]) -> Path:
     """Replace the live row of ``row["machine"]``; a reader never sees a partial file."""
-    folder = record.telemetry_dir
-    folder.mkdir(parents=True, exist_ok=True)
-    return fsio.replace_atomic(row_path(record, row["machine"]), encode(row))
+    path = row_path(record, row["machine"])
+    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder:
+        return folder.replace_atomic(path.name, encode(row))
 
 
 def load_row(path: Path) -> dict[str, Any]:
