@@ -9,9 +9,10 @@ made within the same tick as the last read is still seen.
 Entries live outside any record, in the user's cache folder
 (``$XDG_CACHE_HOME/atlas-files/yaml``, else ``~/.cache/atlas-files/yaml``), and that
 folder is used only while it is a real folder of the user's own that nobody else can
-write: whoever writes an entry decides what atlas reads, so no other user of a shared
-volume may. A value JSON cannot carry exactly (a date, a set, a mapping with number keys,
-NaN) is never kept: such a text is parsed every time. Failing to read or write an entry
+write, reached through folders nobody else can change (privatepath.py): whoever writes
+an entry decides what atlas reads, so no other user of a shared volume may. A value JSON
+cannot carry exactly (a date, a set, a mapping with number keys, NaN) is never kept:
+such a text is parsed every time. Failing to read or write an entry
 is never an error, and never a message: the text is parsed as it was before.
 """
 
@@ -24,7 +25,7 @@ import stat
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from atlas_files import __version__
+from atlas_files import __version__, privatepath
 
 SUBFOLDER = ("atlas-files", "yaml")
 MAX_ENTRIES = 64  # past this, the older half goes: a text is a few hundred bytes
@@ -44,12 +45,16 @@ def folder(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def _private(path: str) -> bool:
+    """A real folder of this user's that no one else can write, reached only through
+    folders that no one else can change (a parent others may write could be swapped
+    for one of theirs between this look and the read)."""
     try:
         info = os.lstat(path)
     except OSError:
         return False
     return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            and privatepath.unsafe_way(path) is None)
 
 
 def _entry(where: str, text: str) -> str:
@@ -89,6 +94,8 @@ def _keep(where: str, path: str, text: str, data: Any) -> None:
     try:
         if json.loads(json.dumps(data)) != data:
             return  # JSON would give back something else: parse this text every time
+        if privatepath.unsafe_way(where) is not None:
+            return  # nothing is made where another user could take it over
         os.makedirs(where, mode=0o700, exist_ok=True)
         if not _private(where):
             return

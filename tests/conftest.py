@@ -24,8 +24,9 @@ from atlas_files.record import Record
 
 # CI runs every property test with the same seeds, so a submission is judged on the code,
 # not on the draw; a developer's run (CI unset) keeps exploring new examples each time.
-# The fixtures of the git tests (isolated_git, team) live beside their helpers.
-pytest_plugins = ["gitteam"]
+# The fixtures of the git tests (isolated_git, team) and of the second local user
+# (intruder, shared_tmp, open_tmp) live beside their helpers.
+pytest_plugins = ["gitteam", "local_user"]
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

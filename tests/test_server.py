@@ -86,9 +86,11 @@ def test_commands_through_the_server_say_and_do_what_they_do_without_it(
     codes = [r[0].returncode for r in results.values()]
     assert codes == [0, 3, 0, 4, 2, 0, 0, 0, 2]
     def same(text: str) -> str:
-        # The two records' paths and clock times differ, nothing else.
+        # The two records' paths and clock times differ, nothing else (a lease's time
+        # left, too: "1h more" in one run can be "59m more" in the other, on a busy box).
         text = text.replace(str(tmp_path / "plain"), "ROOT").replace(
             str(tmp_path / "served"), "ROOT")
+        text = re.sub(r"for [\dhms]+ more", "for LEFT more", text)
         return re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+Z", "TIME", text)
 
     for args, (plain, via) in results.items():
@@ -160,7 +162,7 @@ def test_a_folder_others_can_write_is_never_used(sock: Path, tmp_path: Path) -> 
     assert result.returncode == 0
     assert "command server not used" in result.stderr and "chmod 700" in result.stderr
     start = run_atlas("server", "start", "--socket", str(sock), process=True)
-    assert start.returncode == 2 and "another user or others may write" in start.stderr
+    assert start.returncode == 2 and "others may write to" in start.stderr
     assert not sock.exists()
 
 
@@ -204,7 +206,7 @@ def test_atlas_server_value_is_checked() -> None:
     with pytest.raises(wire.Unusable, match="neither on"):
         wire.socket_path("please")
     with pytest.raises(wire.Unusable, match="longer than a Unix socket allows"):
-        wire.check_private("/tmp/" + "x" * 120 + "/s.sock")
+        wire.prepare("/tmp/" + "x" * 120 + "/s.sock")
 
 
 def _status(sock: Path) -> dict[str, object]:
@@ -297,3 +299,81 @@ def test_a_spare_that_dies_is_replaced_and_a_stopped_server_leaves_none(sock: Pa
     third = int(_status(sock)["spare"])  # type: ignore[call-overload]
     assert run_atlas("server", "stop", "--socket", str(sock), process=True).returncode == 0
     _wait_for(lambda: not any(map(_alive, (first, second, third))))
+
+
+def _servers_on(sock: Path) -> list[int]:
+    """The pids of the servers started for ``sock`` (by its path on their command line),
+    each ended: a test that finds one leaves none behind."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if entry.name.isdigit() and b"server" in argv and os.fsencode(sock) in argv:
+            found.append(int(entry.name))
+    for pid in found:
+        os.kill(pid, signal.SIGKILL)
+    return found
+
+
+def test_a_socket_in_a_folder_that_does_not_exist_makes_no_folder_and_no_server(
+        tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    sock = tmp_path / "nonexistent" / "dir" / "s.sock"
+    plain = run_atlas("--record", str(root), "status", "show", process=True)
+    result = through(sock, "--record", str(root), "status", "show")
+    assert result.returncode == 0 and result.stdout == plain.stdout
+    warning = result.stderr.splitlines()
+    assert len(warning) == 1 and warning[0].startswith("atlas: warning: command server not used")
+    assert f"the socket's folder {sock.parent} does not exist" in warning[0]
+    assert "mkdir -m 700" in warning[0]
+    started = run_atlas("server", "start", "--socket", str(sock), process=True)
+    assert started.returncode == 2 and "does not exist" in started.stderr
+    time.sleep(0.5)  # a server the client started in the background would be up by now
+    assert not (tmp_path / "nonexistent").exists()
+    assert _servers_on(sock) == []
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o700])
+def test_atlas_server_naming_a_regular_file_says_so_and_leaves_the_file_alone(
+        mode: int, tmp_path: Path) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    os.chmod(folder, mode)
+    notes = folder / "notes.txt"
+    notes.write_text("my notes\n")
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    result = through(notes, "--record", str(root), "status", "show")
+    assert result.returncode == 0 and "web" in result.stdout
+    assert f"the socket path {notes} is a regular file, not a command server's socket" in \
+        result.stderr
+    assert "another user" not in result.stderr and "others may write" not in result.stderr
+    started = run_atlas("server", "start", "--socket", str(notes), process=True)
+    assert started.returncode == 2 and "a regular file, not a command server's socket" in \
+        started.stderr
+    assert notes.read_text() == "my notes\n"  # never taken for a dead server's socket
+    assert _servers_on(notes) == []
+
+
+@pytest.mark.parametrize("planted", ["link", "fifo"])
+def test_the_servers_log_is_never_written_through_a_link_nor_waited_on_as_a_pipe(
+        planted: str, sock: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine\n")
+    log = Path(str(sock) + ".log")
+    if planted == "link":
+        log.symlink_to(notes)
+    else:
+        os.mkfifo(log)
+    start = time.monotonic()
+    result = through(sock, "--record", str(root), "status", "show", timeout=30)
+    assert time.monotonic() - start < 20  # a pipe with no reader is not waited on
+    assert result.returncode == 0 and "web" in result.stdout
+    assert "command server not started" in result.stderr and str(log) in result.stderr
+    assert notes.read_text() == "mine\n"
+    assert _servers_on(sock) == []

@@ -36,13 +36,19 @@ def forward(args: list[str]) -> int | None:
         path = wire.socket_path()
         if path is None:
             return None
-        wire.check_private(path)
         if not hasattr(os, "pidfd_open"):
             raise wire.Unusable("it needs Linux (process file descriptors); unset "
                                 "ATLAS_SERVER on this system")
+        # Before anything is sent, or a server started: the folder is made private if it
+        # is the default one, and nothing on the way to it is another user's to change.
+        wire.prepare(path)
+        return _hand_over(args, path)
     except wire.Unusable as exc:
         sys.stderr.write(f"atlas: warning: command server not used: {exc}\n")
         return None
+
+
+def _hand_over(args: list[str], path: str) -> int | None:
     try:
         for fd in (0, 1, 2):
             os.fstat(fd)
@@ -56,6 +62,7 @@ def forward(args: list[str]) -> int | None:
         except (FileNotFoundError, ConnectionRefusedError):
             spawn(path)  # for the next command; this one runs here
             return None
+        wire.check_peer(conn, path)
         fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
         conn.sendmsg([len(request).to_bytes(4, "big") + request],
                      [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
@@ -124,19 +131,24 @@ def _forward_signals(worker: int) -> None:
 def spawn(path: str, idle: int | None = None) -> subprocess.Popen[bytes] | None:
     """Start a server for ``path`` in the background (its own session, no terminal, its
     output in PATH.log); several clients racing to do so start one server. None if it
-    could not be started."""
+    could not be started. ``path`` has passed ``wire.prepare``."""
     import subprocess  # noqa: PLC0415 - 15 ms, paid only when no server answered
 
     argv = [sys.executable, "-P", "-m", "atlas_files", "server", "start", "--foreground",
             "--socket", path]
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        with open(path + ".log", "ab") as log:
-            return subprocess.Popen(
-                argv + (["--idle", str(idle)] if idle is not None else []),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log = wire.open_log(path)  # in the folder prepare() made private
+    except wire.Unusable as exc:
+        sys.stderr.write(f"atlas: warning: command server not started: {exc}\n")
+        return None
+    try:
+        return subprocess.Popen(
+            argv + (["--idle", str(idle)] if idle is not None else []),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     except OSError:
         return None
+    finally:
+        os.close(log)
 
 
 def exit_like(status: int) -> None:

@@ -25,6 +25,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import sys
 import time
 from typing import Any
@@ -46,7 +47,7 @@ FDS = 3
 def start(path: str | None, idle: int = IDLE, foreground: bool = False) -> dict[str, Any]:
     """Start a server on ``path`` (default: this install's socket); what `atlas server
     status` says of it. In the foreground, serve until stopped or idle."""
-    path = _path(path)
+    path = _path(path, create=True)
     running = _ask(path, "status")
     if running is not None:
         return {**running, "started": False}
@@ -81,7 +82,9 @@ def status(path: str | None) -> dict[str, Any]:
     return _ask(path, "status") or {"socket": path, "running": False}
 
 
-def _path(path: str | None) -> str:
+def _path(path: str | None, create: bool = False) -> str:
+    """The socket ``path`` names (default: ATLAS_SERVER's, else this install's), once
+    ``wire.prepare`` found it private; ``create``: make the default folder if missing."""
     if not wire.supported():
         raise BadInput("the command server needs Linux (process file descriptors and peer "
                        "credentials on Unix sockets)", hint="run atlas without ATLAS_SERVER")
@@ -89,23 +92,33 @@ def _path(path: str | None) -> str:
         chosen = wire.socket_path(path or os.environ.get("ATLAS_SERVER") or "1") or \
             wire.socket_path("1")
         assert chosen is not None
-        wire.check_private(chosen)
+        wire.prepare(chosen, create=create)
     except wire.Unusable as exc:
         raise BadInput(str(exc), hint="see `atlas server --help`") from None
     return chosen
 
 
+MAX_ANSWER = 1 << 20  # a status is a few hundred bytes
+
+
 def _ask(path: str, op: str) -> dict[str, Any] | None:
     """Send ``op`` (status, stop) to the server on ``path``; its answer, or None if none
-    answers."""
+    answers. BadInput if another user's process listens there."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(10)
         try:
             conn.connect(path)
+        except OSError:
+            return None
+        try:
+            wire.check_peer(conn, path)
+        except wire.Unusable as exc:
+            raise BadInput(str(exc), hint="see `atlas server --help`") from None
+        try:
             request = marshal.dumps({"protocol": wire.PROTOCOL, "op": op})
             conn.sendall(len(request).to_bytes(4, "big") + request)
             answer = b""
-            while not answer.endswith(b"\n"):
+            while not answer.endswith(b"\n") and len(answer) <= MAX_ANSWER:
                 chunk = conn.recv(65536)
                 if not chunk:
                     return None
@@ -113,10 +126,10 @@ def _ask(path: str, op: str) -> dict[str, Any] | None:
         except OSError:
             return None
     try:
-        data: dict[str, Any] = json.loads(answer)
+        data = json.loads(answer)
     except ValueError:
         return None
-    return data
+    return data if isinstance(data, dict) else None
 
 
 class CodeStamp:
@@ -173,15 +186,19 @@ class Server:
     def _bind(self) -> socket.socket:
         """Listen on the socket, unless a server already does (then exit quietly): the
         lock makes several clients that each start one agree on a single server."""
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-        wire.check_private(self.path)
-        lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            wire.prepare(self.path)
+            lock = _own_file(self.path + ".lock")
+        except wire.Unusable as exc:
+            raise BadInput(str(exc), hint="see `atlas server --help`") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if _ask(self.path, "status") is not None:
                 raise SystemExit(0)
             try:
-                os.unlink(self.path)  # a dead server's socket
+                # A dead server's socket, the only thing prepare() lets be there.
+                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                    os.unlink(self.path)
             except FileNotFoundError:
                 pass
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -295,8 +312,7 @@ class Server:
             self._new_spare()
 
     def _receive(self, conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-        credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # pid uid gid
-        if int.from_bytes(credentials[4:8], sys.byteorder) != os.getuid():
+        if wire.peer_uid(conn) != os.geteuid():
             raise ValueError("another user")
         conn.settimeout(5)  # a client that connects and says nothing holds up no one long
         data, fds = b"", []
@@ -370,6 +386,23 @@ class Server:
         _send(conn, f"exit {os.waitstatus_to_exitcode(status)}")
         conn.close()
         self.last = time.monotonic()
+
+
+def _own_file(path: str) -> int:
+    """``path`` opened read-write (made mode 600 if missing), never through a link, and
+    only if it is a regular file of this user's."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise wire.Unusable(f"{path} cannot be opened ({exc.strerror}): remove whatever "
+                            "is there") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        raise wire.Unusable(f"{path} is not a regular file of yours: remove whatever is "
+                            "there")
+    return fd
 
 
 def _send(conn: socket.socket, line: str) -> None:
