@@ -80,6 +80,7 @@ def _files_named(config: pytest.Config) -> int | None:
 # last would keep the run going long after the other workers ran out of work. A module
 # missing here only costs time, never a result.
 LONG_FIRST = ("test_site_browser", "test_hooks", "test_sync_race", "test_race",
+              "test_local_users_fuzz",
               "test_site_build", "test_mcp_http", "test_hostile_record", "test_search_race",
               "test_mcp_oauth_browser", "test_hardening_site", "test_telemetry_probe",
               "test_sync")
