@@ -140,6 +140,36 @@ def test_killing_atlas_kills_the_command_it_handed_over(server: Path, tmp_path: 
         assert snapshot(root) == before, how
 
 
+def test_a_worker_whose_atlas_is_killed_before_it_runs_does_nothing(
+        server: Path, tmp_path: Path) -> None:
+    """The race behind an old flake of the test above: the client killed while its worker
+    is still starting (here: the spare stopped until after the kill). The worker learned
+    of its client's death from a thread of its own, which the command could outrun by a
+    few milliseconds: long enough to print, or to make a folder."""
+    for round in range(6):
+        spare = int(_status(server)["spare"])  # type: ignore[call-overload]
+        time.sleep(0.3)  # past its settling: it waits on its channel alone
+        os.kill(spare, signal.SIGSTOP)
+        made = tmp_path / f"rec{round}"
+        args = ["--version"] if round % 2 else ["init", str(made)]
+        reader, writer = os.pipe()
+        client = subprocess.Popen([sys.executable, "-m", "atlas_files", *args],
+                                  stdin=subprocess.DEVNULL, stdout=writer,
+                                  stderr=subprocess.DEVNULL, env=env_with(ATLAS_SERVER=str(server)))
+        os.close(writer)
+        try:
+            _wait_for(lambda: _status(server)["in_progress"] == 1)
+            client.kill()
+            client.wait(10)
+        finally:
+            os.kill(spare, signal.SIGCONT)
+        _wait_for(lambda: _status(server)["in_progress"] == 0)
+        printed = os.read(reader, 4096)
+        os.close(reader)
+        assert printed == b"" and not made.exists(), (round, args)
+        _wait_for(lambda: _status(server)["spare"] is not None)
+
+
 def test_the_first_command_runs_itself_and_starts_a_server_for_the_next(
         sock: Path, tmp_path: Path) -> None:
     root = tmp_path / "rec"
