@@ -7,6 +7,7 @@ the command; and that whenever the server cannot serve, `atlas` runs the command
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -47,7 +48,7 @@ def server(sock: Path) -> Path:
 
 
 def served(sock: Path) -> int:
-    return int(_status(sock).get("served", -1))  # type: ignore[call-overload]
+    return int(str(_status(sock).get("served", -1)))
 
 
 def env_with(**extra: str) -> dict[str, str]:
@@ -74,7 +75,7 @@ def test_commands_through_the_server_say_and_do_what_they_do_without_it(
         (("status", "show", "--json"), None),
         (("nosuch",), None),
     ]
-    results = {}
+    results: dict[tuple[str, ...], list[Result]] = {}
     for mode in ("plain", "served"):
         root = tmp_path / mode / "rec"
         Record.init(root, ["web"])
@@ -86,11 +87,13 @@ def test_commands_through_the_server_say_and_do_what_they_do_without_it(
     codes = [r[0].returncode for r in results.values()]
     assert codes == [0, 3, 0, 4, 2, 0, 0, 0, 2]
     def same(text: str) -> str:
-        # The two records' paths and clock times differ, nothing else (a lease's time
-        # left, too: "1h more" in one run can be "59m more" in the other, on a busy box).
+        # The two records' paths and clock times differ, nothing else (and so what is
+        # said of them: "1h more" in one run can be "59m more" in the other, and "12
+        # seconds ago" "14 seconds ago", on a busy machine).
         text = text.replace(str(tmp_path / "plain"), "ROOT").replace(
             str(tmp_path / "served"), "ROOT")
         text = re.sub(r"for [\dhms]+ more", "for LEFT more", text)
+        text = re.sub(r"\b\d+ (second|minute|hour|day)s? ago", "AGO", text)
         return re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+Z", "TIME", text)
 
     for args, (plain, via) in results.items():
@@ -407,3 +410,62 @@ def test_the_servers_log_is_never_written_through_a_link_nor_waited_on_as_a_pipe
     assert "command server not started" in result.stderr and str(log) in result.stderr
     assert notes.read_text() == "mine\n"
     assert _servers_on(sock) == []
+
+
+def test_another_environment_gets_a_server_of_its_own(tmp_path: Path) -> None:
+    """The default socket is keyed on what could make a warm process behave otherwise
+    (locale, timezone, PYTHON*, most ATLAS_*), as Mercurial's chg keys its server."""
+    runtime = Path(tempfile.mkdtemp(prefix="atlas-rt-"))
+    os.chmod(runtime, 0o700)
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    base = env_with(XDG_RUNTIME_DIR=str(runtime), ATLAS_SERVER="1")
+
+    def status_show(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "atlas_files", "--record", str(root),
+                               "status", "show"], env={**base, **extra},
+                              capture_output=True, text=True, timeout=60)
+
+    def server(**extra: str) -> dict[str, object]:
+        answer = subprocess.run([sys.executable, "-m", "atlas_files", "server", "status",
+                                 "--json"], env={**base, **extra}, capture_output=True,
+                                text=True, timeout=60)
+        data: dict[str, object] = json.loads(answer.stdout)
+        return data
+
+    zones = ({"TZ": "UTC"}, {"TZ": "Pacific/Chatham"}, {"TZ": "UTC", "PYTHONHASHSEED": "7"})
+    try:
+        outputs = []
+        for zone in zones:
+            first = status_show(**zone)  # runs itself, and starts this zone's server
+            assert first.returncode == 0, first.stderr
+            _wait_for(lambda zone=zone: server(**zone)["running"])
+            outputs.append(status_show(**zone).stdout)
+            assert server(**zone)["served"] == 1, zone
+        assert outputs == [first.stdout] * len(zones)
+        found = [server(**zone) for zone in zones]
+        assert len({f["socket"] for f in found}) == len({f["pid"] for f in found}) == 3
+        # What atlas reads only as a command runs keys nothing: the same server serves it.
+        assert status_show(TZ="UTC", ATLAS_AS="bob", ATLAS_PROJECT="web").returncode == 0
+        assert server(TZ="UTC")["served"] == 2
+    finally:
+        for zone in zones:
+            subprocess.run([sys.executable, "-m", "atlas_files", "server", "stop"],
+                           env={**base, **zone}, capture_output=True, timeout=60)
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_a_server_on_a_chosen_socket_runs_no_command_of_another_environment(
+        server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    plain = run_atlas("--record", str(root), "status", "show", process=True)
+    for other in ({"TZ": "Pacific/Chatham"}, {"PYTHONHASHSEED": "7"},
+                  {"ATLAS_FUTURE_SWITCH": "on"}, {"LC_MESSAGES": "C.UTF-8"}):
+        result = through(server, "--record", str(root), "status", "show", env=other)
+        assert result.returncode == 0 and result.stdout == plain.stdout, other
+        assert result.stderr == ""
+    assert served(server) == 0
+    assert through(server, "--record", str(root), "--as", "ann", "status", "show",
+                   env={"ATLAS_PROJECT": "web"}).stdout == plain.stdout
+    assert served(server) == 1

@@ -171,6 +171,7 @@ class Server:
         if not sys.flags.safe_path and sys.path:
             del sys.path[0]  # the folder it was started from is no place to import from
         self.sys_path = list(sys.path)
+        self.environment = wire.environment_key(os.environ)
         listener = self._bind()
         try:
             _preload()
@@ -342,7 +343,8 @@ class Server:
             self._stop_listening()
         elif op != "run" or len(fds) != FDS or not _well_formed(request):
             raise ValueError("request")
-        elif request["path"] != self.sys_path:
+        elif request["path"] != self.sys_path or \
+                wire.environment_key(request["env"]) != self.environment:
             _send(conn, wire.FOREIGN)
             conn.close()
         elif self.stamp.changed():

@@ -17,13 +17,14 @@ from atlas_files import privatepath
 # Not typing's (see client.py); type checkers read any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 PROTOCOL = 1
 # The server answers a request with lines: "pid N" (the worker running the command),
 # then "exit N" (its exit status; -N for a signal), or one of these instead of both.
 STALE = "stale"  # its code changed on disk since it started: start a new one
-FOREIGN = "foreign"  # another Python setup (sys.path): run the command in-process
+FOREIGN = "foreign"  # another Python setup (sys.path, environment_key): run it in-process
 REFUSED = "refused"  # a request it cannot take (malformed, another user)
 OFF_VALUES = ("", "0", "off", "no", "false")
 ON_VALUES = ("1", "on", "yes", "true", "auto")
@@ -61,8 +62,30 @@ def socket_path(value: str | None = None) -> str | None:
     if value.lower() not in ON_VALUES:
         raise Unusable(f"ATLAS_SERVER={value!r} is neither on (1), off (0) nor a socket "
                        "path; set ATLAS_SERVER=1 to use the command server")
-    tag = zlib.crc32(f"{sys.executable}\0{HERE}".encode())
+    tag = zlib.crc32("\0".join([sys.executable, HERE, *(
+        f"{k}={v}" for k, v in environment_key(os.environ))]).encode())
     return os.path.join(folder(), f"server-{tag:08x}.sock")
+
+
+# The variables that can make a process the server made before a command arrived behave
+# otherwise than one started for it: the interpreter reads PYTHON* as it starts (hash
+# seed, warnings, UTF-8 mode, paths), the C library the locale and the timezone, and an
+# ATLAS_* variable may be read as a module is imported. As Mercurial's chg does, the
+# default socket's name holds them, so another value has a server of its own, and a
+# server on a socket of the user's choosing runs no command whose values differ.
+KEYED_NAMES = ("LANG", "LANGUAGE", "TZ")
+KEYED_PREFIXES = ("PYTHON", "ATLAS_", "LC_")
+# ATLAS_* variables that atlas reads only as a command runs, in the worker, from the
+# client's environment: keyed, they would give every identity and record its own server.
+PER_COMMAND = frozenset({"ATLAS_SERVER", "ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT",
+                         "ATLAS_CHECK_JOBS", "ATLAS_MCP_TOKENS"})
+
+
+def environment_key(environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The variables of ``environ`` that a server and its commands must agree on."""
+    return sorted((k, v) for k, v in environ.items()
+                  if (k in KEYED_NAMES or k.startswith(KEYED_PREFIXES))
+                  and k not in PER_COMMAND)
 
 
 def prepare(path: str, create: bool = True) -> bool:
