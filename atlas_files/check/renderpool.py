@@ -17,13 +17,13 @@ answer leaves its pages to be rendered so too.
 from __future__ import annotations
 
 import gc
-import marshal
 import os
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from atlas_files import frames
 from atlas_files.check.siteplan import Rendered
 
 if TYPE_CHECKING:
@@ -148,9 +148,7 @@ def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
     reader, writer = os.pipe()
 
     def child() -> None:
-        answer = flat({uri: render(renderer, *texts[uri]) for uri in share})
-        with open(writer, "wb") as pipe:
-            pipe.write(marshal.dumps(answer))
+        frames.write(writer, flat({uri: render(renderer, *texts[uri]) for uri in share}))
 
     pid = fork_child(child, [reader], [writer])
     return None if pid is None else (pid, reader)
@@ -176,12 +174,16 @@ def unflat(answer: Any) -> dict[str, Outcome]:
 
 def _gather(pid: int, reader: int) -> dict[str, Outcome]:
     """The child's outcomes; none if it failed (its pages are then rendered here)."""
-    with open(reader, "rb") as pipe:
-        data = pipe.read()
+    try:
+        answer = frames.read(reader)
+    except (EOFError, ValueError, TypeError):
+        answer = None
+    finally:
+        os.close(reader)
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    if answer is None or os.waitstatus_to_exitcode(status) != 0:
         return {}
     try:
-        return unflat(marshal.loads(data))
-    except (EOFError, ValueError, TypeError):
+        return unflat(answer)
+    except (ValueError, TypeError):
         return {}

@@ -19,8 +19,6 @@ from __future__ import annotations
 import fcntl
 import gc
 import importlib
-import json
-import marshal
 import os
 import selectors
 import signal
@@ -30,7 +28,7 @@ import sys
 import time
 from typing import Any
 
-from atlas_files import __version__, timeutil
+from atlas_files import __version__, frames, timeutil
 from atlas_files.errors import BadInput
 from atlas_files.server import client, preload, spare, wire, worker
 
@@ -115,21 +113,11 @@ def _ask(path: str, op: str) -> dict[str, Any] | None:
         except wire.Unusable as exc:
             raise BadInput(str(exc), hint="see `atlas server --help`") from None
         try:
-            request = marshal.dumps({"protocol": wire.PROTOCOL, "op": op})
-            conn.sendall(len(request).to_bytes(4, "big") + request)
-            answer = b""
-            while not answer.endswith(b"\n") and len(answer) <= MAX_ANSWER:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return None
-                answer += chunk
-        except OSError:
+            frames.send(conn, {"protocol": wire.PROTOCOL, "op": op})
+            (word, data), _ = frames.receive(conn, MAX_ANSWER, 0)
+        except (OSError, EOFError, ValueError, TypeError):
             return None
-    try:
-        data = json.loads(answer)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    return data if word == wire.STATUS and isinstance(data, dict) else None
 
 
 class CodeStamp:
@@ -316,29 +304,21 @@ class Server:
         if wire.peer_uid(conn) != os.geteuid():
             raise ValueError("another user")
         conn.settimeout(5)  # a client that connects and says nothing holds up no one long
-        data, fds = b"", []
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            chunk, ancillary, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(FDS * 4))
-            for level, kind, raw in ancillary:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    fds += [int.from_bytes(raw[i:i + 4], sys.byteorder)
-                            for i in range(0, len(raw) - len(raw) % 4, 4)]
-            if not chunk or len(data) > MAX_REQUEST:
-                raise EOFError
-            data += chunk
+        request, fds = frames.receive(conn, MAX_REQUEST, FDS)
         conn.settimeout(None)
-        request = marshal.loads(data[4:])
         if not isinstance(request, dict) or request.get("protocol") != wire.PROTOCOL:
+            for fd in fds:
+                os.close(fd)
             raise ValueError("protocol")
         return request, fds
 
     def _answer(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         op = request.get("op")
         if op == "status":
-            _send(conn, json.dumps(self._status()))
+            _send(conn, wire.STATUS, self._status())
             conn.close()
         elif op == "stop":
-            _send(conn, json.dumps(self._status()))
+            _send(conn, wire.STATUS, self._status())
             conn.close()
             self._stop_listening()
         elif op != "run" or len(fds) != FDS or not _well_formed(request):
@@ -378,14 +358,14 @@ class Server:
         self.served += 1
         self.children[pidfd] = (pid, conn)
         self.selector.register(pidfd, selectors.EVENT_READ, "child")
-        _send(conn, f"pid {pid}")
+        _send(conn, wire.PID, pid)
 
     def _reap(self, pidfd: int) -> None:
         pid, conn = self.children.pop(pidfd)
         self.selector.unregister(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
-        _send(conn, f"exit {os.waitstatus_to_exitcode(status)}")
+        _send(conn, wire.EXIT, os.waitstatus_to_exitcode(status))
         conn.close()
         self.last = time.monotonic()
 
@@ -407,9 +387,9 @@ def _own_file(path: str) -> int:
     return fd
 
 
-def _send(conn: socket.socket, line: str) -> None:
+def _send(conn: socket.socket, word: str, value: object = None) -> None:
     try:
-        conn.sendall(line.encode() + b"\n")
+        frames.send(conn, (word, value))
     except OSError:
         pass  # the client left; its worker notices on its own
 

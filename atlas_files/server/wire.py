@@ -20,9 +20,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-PROTOCOL = 1
-# The server answers a request with lines: "pid N" (the worker running the command),
-# then "exit N" (its exit status; -N for a signal), or one of these instead of both.
+PROTOCOL = 2
+# Requests and answers are messages (frames.py). The server answers a request to run a
+# command with ("pid", N) (the worker running it), then ("exit", N) (its exit status; -N
+# for a signal), or with one of these, (word, None), instead of both; a request for its
+# status with ("status", {...}).
+PID, EXIT, STATUS = "pid", "exit", "status"
 STALE = "stale"  # its code changed on disk since it started: start a new one
 FOREIGN = "foreign"  # another Python setup (sys.path, environment_key): run it in-process
 REFUSED = "refused"  # a request it cannot take (malformed, another user)
