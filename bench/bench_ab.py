@@ -5,8 +5,9 @@ Each tree is a folder holding an ``atlas_files`` package (an export of a commit:
 archive REV | tar -x -C DIR`), run with this Python and its installed dependencies,
 ``PYTHONPATH`` set to the tree. Every workload runs once per tree in each round, the trees'
 order alternating from round to round, so that the machine's load (a shared machine's
-other work) falls on each alike; each figure is the median of its rounds, and each tree
-is shown against the first.
+other work) falls on each alike; each figure is the median of its rounds (wall time, and CPU time:
+the command's own and, through a server, its worker's), and each tree is shown against
+the first.
 
 Workloads:
 
@@ -26,6 +27,7 @@ Workloads:
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -41,7 +43,7 @@ import bench_links
 import yaml
 from _common import clean_env
 
-Run = Callable[[str], float]  # a tree's name -> the wall time of one run
+Run = Callable[[str], tuple[float, float]]  # a tree's name -> wall and CPU of one run
 
 
 class Tree:
@@ -51,6 +53,7 @@ class Tree:
         self.sockets = work / f"sockets-{name}"
         self.sockets.mkdir(mode=0o700)
         self.count = 0
+        self.pids: dict[str, int] = {}
 
     def atlas(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "atlas_files", *args]
@@ -58,8 +61,9 @@ class Tree:
     def start_server(self) -> str:
         self.count += 1
         sock = str(self.sockets / f"s{self.count}.sock")
-        subprocess.run(self.atlas("server", "start", "--socket", sock), env=self.env,
-                       check=True, stdout=subprocess.DEVNULL)
+        started = subprocess.run(self.atlas("server", "start", "--socket", sock, "--json"),
+                                 env=self.env, check=True, capture_output=True, text=True)
+        self.pids[sock] = int(json.loads(started.stdout)["pid"])
         time.sleep(1.0)  # its spare settles and copies its pages, as between commands
         return sock
 
@@ -69,14 +73,34 @@ class Tree:
 
 
 def _timed(argv: list[str], env: dict[str, str], cwd: Path, stdin: bytes | None = None,
-           ) -> float:
+           server_pid: int | None = None) -> tuple[float, float]:
+    """Wall time and CPU time of one run: the CPU of the process and what it waited for
+    (wait4), plus, through a server, the CPU of the worker the server reaped (its
+    children's times in /proc, which count a command's render children too). CPU time
+    moves much less than wall time when the machine is busy with other work."""
+    before = _children_cpu(server_pid)
     start = time.perf_counter()
-    done = subprocess.run(argv, env=env, cwd=cwd, input=stdin, capture_output=True)
+    child = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.PIPE,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    assert child.stdin is not None and child.stderr is not None
+    child.stdin.write(stdin or b"")
+    child.stdin.close()
+    err = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    if done.returncode not in (0, 1):  # a links check with findings exits 1
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n"
-                         f"{done.stderr.decode()[-2000:]}")
-    return wall
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):  # a links check with findings exits 1
+        raise SystemExit(f"{' '.join(argv)} failed ({code}):\n{err.decode()[-2000:]}")
+    cpu = usage.ru_utime + usage.ru_stime + _children_cpu(server_pid) - before
+    return wall, cpu
+
+
+def _children_cpu(pid: int | None) -> float:
+    """The user and system time of the reaped children of ``pid`` (0 for none)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
 
 
 def corpus(project: str, version: str, cache: Path, work: Path) -> tuple[Path, Path]:
@@ -117,16 +141,16 @@ class Workloads:
 def links_workloads(trees: dict[str, Tree], root: Path, docs: Path) -> Workloads:
     found = Workloads(trees)
 
-    def check(tree: Tree, server: str | None) -> float:
+    def check(tree: Tree, server: str | None) -> tuple[float, float]:
         shutil.rmtree(root / ".atlas-cache", ignore_errors=True)
         env = {**tree.env, **({"ATLAS_SERVER": server} if server else {})}
         return _timed(tree.atlas("check", "--links-only", "--json", str(docs)), env,
-                      root.parent)
+                      root.parent, server_pid=tree.pids.get(server or ""))
 
-    def cold(name: str) -> float:
+    def cold(name: str) -> tuple[float, float]:
         return check(trees[name], None)
 
-    def new_server(name: str) -> float:
+    def new_server(name: str) -> tuple[float, float]:
         tree = trees[name]
         sock = tree.start_server()
         try:
@@ -134,7 +158,7 @@ def links_workloads(trees: dict[str, Tree], root: Path, docs: Path) -> Workloads
         finally:
             tree.stop_server(sock)
 
-    def server_that_ran_it(name: str) -> float:
+    def server_that_ran_it(name: str) -> tuple[float, float]:
         tree = trees[name]
         sock = found.kept_server("before", name, lambda sock: check(tree, sock) and None)
         time.sleep(1.0)  # idle a second, as between two commits
@@ -161,26 +185,28 @@ def record_workloads(trees: dict[str, Tree], work: Path) -> Workloads:
         sock = found.kept_server("record", name, init)
         return tree, {**tree.env, "ATLAS_SERVER": sock}
 
-    def status(name: str) -> float:
+    def status(name: str) -> tuple[float, float]:
         tree, env = ready(name)
         return _timed(tree.atlas("--record", str(record(name)), "status", "show"), env,
-                      work)
+                      work, server_pid=tree.pids[env["ATLAS_SERVER"]])
 
-    def put(name: str) -> float:
+    def put(name: str) -> tuple[float, float]:
         tree, env = ready(name)
         topic = f"plan-{time.monotonic_ns()}"  # a new topic each time: the same work
         return _timed(tree.atlas("--record", str(record(name)), "--as", "bench", "put",
-                                 topic), env, work, stdin=b"a plan\n")
+                                 topic), env, work, stdin=b"a plan\n",
+                      server_pid=tree.pids[env["ATLAS_SERVER"]])
 
     found.runs = {"status show, through a server": status, "put, through a server": put}
     return found
 
 
 def measure(trees: dict[str, Tree], workloads: Workloads, rounds: int,
-            ) -> dict[str, dict[str, float]]:
-    """The median wall time of each workload for each tree, in alternating order."""
+            ) -> dict[str, dict[str, tuple[float, float]]]:
+    """The median wall and CPU time of each workload for each tree, the trees' order
+    alternating from round to round."""
     names = list(trees)
-    samples: dict[str, dict[str, list[float]]] = {
+    samples: dict[str, dict[str, list[tuple[float, float]]]] = {
         w: {n: [] for n in names} for w in workloads.runs}
     try:
         for name in names:  # compile each tree's modules, fill the page cache
@@ -193,20 +219,26 @@ def measure(trees: dict[str, Tree], workloads: Workloads, rounds: int,
                     samples[work][name].append(run(name))
     finally:
         workloads.stop()
-    return {w: {n: statistics.median(v) for n, v in by.items()} for w, by in samples.items()}
+    return {w: {n: (statistics.median(s[0] for s in v), statistics.median(s[1] for s in v))
+                for n, v in by.items()} for w, by in samples.items()}
 
 
-def show(title: str, figures: dict[str, dict[str, float]], first: str,
-         ratios: dict[str, dict[str, list[float]]]) -> None:
+def show(title: str, figures: dict[str, dict[str, tuple[float, float]]], first: str,
+         ratios: dict[str, dict[str, list[tuple[float, float]]]]) -> None:
     print(title)
     for work, by in figures.items():
         cells = []
-        for name, wall in by.items():
-            ratio = wall / by[first]
+        base_wall, base_cpu = by[first]
+        for name, (wall, cpu) in by.items():
+            ratio = (wall / base_wall, cpu / base_cpu if base_cpu else 1.0)
             ratios.setdefault(work, {}).setdefault(name, []).append(ratio)
-            cells.append(f"{name} {wall * 1000:7.0f} ms" +
-                         ("" if name == first else f" ({ratio:4.2f}x)"))
-        print(f"    {work:42s} " + "  ".join(cells))
+            cells.append(f"{name} {wall * 1000:6.0f} ms, CPU {cpu * 1000:6.0f} ms" +
+                         ("" if name == first else f" ({ratio[0]:4.2f}x, {ratio[1]:4.2f}x)"))
+        print(f"    {work:40s} " + "  ".join(cells))
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(map(math.log, values)))
 
 
 def main() -> None:
@@ -228,7 +260,7 @@ def main() -> None:
         name, _, folder = spec.partition("=")
         trees[name] = Tree(name, Path(folder).resolve(), work)
     first = next(iter(trees))
-    ratios: dict[str, dict[str, list[float]]] = {}
+    ratios: dict[str, dict[str, list[tuple[float, float]]]] = {}
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
           f"medians of {args.rounds} rounds")
     try:
@@ -241,11 +273,11 @@ def main() -> None:
         if not args.no_record:
             show("a small record", measure(trees, record_workloads(trees, work),
                                            args.rounds), first, ratios)
-        print("geometric mean of the ratios to", first)
+        print(f"geometric mean of the ratios to {first} (wall, CPU)")
         for work_name, by in ratios.items():
-            cells = [f"{n} {math.exp(statistics.fmean(map(math.log, r))):4.2f}x"
+            cells = [f"{n} {_geomean([w for w, _ in r]):4.2f}x, {_geomean([c for _, c in r]):4.2f}x"
                      for n, r in by.items() if n != first]
-            print(f"    {work_name:42s} " + "  ".join(cells))
+            print(f"    {work_name:40s} " + "  ".join(cells))
         print(f"load average at end: {os.getloadavg()[0]:.1f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
