@@ -235,9 +235,9 @@ def server_check() -> Check:
         if not wire.supported():
             return Check("command_server", DEGRADED if on else OK,
                          f"{state}; this system lacks what it needs (Linux)", affects)
-        wire.check_private(path)
+        exists = wire.prepare(path, create=False)  # looks only: the doctor makes nothing
     except wire.Unusable as exc:
         return Check("command_server", DEGRADED, f"not usable: {exc}", affects)
     where = os.path.dirname(path)
-    made = "private to you" if os.path.isdir(where) else "not made yet (the server makes it)"
+    made = "private to you" if exists else "not made yet (the server makes it)"
     return Check("command_server", OK, f"{state}; its folder {where} is {made}", affects)

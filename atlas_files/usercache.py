@@ -15,6 +15,8 @@ import stat
 from collections.abc import Mapping
 from typing import Any
 
+from atlas_files import privatepath
+
 BASE = "atlas-files"
 
 
@@ -33,7 +35,8 @@ def folder(*sub: str, env: Mapping[str, str] | None = None) -> str | None:
 
 def private(path: str) -> bool:
     """Whether ``path`` is a real folder (not a link) of this user that no one else can
-    write."""
+    write, reached only through folders no one else can change (privatepath.py: a parent
+    others may write could be swapped for one of theirs between this look and the read)."""
     if not hasattr(os, "getuid"):
         return False
     try:
@@ -41,13 +44,16 @@ def private(path: str) -> bool:
     except OSError:
         return False
     return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            and privatepath.unsafe_way(path) is None)
 
 
 def write_json(where: str, path: str, data: Any) -> bool:
     """Replace the entry ``path`` in the folder ``where`` (made private if missing) with
     ``data`` as JSON; False, and nothing written, where that cannot be done."""
     try:
+        if privatepath.unsafe_way(where) is not None:
+            return False  # nothing is made where another user could take it over
         os.makedirs(where, mode=0o700, exist_ok=True)
         if not private(where):
             return False

@@ -9,9 +9,10 @@ made within the same tick as the last read is still seen.
 Entries live outside any record, in the user's cache folder
 (``$XDG_CACHE_HOME/atlas-files/yaml``, else ``~/.cache/atlas-files/yaml``), and that
 folder is used only while it is a real folder of the user's own that nobody else can
-write: whoever writes an entry decides what atlas reads, so no other user of a shared
-volume may. A value JSON cannot carry exactly (a date, a set, a mapping with number keys,
-NaN) is never kept: such a text is parsed every time. Failing to read or write an entry
+write, reached through folders nobody else can change (privatepath.py): whoever writes
+an entry decides what atlas reads, so no other user of a shared volume may. A value JSON
+cannot carry exactly (a date, a set, a mapping with number keys, NaN) is never kept:
+such a text is parsed every time. Failing to read or write an entry
 is never an error, and never a message: the text is parsed as it was before.
 """
 

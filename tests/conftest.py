@@ -24,8 +24,9 @@ from atlas_files.record import Record
 
 # CI runs every property test with the same seeds, so a submission is judged on the code,
 # not on the draw; a developer's run (CI unset) keeps exploring new examples each time.
-# The fixtures of the git tests (isolated_git, team) live beside their helpers.
-pytest_plugins = ["gitteam", "support.fixtures"]
+# The fixtures of the git tests (isolated_git, team), of the real harnesses and of the
+# second local user (intruder, shared_tmp, open_tmp) live beside their helpers.
+pytest_plugins = ["gitteam", "support.fixtures", "local_user"]
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
@@ -79,6 +80,7 @@ def _files_named(config: pytest.Config) -> int | None:
 # last would keep the run going long after the other workers ran out of work. A module
 # missing here only costs time, never a result.
 LONG_FIRST = ("test_site_browser", "test_hooks", "test_sync_race", "test_race",
+              "test_local_users_fuzz",
               "test_site_build", "test_mcp_http", "test_hostile_record", "test_search_race",
               "test_mcp_oauth_browser", "test_hardening_site", "test_telemetry_probe",
               "test_sync", "test_dfs", "test_lease_clock")

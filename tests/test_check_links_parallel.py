@@ -7,12 +7,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from atlas_files.check import check_links, renderearly, renderpool
-from atlas_files.check.sitepages import Renderer
+from atlas_files.check import check_links, renderpool
 from atlas_files.server import wire
 from tests.conftest import run_atlas
 from tests.test_check_links_cache import site, write
@@ -166,45 +164,3 @@ def test_a_servers_worker_renders_in_several_processes_and_says_the_same(
 
     assert shown(served.stdout, served_root) == shown(plain.stdout, plain_root)
     assert _cache(served_root) == _cache(plain_root)
-
-
-def test_a_first_run_sets_its_renderer_up_in_a_child_and_says_the_same(
-        tmp_path: Path) -> None:
-    # Real processes: the renderer is set up in a child only where atlas has not imported
-    # Python-Markdown itself (renderearly.py).
-    outputs = {}
-    for jobs in ("1", "2"):
-        root = tmp_path / jobs
-        result = run_atlas("check", "--links-only", "--json", str(_site(root)),
-                           env={renderpool.ENV: jobs}, process=True)
-        assert result.returncode == 1 and result.stderr == "", result.stderr
-        outputs[jobs] = (json.loads(result.stdout.replace(str(root), "ROOT")), _cache(root))
-    assert outputs["2"] == outputs["1"]
-
-
-def test_with_a_renderer_child_atlas_renders_nothing_itself(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(renderpool.ENV, "1")
-    expected = _findings(_site(tmp_path / "serial"))
-    made: list[int] = []  # renderers made in this process (a child's are not seen)
-    real_init = Renderer.__init__
-
-    def counted(self: Renderer, *args: Any, **kwargs: Any) -> None:
-        made.append(os.getpid())
-        real_init(self, *args, **kwargs)
-
-    monkeypatch.setattr(Renderer, "__init__", counted)
-    monkeypatch.setenv(renderpool.ENV, "2")
-    monkeypatch.setattr(renderearly, "worth_it", lambda: True)
-    assert _findings(_site(tmp_path / "early")) == expected
-    assert os.getpid() not in made
-
-
-def test_a_renderer_child_that_dies_leaves_the_rendering_to_atlas(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(renderpool.ENV, "1")
-    expected = _findings(_site(tmp_path / "serial"))
-    monkeypatch.setenv(renderpool.ENV, "2")
-    monkeypatch.setattr(renderearly, "worth_it", lambda: True)
-    monkeypatch.setattr(renderearly, "_serve", lambda *args: os._exit(9))
-    assert _findings(_site(tmp_path / "dying")) == expected

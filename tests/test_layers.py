@@ -16,7 +16,8 @@ PACKAGE = Path(atlas_files.__file__).parent
 # Which layer each module belongs to; a module may import its own layer or those below.
 # Front ends (cli, mcp, sync) > api > mechanisms > storage > facts.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("facts", ("layout", "errors", "names", "timeutil", "text", "guide")),
+    ("facts", ("layout", "errors", "names", "timeutil", "text", "guide", "privatepath",
+               "frames")),
     ("storage", ("fsio", "bodies", "jsonfile", "frontmatter", "yamlcache", "usercache",
                  "config", "documents", "entries", "record", "schemas", "receipts",
                  "volclock")),

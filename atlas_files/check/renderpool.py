@@ -17,13 +17,13 @@ answer leaves its pages to be rendered so too.
 from __future__ import annotations
 
 import gc
-import marshal
 import os
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from atlas_files import frames
 from atlas_files.check.siteplan import Rendered
 
 if TYPE_CHECKING:
@@ -116,44 +116,31 @@ def render_all(renderer: Renderer, texts: Mapping[str, Job]) -> dict[str, Outcom
     return out
 
 
-def fork_child(run: Callable[[], None], child_closes: Sequence[int],
-               parent_closes: Sequence[int]) -> int | None:
-    """Fork a child that closes ``child_closes``, runs ``run()`` and exits (0 if it
-    returned); in the parent, close ``parent_closes`` and return the child's pid (None,
-    every descriptor closed, where fork fails)."""
+def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
+          ) -> tuple[int, int] | None:
+    """A child rendering ``share``, and the pipe its outcomes come back on; None (and
+    the pipe closed) where fork fails."""
+    reader, writer = os.pipe()
     try:
-        with warnings.catch_warnings():  # a server's worker has a thread: it stays there
+        # Python 3.12 warns of fork in a process with threads (a test runner, a program
+        # embedding atlas): the child only renders and writes to its pipe.
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             pid = os.fork()
     except OSError:
-        for fd in (*child_closes, *parent_closes):
-            os.close(fd)
+        os.close(reader)
+        os.close(writer)
         return None
     if pid == 0:  # pragma: no cover - the child; what it answers is what tests compare
         code = 1
         try:
-            for fd in child_closes:
-                os.close(fd)
-            run()
+            os.close(reader)
+            frames.write(writer, flat({uri: render(renderer, *texts[uri]) for uri in share}))
             code = 0
         finally:
             os._exit(code)  # nothing of the parent's (buffers, atexit) runs twice
-    for fd in parent_closes:
-        os.close(fd)
-    return pid
-
-
-def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
-          ) -> tuple[int, int] | None:
-    reader, writer = os.pipe()
-
-    def child() -> None:
-        answer = flat({uri: render(renderer, *texts[uri]) for uri in share})
-        with open(writer, "wb") as pipe:
-            pipe.write(marshal.dumps(answer))
-
-    pid = fork_child(child, [reader], [writer])
-    return None if pid is None else (pid, reader)
+    os.close(writer)
+    return pid, reader
 
 
 def flat(outcomes: Mapping[str, Outcome]) -> list[tuple[Any, ...]]:
@@ -176,12 +163,16 @@ def unflat(answer: Any) -> dict[str, Outcome]:
 
 def _gather(pid: int, reader: int) -> dict[str, Outcome]:
     """The child's outcomes; none if it failed (its pages are then rendered here)."""
-    with open(reader, "rb") as pipe:
-        data = pipe.read()
+    try:
+        answer = frames.read(reader)
+    except (EOFError, ValueError, TypeError):
+        answer = None
+    finally:
+        os.close(reader)
     _, status = os.waitpid(pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
+    if answer is None or os.waitstatus_to_exitcode(status) != 0:
         return {}
     try:
-        return unflat(marshal.loads(data))
-    except (EOFError, ValueError, TypeError):
+        return unflat(answer)
+    except (ValueError, TypeError):
         return {}

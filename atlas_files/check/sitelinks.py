@@ -211,7 +211,6 @@ class SiteLinks:
         """Render ahead, in several processes where that pays (renderpool.py), the pages
         that checking ``paths`` will render: the targets of their anchors and the pages
         whose links look broken. Only the time changes."""
-        self.renderings.start()
         for _ in range(2):  # then the pages that link to an anchor their target lacks
             whole: dict[str, bool] = {}
             for path in paths:

@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from atlas_files.check import renderearly, renderpool
+from atlas_files.check import renderpool
 from atlas_files.check.rendercache import RenderCache, setup_key
-from atlas_files.check.renderearly import Early
 from atlas_files.check.renderpool import Job, Outcome
 from atlas_files.check.siteconfig import SiteConfig
 from atlas_files.check.siteplan import Problem, Rendered, plan
@@ -35,14 +34,13 @@ class Renderings:
         self._problem = problem
         self._text = text
         self._renderer: Renderer | None = None
-        self._setup: tuple[list[tuple[str, str]], list[str]] | None = None  # said, bases
+        self._said: list[tuple[str, str]] = []  # what making the renderer said
         self._setup_said = False
         self._replayed = False
         self._rendered: dict[str, Rendered | None] = {}
         self._ahead: dict[str, Outcome] = {}
         setup = setup_key(site, plan(site, lambda key, message: None))
         self.cache = None if setup is None else RenderCache(site, setup)
-        self._early: Early | None = None
 
     def get(self, uri: str, whole: bool = True) -> Rendered | None:
         """The page as the site's parser renders it (or as it rendered it on an earlier
@@ -86,23 +84,9 @@ class Renderings:
             return None
         return text
 
-    def start(self) -> None:
-        """Before the pages are read, on a first run: set the renderer up in a child
-        meanwhile (renderearly.py). Stopped by ``finish``."""
-        if self._early is None and (self.cache is None or self.cache.empty) \
-                and renderearly.worth_it():
-            self._early = Early.start(self.site)
-
     def ahead(self, texts: Mapping[str, Job]) -> None:
         """Render ``texts`` (uri: text, whole) now, in several processes where that pays;
         each outcome waits until its page is asked for."""
-        if texts and self._early is not None:
-            answer = self._early.render(texts)
-            if answer is not None:
-                self._setup = self._setup or (answer.said, answer.snippet_bases)
-                self._ahead.update(answer.outcomes)
-                return
-            self._early = None
         if len(texts) > 1 and renderpool.jobs(texts) > 1:
             self._ahead.update(renderpool.render_all(self._made_renderer(), texts))
 
@@ -120,41 +104,33 @@ class Renderings:
             # to import and set up: a run whose renderings are all in the cache skips it.
             from atlas_files.check.sitepages import Renderer  # noqa: PLC0415 - see above
 
-            said: list[tuple[str, str]] = []
-            self._renderer = Renderer(self.site, lambda key, message: said.append(
+            self._renderer = Renderer(self.site, lambda key, message: self._said.append(
                 (key, message)))
-            self._setup = self._setup or (said, self._renderer.snippet_bases)
         return self._renderer
 
     def _render(self, uri: str, text: str, whole: bool) -> Rendered | None:
+        renderer = self._made_renderer()  # made already if the page was rendered ahead
         outcome = self._ahead.pop(uri, None)
-        if not _answers(outcome, whole) and self._early is not None:
-            self.ahead({uri: (text, whole)})
-            outcome = self._ahead.pop(uri, None)
         if outcome is None or not _answers(outcome, whole):
-            outcome = renderpool.render(self._made_renderer(), text, whole)
-        assert self._setup is not None  # made by whoever rendered
-        said, bases = self._setup
+            outcome = renderpool.render(renderer, text, whole)
         if not self._setup_said:  # said when the first page is rendered, as always
             self._setup_said = True
-            for key, message in said:
+            for key, message in self._said:
                 self._problem(key, message)
             if self.cache is not None:
-                self.cache.problems = said
+                self.cache.problems = self._said
         if outcome.error is not None:
             self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
                           f"extensions ({outcome.error}); atlas's own reader judged its "
                           "links"[:400])
             return None
         if self.cache is not None and outcome.rendered is not None:
-            self.cache.put(uri, text, outcome.rendered, outcome.snippets, bases)
+            self.cache.put(uri, text, outcome.rendered, outcome.snippets,
+                           renderer.snippet_bases)
         return outcome.rendered
 
     def finish(self) -> None:
         """Keep this run's renderings for the next (rendercache.py)."""
-        if self._early is not None:
-            self._early.stop()
-            self._early = None
         if self.cache is not None:
             self.cache.save()
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import _signal
 import _socket
-import marshal
 import os
 import sys
 
+from atlas_files import frames
 from atlas_files.server import wire
 
 # Not typing's: importing typing (and contextlib with it) is 3 ms of every served command.
@@ -36,13 +36,19 @@ def forward(args: list[str]) -> int | None:
         path = wire.socket_path()
         if path is None:
             return None
-        wire.check_private(path)
         if not hasattr(os, "pidfd_open"):
             raise wire.Unusable("it needs Linux (process file descriptors); unset "
                                 "ATLAS_SERVER on this system")
+        # Before anything is sent, or a server started: the folder is made private if it
+        # is the default one, and nothing on the way to it is another user's to change.
+        wire.prepare(path)
+        return _hand_over(args, path)
     except wire.Unusable as exc:
         sys.stderr.write(f"atlas: warning: command server not used: {exc}\n")
         return None
+
+
+def _hand_over(args: list[str], path: str) -> int | None:
     try:
         for fd in (0, 1, 2):
             os.fstat(fd)
@@ -56,36 +62,35 @@ def forward(args: list[str]) -> int | None:
         except (FileNotFoundError, ConnectionRefusedError):
             spawn(path)  # for the next command; this one runs here
             return None
-        fds = b"".join(fd.to_bytes(4, sys.byteorder) for fd in (0, 1, 2))
-        conn.sendmsg([len(request).to_bytes(4, "big") + request],
-                     [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+        wire.check_peer(conn, path)
+        frames.send(conn, request, (0, 1, 2))
         return _outcome(conn, path)
-    except OSError:
+    except (OSError, ValueError, TypeError):
         return None
     finally:
         conn.close()
 
 
-def _request(args: list[str]) -> bytes:
+def _request(args: list[str]) -> dict[str, object]:
     mask = os.umask(0o022)
     os.umask(mask)
     streams = [(s.encoding, s.errors, s.line_buffering) if s is not None else None
                for s in (sys.stdin, sys.stdout, sys.stderr)]
-    return marshal.dumps({
+    return {
         "protocol": wire.PROTOCOL, "op": "run", "argv": [sys.argv[0], *args],
         "env": dict(os.environ), "cwd": os.getcwd(), "umask": mask, "streams": streams,
         # Less the script's own folder, which the server's Python (run with -P) lacks.
         "path": sys.path if sys.flags.safe_path else sys.path[1:],
-    })
+    }
 
 
 def _outcome(conn: _socket.socket, path: str) -> int | None:
     """Follow the server's answer to its end: the worker's exit status."""
-    buffer = b""
     worker = 0
     while True:
-        chunk = conn.recv(256)
-        if not chunk:
+        try:
+            (word, value), _ = frames.receive(conn, max_fds=0)
+        except EOFError:
             # The server went away before saying how the command ended. If the worker
             # was started, its effects are unknown: say so rather than run it twice.
             if worker:
@@ -94,20 +99,16 @@ def _outcome(conn: _socket.socket, path: str) -> int | None:
                                  f"(`atlas server stop`, socket {path})\n")
                 return 1
             return None
-        buffer += chunk
-        while b"\n" in buffer:
-            line, _, buffer = buffer.partition(b"\n")
-            word, _, value = line.decode().partition(" ")
-            if word == "pid":
-                worker = int(value)
-                _forward_signals(worker)
-            elif word == "exit":
-                return int(value)
-            elif word == wire.STALE:
-                spawn(path)
-                return None
-            else:  # FOREIGN, REFUSED, or a word of a newer protocol
-                return None
+        if word == wire.PID:
+            worker = int(value)
+            _forward_signals(worker)
+        elif word == wire.EXIT:
+            return int(value)
+        elif word == wire.STALE:
+            spawn(path)
+            return None
+        else:  # FOREIGN, REFUSED, or a word of a newer protocol
+            return None
 
 
 def _forward_signals(worker: int) -> None:
@@ -124,19 +125,24 @@ def _forward_signals(worker: int) -> None:
 def spawn(path: str, idle: int | None = None) -> subprocess.Popen[bytes] | None:
     """Start a server for ``path`` in the background (its own session, no terminal, its
     output in PATH.log); several clients racing to do so start one server. None if it
-    could not be started."""
+    could not be started. ``path`` has passed ``wire.prepare``."""
     import subprocess  # noqa: PLC0415 - 15 ms, paid only when no server answered
 
     argv = [sys.executable, "-P", "-m", "atlas_files", "server", "start", "--foreground",
             "--socket", path]
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        with open(path + ".log", "ab") as log:
-            return subprocess.Popen(
-                argv + (["--idle", str(idle)] if idle is not None else []),
-                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log = wire.open_log(path)  # in the folder prepare() made private
+    except wire.Unusable as exc:
+        sys.stderr.write(f"atlas: warning: command server not started: {exc}\n")
+        return None
+    try:
+        return subprocess.Popen(
+            argv + (["--idle", str(idle)] if idle is not None else []),
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
     except OSError:
         return None
+    finally:
+        os.close(log)
 
 
 def exit_like(status: int) -> None:

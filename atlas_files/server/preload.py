@@ -16,7 +16,14 @@ makes a server step aside when its code changes on disk (serve.CodeStamp). Impor
 stops as soon as a command arrives.
 
 A new server starts with the extensions most sites use (``SEED``), under the same rule:
-its first links check need not wait for them to be learned.
+its first links check need not wait for them to be learned. Both halves are kept because
+they pay: bench/bench_ab.py runs a links check through a new server, and through one that
+ran it before, with and without each.
+
+Workers tell their names one per line, each write shorter than PIPE_BUF, rather than as
+frames.py's messages: several workers write to the one pipe, and a write that short is
+never interleaved with another's, while a longer message could be, and one torn message
+would make every later length wrong; a torn line loses only its own name.
 """
 
 from __future__ import annotations

@@ -19,17 +19,16 @@ from __future__ import annotations
 import fcntl
 import gc
 import importlib
-import json
-import marshal
 import os
 import selectors
 import signal
 import socket
+import stat
 import sys
 import time
 from typing import Any
 
-from atlas_files import __version__, timeutil
+from atlas_files import __version__, frames, timeutil
 from atlas_files.errors import BadInput
 from atlas_files.server import client, preload, spare, wire, worker
 
@@ -46,7 +45,7 @@ FDS = 3
 def start(path: str | None, idle: int = IDLE, foreground: bool = False) -> dict[str, Any]:
     """Start a server on ``path`` (default: this install's socket); what `atlas server
     status` says of it. In the foreground, serve until stopped or idle."""
-    path = _path(path)
+    path = _path(path, create=True)
     running = _ask(path, "status")
     if running is not None:
         return {**running, "started": False}
@@ -81,7 +80,9 @@ def status(path: str | None) -> dict[str, Any]:
     return _ask(path, "status") or {"socket": path, "running": False}
 
 
-def _path(path: str | None) -> str:
+def _path(path: str | None, create: bool = False) -> str:
+    """The socket ``path`` names (default: ATLAS_SERVER's, else this install's), once
+    ``wire.prepare`` found it private; ``create``: make the default folder if missing."""
     if not wire.supported():
         raise BadInput("the command server needs Linux (process file descriptors and peer "
                        "credentials on Unix sockets)", hint="run atlas without ATLAS_SERVER")
@@ -89,34 +90,34 @@ def _path(path: str | None) -> str:
         chosen = wire.socket_path(path or os.environ.get("ATLAS_SERVER") or "1") or \
             wire.socket_path("1")
         assert chosen is not None
-        wire.check_private(chosen)
+        wire.prepare(chosen, create=create)
     except wire.Unusable as exc:
         raise BadInput(str(exc), hint="see `atlas server --help`") from None
     return chosen
 
 
+MAX_ANSWER = 1 << 20  # a status is a few hundred bytes
+
+
 def _ask(path: str, op: str) -> dict[str, Any] | None:
     """Send ``op`` (status, stop) to the server on ``path``; its answer, or None if none
-    answers."""
+    answers. BadInput if another user's process listens there."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.settimeout(10)
         try:
             conn.connect(path)
-            request = marshal.dumps({"protocol": wire.PROTOCOL, "op": op})
-            conn.sendall(len(request).to_bytes(4, "big") + request)
-            answer = b""
-            while not answer.endswith(b"\n"):
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return None
-                answer += chunk
         except OSError:
             return None
-    try:
-        data: dict[str, Any] = json.loads(answer)
-    except ValueError:
-        return None
-    return data
+        try:
+            wire.check_peer(conn, path)
+        except wire.Unusable as exc:
+            raise BadInput(str(exc), hint="see `atlas server --help`") from None
+        try:
+            frames.send(conn, {"protocol": wire.PROTOCOL, "op": op})
+            (word, data), _ = frames.receive(conn, MAX_ANSWER, 0)
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+    return data if word == wire.STATUS and isinstance(data, dict) else None
 
 
 class CodeStamp:
@@ -158,6 +159,7 @@ class Server:
         if not sys.flags.safe_path and sys.path:
             del sys.path[0]  # the folder it was started from is no place to import from
         self.sys_path = list(sys.path)
+        self.environment = wire.environment_key(os.environ)
         listener = self._bind()
         try:
             _preload()
@@ -173,15 +175,19 @@ class Server:
     def _bind(self) -> socket.socket:
         """Listen on the socket, unless a server already does (then exit quietly): the
         lock makes several clients that each start one agree on a single server."""
-        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
-        wire.check_private(self.path)
-        lock = os.open(self.path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            wire.prepare(self.path)
+            lock = _own_file(self.path + ".lock")
+        except wire.Unusable as exc:
+            raise BadInput(str(exc), hint="see `atlas server --help`") from None
         try:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if _ask(self.path, "status") is not None:
                 raise SystemExit(0)
             try:
-                os.unlink(self.path)  # a dead server's socket
+                # A dead server's socket, the only thing prepare() lets be there.
+                if stat.S_ISSOCK(os.lstat(self.path).st_mode):
+                    os.unlink(self.path)
             except FileNotFoundError:
                 pass
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -295,38 +301,30 @@ class Server:
             self._new_spare()
 
     def _receive(self, conn: socket.socket) -> tuple[dict[str, Any], list[int]]:
-        credentials = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)  # pid uid gid
-        if int.from_bytes(credentials[4:8], sys.byteorder) != os.getuid():
+        if wire.peer_uid(conn) != os.geteuid():
             raise ValueError("another user")
         conn.settimeout(5)  # a client that connects and says nothing holds up no one long
-        data, fds = b"", []
-        while len(data) < 4 or len(data) < 4 + int.from_bytes(data[:4], "big"):
-            chunk, ancillary, _, _ = conn.recvmsg(1 << 16, socket.CMSG_SPACE(FDS * 4))
-            for level, kind, raw in ancillary:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    fds += [int.from_bytes(raw[i:i + 4], sys.byteorder)
-                            for i in range(0, len(raw) - len(raw) % 4, 4)]
-            if not chunk or len(data) > MAX_REQUEST:
-                raise EOFError
-            data += chunk
+        request, fds = frames.receive(conn, MAX_REQUEST, FDS)
         conn.settimeout(None)
-        request = marshal.loads(data[4:])
         if not isinstance(request, dict) or request.get("protocol") != wire.PROTOCOL:
+            for fd in fds:
+                os.close(fd)
             raise ValueError("protocol")
         return request, fds
 
     def _answer(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         op = request.get("op")
         if op == "status":
-            _send(conn, json.dumps(self._status()))
+            _send(conn, wire.STATUS, self._status())
             conn.close()
         elif op == "stop":
-            _send(conn, json.dumps(self._status()))
+            _send(conn, wire.STATUS, self._status())
             conn.close()
             self._stop_listening()
         elif op != "run" or len(fds) != FDS or not _well_formed(request):
             raise ValueError("request")
-        elif request["path"] != self.sys_path:
+        elif request["path"] != self.sys_path or \
+                wire.environment_key(request["env"]) != self.environment:
             _send(conn, wire.FOREIGN)
             conn.close()
         elif self.stamp.changed():
@@ -360,21 +358,38 @@ class Server:
         self.served += 1
         self.children[pidfd] = (pid, conn)
         self.selector.register(pidfd, selectors.EVENT_READ, "child")
-        _send(conn, f"pid {pid}")
+        _send(conn, wire.PID, pid)
 
     def _reap(self, pidfd: int) -> None:
         pid, conn = self.children.pop(pidfd)
         self.selector.unregister(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(pid, 0)
-        _send(conn, f"exit {os.waitstatus_to_exitcode(status)}")
+        _send(conn, wire.EXIT, os.waitstatus_to_exitcode(status))
         conn.close()
         self.last = time.monotonic()
 
 
-def _send(conn: socket.socket, line: str) -> None:
+def _own_file(path: str) -> int:
+    """``path`` opened read-write (made mode 600 if missing), never through a link, and
+    only if it is a regular file of this user's."""
     try:
-        conn.sendall(line.encode() + b"\n")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise wire.Unusable(f"{path} cannot be opened ({exc.strerror}): remove whatever "
+                            "is there") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        raise wire.Unusable(f"{path} is not a regular file of yours: remove whatever is "
+                            "there")
+    return fd
+
+
+def _send(conn: socket.socket, word: str, value: object = None) -> None:
+    try:
+        frames.send(conn, (word, value))
     except OSError:
         pass  # the client left; its worker notices on its own
 

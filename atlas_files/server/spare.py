@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import marshal
 import os
 import select
 import signal
@@ -28,6 +27,8 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
+from atlas_files import frames
+
 # How long a new spare waits before it copies the server's pages: long enough that a
 # command running beside it is not slowed down on a machine with few CPUs.
 SETTLE_S = 0.25
@@ -35,7 +36,6 @@ MAX_DEATHS = 3
 # Signals whose server handlers must never run in a child: blocked across a fork.
 BLOCKED_ACROSS_FORK = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 _BATCH = 5_000  # objects between two looks for a command: a millisecond or two
-_HEADER = 4
 
 Work = Callable[[socket.socket, dict[str, Any], list[int], list[socket.socket]], NoReturn]
 
@@ -51,13 +51,8 @@ class Spare:
 
     def hand_over(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> bool:
         """Give the spare a command; False if it cannot take it (then fork as before)."""
-        data = marshal.dumps(request)
         try:
-            sent = socket.send_fds(self.channel, [len(data).to_bytes(_HEADER, "big")],
-                                   [conn.fileno(), *fds])
-            if sent != _HEADER:
-                return False
-            self.channel.sendall(data)
+            frames.send(self.channel, request, [conn.fileno(), *fds])
         except OSError:
             return False
         return True
@@ -111,19 +106,15 @@ def _wait(channel: socket.socket, work: Work) -> NoReturn:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
     if not select.select([channel], [], [], SETTLE_S)[0]:
         _own_pages(channel)
-    header, fds, _, _ = socket.recv_fds(channel, _HEADER, 16)
-    if len(header) < _HEADER or not fds:
+    try:
+        request, fds = frames.receive(channel)
+    except (EOFError, OSError):
         os._exit(0)  # the server closed the pair: it is stopping
-    size = int.from_bytes(header, "big")
-    data = bytearray()
-    while len(data) < size:
-        chunk = channel.recv(min(size - len(data), 1 << 20))
-        if not chunk:
-            os._exit(0)
-        data += chunk
+    if not fds:
+        os._exit(1)
     channel.close()
     conn = socket.socket(fileno=fds[0])
-    work(conn, marshal.loads(bytes(data)), fds[1:], [])
+    work(conn, request, fds[1:], [])
 
 
 def _own_pages(channel: socket.socket) -> None:

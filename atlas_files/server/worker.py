@@ -10,13 +10,14 @@ to a command, is said in serve.py.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import gc
 import io
 import os
+import select
 import signal
 import socket
 import sys
-import threading
 import traceback
 from typing import Any, NoReturn
 
@@ -78,17 +79,24 @@ def _streams(shapes: list[Any]) -> None:
     sys.stdin, sys.stdout, sys.stderr = made
 
 
+# The signal the kernel sends the owner of a descriptor with O_ASYNC set, in place of
+# SIGIO (Linux's F_SETSIG; 10 where a Python does not name it).
+F_SETSIG = getattr(fcntl, "F_SETSIG", 10)
+
+
 def _die_with_client(conn: socket.socket) -> None:
     """The client sends nothing after its request: its end closing means it is gone
-    (killed, even with SIGKILL), and the command it ran must go with it."""
-    def watch() -> None:
-        try:
-            conn.recv(1)
-        except OSError:
-            pass
+    (killed, even with SIGKILL), and the command it ran must go with it, before it does
+    one more thing. So the kernel itself kills the worker, from within the client's own
+    exit: the connection is set to signal its owner (this process) with SIGKILL when the
+    other end closes. A client gone already, before that was set, is seen by the look
+    that follows, before the command starts."""
+    fd = conn.fileno()
+    fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+    fcntl.fcntl(fd, F_SETSIG, signal.SIGKILL)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+    if select.select([conn], [], [], 0)[0]:
         os.kill(os.getpid(), signal.SIGKILL)
-
-    threading.Thread(target=watch, daemon=True).start()
 
 
 def _run(args: list[str]) -> int:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from atlas_files import config as configmod
-from atlas_files import fsio, timeutil
+from atlas_files import fsio, privatepath, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, NotFound
 from atlas_files.names import check_name
 
@@ -73,6 +73,13 @@ def refuse_unsafe(path: Path, record_root: str, what: str) -> None:
             "record could change it, so it cannot say what this prober trusts",
             hint=f"move it out of the record, e.g. to {config_dir() or '~/.config/atlas'}",
         )
+    # A folder further up that others may write could be swapped, with all below it,
+    # between this look and the read.
+    why = privatepath.unsafe_way(str(path))
+    if why is not None:
+        raise BadInput(f"the {what} {path} could be replaced by another user: {why}",
+                       hint=f"keep the {what} in a folder reached only through folders of "
+                       "yours or root's")
     me = os.geteuid()
     for target, word in ((path, "file"), (path.parent, "folder")):
         try:
