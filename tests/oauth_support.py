@@ -39,6 +39,7 @@ from mcp.shared.auth import (
 
 from atlas_files.cli import main
 from atlas_files.mcp import serve
+from atlas_files.mcp.notices import Notices
 from atlas_files.mcp.server import Served
 
 CALLBACK = "http://127.0.0.1:9/callback"  # loopback: allowed; nothing listens, nothing needs to
@@ -126,7 +127,8 @@ def in_process(root: Path, tokens: Path, log: Path, oauth: serve.OAuth) -> Itera
         with log.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 
-    app, url = serve.app(Served(str(root), None, None), tokens, "127.0.0.1", port, say, oauth)
+    app, url = serve.app(Served(str(root), None, None), tokens, "127.0.0.1", port,
+                         Notices(say), oauth)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            lifespan="on", timeout_graceful_shutdown=2))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
