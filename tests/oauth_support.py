@@ -65,6 +65,7 @@ class Server:
     log: Path
     stop: Callable[[], None]
     resource: str = ""  # what tokens are for: url, or --public-url's /mcp
+    pid: int = 0  # the server's process (0: served in this one)
 
     def __post_init__(self) -> None:
         self.resource = self.resource or self.url
@@ -80,14 +81,17 @@ class Server:
 
 
 @contextmanager
-def process(root: Path, tokens: Path, log: Path, *extra: str) -> Iterator[Server]:
-    """`atlas --record ROOT mcp --http 127.0.0.1:0 --tokens TOKENS --oauth EXTRA...`."""
+def process(root: Path, tokens: Path, log: Path, *extra: str,
+            preexec: Callable[[], None] | None = None) -> Iterator[Server]:
+    """`atlas --record ROOT mcp --http 127.0.0.1:0 --tokens TOKENS --oauth EXTRA...`
+    (``preexec`` runs in the child before atlas: a resource limit, say)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "atlas_files", "--record", str(root), "mcp", "--http",
              "127.0.0.1:0", "--tokens", str(tokens), "--oauth", *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
+            preexec_fn=preexec)
     deadline = time.monotonic() + 60
     found = None
     while time.monotonic() < deadline and found is None:
@@ -111,7 +115,8 @@ def process(root: Path, tokens: Path, log: Path, *extra: str) -> Iterator[Server
                 raise
 
     try:
-        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop, found.group(2))
+        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop, found.group(2),
+                     proc.pid)
     finally:
         stop()
 
@@ -336,3 +341,11 @@ def mcp_status(server: Server, access_token: str) -> int:
         "Authorization": f"Bearer {access_token}",
         "Accept": "application/json, text/event-stream"})
     return answer.status_code
+
+
+def peak_rss(pid: int) -> int:
+    """The most memory process ``pid`` has held (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for {pid}")
