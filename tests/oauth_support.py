@@ -82,21 +82,23 @@ class Server:
 
 @contextmanager
 def process(root: Path, tokens: Path, log: Path, *extra: str,
-            preexec: Callable[[], None] | None = None) -> Iterator[Server]:
+            preexec: Callable[[], None] | None = None, oauth: bool = True) -> Iterator[Server]:
     """`atlas --record ROOT mcp --http 127.0.0.1:0 --tokens TOKENS --oauth EXTRA...`
-    (``preexec`` runs in the child before atlas: a resource limit, say)."""
+    (without --oauth if not ``oauth``; ``preexec`` runs in the child before atlas: a
+    resource limit, say)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "atlas_files", "--record", str(root), "mcp", "--http",
-             "127.0.0.1:0", "--tokens", str(tokens), "--oauth", *extra],
+             "127.0.0.1:0", "--tokens", str(tokens), *(["--oauth"] if oauth else []), *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
             preexec_fn=preexec)
     deadline = time.monotonic() + 60
     found = None
+    started = (r"serving (http://127\.0\.0\.1:\d+)/mcp.*\n.*clients connect to (\S+);" if oauth
+               else r"serving (http://127\.0\.0\.1:\d+)/mcp()")
     while time.monotonic() < deadline and found is None:
-        found = re.search(r"serving (http://127\.0\.0\.1:\d+)/mcp.*\n.*clients connect to "
-                          r"(\S+);", log.read_text())
+        found = re.search(started, log.read_text())
         if found is None:
             if proc.poll() is not None:
                 break
@@ -115,8 +117,8 @@ def process(root: Path, tokens: Path, log: Path, *extra: str,
                 raise
 
     try:
-        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop, found.group(2),
-                     proc.pid)
+        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop,
+                     found.group(2) or found.group(1) + "/mcp", proc.pid)
     finally:
         stop()
 
