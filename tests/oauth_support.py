@@ -255,14 +255,15 @@ class Browserless:
 
 def oauth_client(server: Server, person: Callable[[str], Awaitable[str]],
                  storage: Storage | None = None, name: str = "test client",
-                 metadata_url: str | None = None) -> tuple[Client, OAuthClientProvider, Storage]:
+                 metadata_url: str | None = None,
+                 mode: str = "auto") -> tuple[Client, OAuthClientProvider, Storage]:
     storage = storage or Storage()
     flow = Browserless(person)
     auth = OAuthClientProvider(
         server.url, OAuthClientMetadata(client_name=name, redirect_uris=[CALLBACK]),  # type: ignore[list-item]
         storage, flow.redirect, flow.callback, client_metadata_url=metadata_url)
     http = httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(30, read=60))
-    return Client(streamable_http_client(server.url, http_client=http)), auth, storage
+    return Client(streamable_http_client(server.url, http_client=http), mode=mode), auth, storage
 
 
 # A flow by hand ------------------------------------------------------------------------
