@@ -82,17 +82,18 @@ class Server:
 
 @contextmanager
 def process(root: Path, tokens: Path, log: Path, *extra: str,
-            preexec: Callable[[], None] | None = None, oauth: bool = True) -> Iterator[Server]:
+            preexec: Callable[[], None] | None = None, oauth: bool = True,
+            env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[Server]:
     """`atlas --record ROOT mcp --http 127.0.0.1:0 --tokens TOKENS --oauth EXTRA...`
     (without --oauth if not ``oauth``; ``preexec`` runs in the child before atlas: a
-    resource limit, say)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    resource limit, say; ``env`` adds to its environment)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "atlas_files", "--record", str(root), "mcp", "--http",
              "127.0.0.1:0", "--tokens", str(tokens), *(["--oauth"] if oauth else []), *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
-            preexec_fn=preexec)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            env={**environ, **(env or {})}, preexec_fn=preexec, cwd=cwd)
     deadline = time.monotonic() + 60
     found = None
     started = (r"serving (http://127\.0\.0\.1:\d+)/mcp.*\n.*clients connect to (\S+);" if oauth

@@ -18,13 +18,12 @@ import secrets
 from urllib.parse import urlsplit
 
 import anyio.to_thread
-from mcp.server.transport_security import RequestBodyLimitMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Route, request_response
+from starlette.routing import Route
 
 from atlas_files.errors import AtlasError, BadInput
-from atlas_files.mcp.oauth import CONSENT_PATH, MAX_FORM, MAX_NAME, Provider, state_line
+from atlas_files.mcp.oauth import CONSENT_PATH, MAX_NAME, Provider, bounded_endpoint, state_line
 from atlas_files.mcp.oauthstore import REQUEST_S, StateFull, Unreadable
 from atlas_files.mcp.oauthstore import Request as Waiting
 
@@ -104,7 +103,7 @@ class Consent:
 
     def routes(self) -> list[Route]:
         # The form is two short fields: a body past MAX_FORM is refused unread.
-        page = RequestBodyLimitMiddleware(request_response(self.page), MAX_FORM)
+        page = bounded_endpoint(self.page)
         return [Route(CONSENT_PATH + "/{rid:str}", page, methods=["GET", "POST"]),
                 Route(CONSENT_PATH + "/{rid:str}/state", self.state, methods=["GET"])]
 

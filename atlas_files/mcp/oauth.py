@@ -43,10 +43,10 @@ from mcp.server.transport_security import RequestBodyLimitMiddleware
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from atlas_files.errors import BadInput
 from atlas_files.mcp.cimd import ClientDocuments, is_document_url
@@ -432,9 +432,25 @@ def resource_metadata(issuer: str, resource: str) -> dict[str, Any]:
             "resource_name": "atlas record"}
 
 
+class bounded_endpoint:  # noqa: N801 - used as a function; a class, so Starlette's Route
+    # takes it for an ASGI app, not for a handler of requests
+    """A handler of the authorization server (or the consent page): a body past
+    MAX_FORM refused unread, and a client that goes away before its body is whole simply
+    gone (there is no one to answer, and nothing for the terminal)."""
+
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
+        self.inner = RequestBodyLimitMiddleware(request_response(handler), MAX_FORM)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.inner(scope, receive, send)
+        except ClientDisconnect:
+            return
+
+
 def _endpoint(handler: Callable[[Request], Awaitable[Response]], methods: list[str],
               cors: bool = True) -> ASGIApp:
-    app: ASGIApp = RequestBodyLimitMiddleware(request_response(handler), MAX_FORM)
+    app: ASGIApp = bounded_endpoint(handler)
     if cors:  # for clients that run in a browser (the MCP Inspector); never /authorize
         app = CORSMiddleware(app, allow_origins="*", allow_methods=methods,
                              allow_headers=["mcp-protocol-version"])
