@@ -63,7 +63,9 @@ class Inspector:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
         environ.update({"HOME": str(self.home), "MCP_INSPECTOR_SECRET_STORE": "memory",
                         "NO_COLOR": "1", **(env or {})})
-        return subprocess.run([str(self.binary), "--cli", "--format", "json", *args],
+        # A generous connect timeout: a loaded machine starts `atlas mcp` slowly.
+        return subprocess.run([str(self.binary), "--cli", "--format", "json",
+                               "--connect-timeout", "120000", *args],
                               capture_output=True, text=True, timeout=timeout, env=environ,
                               stdin=subprocess.DEVNULL)
 

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import subprocess
 import sys
 import threading
@@ -353,3 +354,30 @@ def peak_rss(pid: int) -> int:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) * 1024
     raise AssertionError(f"no VmHWM for {pid}")
+
+
+def post_chunked(server: Server, path: str, size: int, headers: dict[str, str],
+                 fill: bytes = b"a") -> tuple[int, float]:
+    """POST ``size`` bytes of ``fill`` to ``path`` in 64 KiB chunks, no length said (a
+    stream that ends when the server stops it): its status and how long it took."""
+    port = int(server.base.rsplit(":", 1)[1])
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: t\r\n{head}Transfer-Encoding: "
+                     "chunked\r\n\r\n".encode())
+        chunk = b"10000\r\n" + fill * 0x10000 + b"\r\n"
+        try:
+            for _ in range(size // 0x10000):
+                sock.sendall(chunk)
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:  # refused and closed: the rest is never read
+            pass
+        answer = b""
+        try:
+            while b"\r\n" not in answer and (more := sock.recv(4096)):
+                answer += more
+        except OSError:
+            pass
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+    return status, time.monotonic() - started

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import snapshot
 from mcp import Client
-from mcp_support import call, run, seed, server, text
+from mcp_support import call, frozen, run, seed, server, text
 
 from atlas_files.api import core
 from atlas_files.api.leases import ADVISORY
@@ -24,6 +24,7 @@ from atlas_files.record import Record
 
 FIXED = ["begin", "status_read", "status_write", "get", "put", "feed", "lease", "decide", "end"]
 WRITERS = {"status_write", "put", "decide", "end", "correct"}
+__all__ = ["frozen"]  # the fixture, used by name
 
 
 @pytest.fixture
@@ -121,8 +122,11 @@ def test_begin_then_end_writes_the_status_without_an_expect(rec: Record) -> None
      "bad input", ("lease", "claim", "gpu1", "--for", "99h", "--why", "x")),
 ])
 def test_errors_start_with_their_kind_and_carry_the_cli_message_and_hint(
-        rec: Record, capsys: pytest.CaptureFixture[str], name: str, args: dict[str, Any],
-        word: str, cli_args: tuple[str, ...]) -> None:
+        frozen: object, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+        args: dict[str, Any], word: str, cli_args: tuple[str, ...]) -> None:
+    # One moment for both reads: "held for 59m59s more" must not differ by the second
+    # that passed between them.
+    rec = seed(tmp_path / "rec")
     before = snapshot(rec.root)
     result = call(rec.root, name, args)
     error = cli_error(rec.root, capsys, *cli_args)["error"]

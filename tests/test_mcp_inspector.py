@@ -162,7 +162,8 @@ def oauth_run(inspector: Inspector, server: Server, folder: Path, era: str,
     # The Inspector runs while this test acts as the browser and the person.
     environ = {"BROWSER": str(browser), "MCP_AUTO_OPEN_ENABLED": "true"}
     child = subprocess.Popen(
-        [str(inspector.binary), "--cli", "--format", "json", "--protocol-era", era,
+        [str(inspector.binary), "--cli", "--format", "json", "--connect-timeout", "120000",
+         "--protocol-era", era,
          "--callback-url", callback, "--method", "tools/call", "--tool-name", "put",
          "--tool-args-json", json.dumps({"name": "plan", "body": "x\n", "expect": 1}),
          server.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -22,7 +22,7 @@ import httpx2
 import yaml
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from oauth_support import Server, bounded, mcp_status, peak_rss, process
+from oauth_support import Server, bounded, mcp_status, peak_rss, post_chunked, process
 
 from atlas_files.mcp import connections, limits, tokens
 from atlas_files.record import Record
@@ -94,7 +94,7 @@ def test_an_http_call_past_the_record_limit_is_refused_unread(tmp_path: Path) ->
         assert f"body_limit of {body_limit} bytes" in error["message"]
         # Streamed with no length: read to the limit, then the connection is closed.
         before = peak_rss(server.pid)
-        status, took = post_chunked(server, "/mcp", 512 << 20, secret)
+        status, took = post_chunked(server, "/mcp", 512 << 20, auth, fill=b"[")
         assert status == 413 and took < 30
         assert peak_rss(server.pid) - before < 48 << 20
         # Under the limit, a body over body_limit is the tool's refusal, as in the CLI.
@@ -103,31 +103,6 @@ def test_an_http_call_past_the_record_limit_is_refused_unread(tmp_path: Path) ->
         assert refused.is_error and "this record's body_limit is 65536" in str(refused.content)
         assert not (tmp_path / "rec/projects/main/artifacts/big").exists()
         assert mcp_status(server, secret) == 200
-
-
-def post_chunked(server: Server, path: str, size: int, secret: str) -> tuple[int, float]:
-    """POST ``size`` bytes in chunks, no length said; the status and how long it took."""
-    port = int(server.base.rsplit(":", 1)[1])
-    started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-                     f"Accept: application/json, text/event-stream\r\nAuthorization: Bearer "
-                     f"{secret}\r\nTransfer-Encoding: chunked\r\n\r\n".encode())
-        chunk = b"10000\r\n" + b"[" * 0x10000 + b"\r\n"
-        try:
-            for _ in range(size // 0x10000):
-                sock.sendall(chunk)
-            sock.sendall(b"0\r\n\r\n")
-        except OSError:  # refused and closed: the rest is never read
-            pass
-        answer = b""
-        try:
-            while b"\r\n" not in answer and (more := sock.recv(4096)):
-                answer += more
-        except OSError:
-            pass
-    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
-    return status, time.monotonic() - started
 
 
 def test_a_stdio_line_past_the_limit_is_skipped_unread_and_answered(tmp_path: Path) -> None:
@@ -208,9 +183,7 @@ def test_many_waiting_connections_do_not_keep_a_client_out(tmp_path: Path) -> No
                 sock = socket.create_connection(("127.0.0.1", port), timeout=30)
                 sock.sendall(b"GET /mcp HTTP/1.1\r\n")
                 held.append(sock)
-            started = time.monotonic()
-            assert mcp_status(server, secret) == 200
-            assert time.monotonic() - started < 15
+            assert mcp_status(server, secret) == 200  # within its 30 s timeout
         finally:
             for sock in held:
                 sock.close()

@@ -6,7 +6,6 @@ server process over HTTP on 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from oauth_support import (
     oauth_client,
     peak_rss,
     pkce,
+    post_chunked,
     process,
     register,
 )
@@ -207,41 +207,11 @@ def test_the_consent_page_refuses_a_huge_body_unread(tmp_path: Path) -> None:
     root, tokens_file = places(tmp_path)
     with process(root, tokens_file, tmp_path / "server.log") as server:
         before = peak_rss(server.pid)
-        port = int(server.base.rsplit(":", 1)[1])
-        status, took = _post_forever(port, "/consent/0123456789ab", 256 << 20)
+        status, took = post_chunked(server, "/consent/0123456789ab", 256 << 20, {
+            "Content-Type": "application/x-www-form-urlencoded"})
         assert status == 413 and took < 20
         assert peak_rss(server.pid) - before < 48 << 20
         pending_ok(server)
-
-
-def _post_forever(port: int, path: str, size: int) -> tuple[int, float]:
-    """POST ``size`` bytes in chunks (no length given) until the server answers; its
-    status and how long it took."""
-    started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: "
-                     "application/x-www-form-urlencoded\r\nTransfer-Encoding: chunked\r\n\r\n"
-                     .encode())
-        chunk = b"10000\r\n" + b"a" * 0x10000 + b"\r\n"
-        sent = 0
-        try:
-            while sent < size:
-                sock.sendall(chunk)
-                sent += 0x10000
-            sock.sendall(b"0\r\n\r\n")
-        except OSError:  # the server answered and closed: what a limit does
-            pass
-        answer = b""
-        try:
-            while b"\r\n" not in answer:
-                more = sock.recv(4096)
-                if not more:
-                    break
-                answer += more
-        except OSError:
-            pass
-    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
-    return status, time.monotonic() - started
 
 
 def test_lines_about_strangers_are_bounded_and_summed_up() -> None:
