@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,11 +64,19 @@ class Inspector:
         environ = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
         environ.update({"HOME": str(self.home), "MCP_INSPECTOR_SECRET_STORE": "memory",
                         "NO_COLOR": "1", **(env or {})})
-        # A generous connect timeout: a loaded machine starts `atlas mcp` slowly.
-        return subprocess.run([str(self.binary), "--cli", "--format", "json",
-                               "--connect-timeout", "120000", *args],
+        return subprocess.run([str(self.binary), "--cli", "--format", "json", *args],
                               capture_output=True, text=True, timeout=timeout, env=environ,
                               stdin=subprocess.DEVNULL)
+
+
+    def against(self, server: dict[str, Any], *args: str) -> subprocess.CompletedProcess[str]:
+        """``run(ARGS)`` against the server a config entry describes (the Inspector's
+        `mcpServers` format: ``command``/``args``/``env``, or ``type``/``url``/``headers``),
+        with generous timeouts: a loaded machine starts and answers slowly."""
+        config = self.home / "servers.json"
+        config.write_text(json.dumps({"mcpServers": {"atlas": {
+            **server, "connectionTimeout": 120_000, "requestTimeout": 300_000}}}))
+        return self.run("--config", str(config), "--server", "atlas", *args, timeout=420)
 
 
 def document(done: subprocess.CompletedProcess[str]) -> dict[str, object]:

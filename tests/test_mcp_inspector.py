@@ -76,14 +76,15 @@ def call(inspector: Inspector, transport: str, era: str, served: tuple[Record, S
     what = ["--protocol-era", era, "--method", "tools/call", "--tool-name", tool,
             "--tool-args-json", json.dumps(args)]
     if transport == "stdio":
-        done = inspector.run(*what, "-e", f"ATLAS_RECORD={record.root}", "-e", "ATLAS_AS=alice",
-                             "--", *teed(log, *atlas_command()))
+        command = teed(log, *atlas_command())
+        done = inspector.against({"command": command[0], "args": command[1:], "env": {
+            "ATLAS_RECORD": str(record.root), "ATLAS_AS": "alice"}}, *what)
         return document(done), log.read_text()
     port = int(server.base.rsplit(":", 1)[1])
     with relay(port) as kept:
-        done = inspector.run("--transport", "http", "--server-url",
-                             f"http://127.0.0.1:{kept.port}/mcp", *what,
-                             "--header", f"Authorization: Bearer {secret}")
+        done = inspector.against({"type": "streamable-http",
+                                  "url": f"http://127.0.0.1:{kept.port}/mcp",
+                                  "headers": {"Authorization": f"Bearer {secret}"}}, *what)
     return document(done), kept.text()
 
 
@@ -140,9 +141,10 @@ def test_a_success_conforms_to_its_output_schema(
 def test_every_tool_schema_passes_the_inspectors_strict_portability_check(
         inspector: Inspector, served: tuple[Record, Server, str]) -> None:
     record, _, _ = served
-    done = inspector.run("--strict", "--method", "tools/list", "-e",
-                         f"ATLAS_RECORD={record.root}", "-e", "ATLAS_AS=alice", "--",
-                         *atlas_command())
+    command = atlas_command()
+    done = inspector.against({"command": command[0], "args": command[1:], "env": {
+        "ATLAS_RECORD": str(record.root), "ATLAS_AS": "alice"}}, "--strict", "--method",
+        "tools/list")
     assert done.returncode == 0, done.stderr[-2000:]
     listed = document(done)["result"]
     assert isinstance(listed, dict)

@@ -23,7 +23,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from atlas_files.errors import AtlasError, BadInput
-from atlas_files.mcp.oauth import CONSENT_PATH, MAX_NAME, Provider, bounded_endpoint, state_line
+from atlas_files.mcp.oauth import CONSENT_PATH, MAX_NAME, BoundedEndpoint, Provider, state_line
 from atlas_files.mcp.oauthstore import REQUEST_S, StateFull, Unreadable
 from atlas_files.mcp.oauthstore import Request as Waiting
 
@@ -103,7 +103,7 @@ class Consent:
 
     def routes(self) -> list[Route]:
         # The form is two short fields: a body past MAX_FORM is refused unread.
-        page = bounded_endpoint(self.page)
+        page = BoundedEndpoint(self.page)
         return [Route(CONSENT_PATH + "/{rid:str}", page, methods=["GET", "POST"]),
                 Route(CONSENT_PATH + "/{rid:str}/state", self.state, methods=["GET"])]
 

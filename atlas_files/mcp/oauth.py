@@ -432,11 +432,12 @@ def resource_metadata(issuer: str, resource: str) -> dict[str, Any]:
             "resource_name": "atlas record"}
 
 
-class bounded_endpoint:  # noqa: N801 - used as a function; a class, so Starlette's Route
-    # takes it for an ASGI app, not for a handler of requests
+class BoundedEndpoint:
     """A handler of the authorization server (or the consent page): a body past
     MAX_FORM refused unread, and a client that goes away before its body is whole simply
-    gone (there is no one to answer, and nothing for the terminal)."""
+    gone (there is no one to answer, and nothing for the terminal). A class, not a
+    closure: Starlette's Route takes a function for a handler of requests, an object for
+    an ASGI app."""
 
     def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
         self.inner = RequestBodyLimitMiddleware(request_response(handler), MAX_FORM)
@@ -450,7 +451,7 @@ class bounded_endpoint:  # noqa: N801 - used as a function; a class, so Starlett
 
 def _endpoint(handler: Callable[[Request], Awaitable[Response]], methods: list[str],
               cors: bool = True) -> ASGIApp:
-    app: ASGIApp = bounded_endpoint(handler)
+    app: ASGIApp = BoundedEndpoint(handler)
     if cors:  # for clients that run in a browser (the MCP Inspector); never /authorize
         app = CORSMiddleware(app, allow_origins="*", allow_methods=methods,
                              allow_headers=["mcp-protocol-version"])
