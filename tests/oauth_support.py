@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import subprocess
 import sys
 import threading
@@ -39,6 +40,7 @@ from mcp.shared.auth import (
 
 from atlas_files.cli import main
 from atlas_files.mcp import serve
+from atlas_files.mcp.notices import Notices
 from atlas_files.mcp.server import Served
 
 CALLBACK = "http://127.0.0.1:9/callback"  # loopback: allowed; nothing listens, nothing needs to
@@ -64,6 +66,7 @@ class Server:
     log: Path
     stop: Callable[[], None]
     resource: str = ""  # what tokens are for: url, or --public-url's /mcp
+    pid: int = 0  # the server's process (0: served in this one)
 
     def __post_init__(self) -> None:
         self.resource = self.resource or self.url
@@ -79,19 +82,25 @@ class Server:
 
 
 @contextmanager
-def process(root: Path, tokens: Path, log: Path, *extra: str) -> Iterator[Server]:
-    """`atlas --record ROOT mcp --http 127.0.0.1:0 --tokens TOKENS --oauth EXTRA...`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+def process(root: Path, tokens: Path, log: Path, *extra: str,
+            preexec: Callable[[], None] | None = None, oauth: bool = True,
+            env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[Server]:
+    """`atlas --record ROOT mcp --http 127.0.0.1:0 --tokens TOKENS --oauth EXTRA...`
+    (without --oauth if not ``oauth``; ``preexec`` runs in the child before atlas: a
+    resource limit, say; ``env`` adds to its environment)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-m", "atlas_files", "--record", str(root), "mcp", "--http",
-             "127.0.0.1:0", "--tokens", str(tokens), "--oauth", *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
+             "127.0.0.1:0", "--tokens", str(tokens), *(["--oauth"] if oauth else []), *extra],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+            env={**environ, **(env or {})}, preexec_fn=preexec, cwd=cwd)
     deadline = time.monotonic() + 60
     found = None
+    started = (r"serving (http://127\.0\.0\.1:\d+)/mcp.*\n.*clients connect to (\S+);" if oauth
+               else r"serving (http://127\.0\.0\.1:\d+)/mcp()")
     while time.monotonic() < deadline and found is None:
-        found = re.search(r"serving (http://127\.0\.0\.1:\d+)/mcp.*\n.*clients connect to "
-                          r"(\S+);", log.read_text())
+        found = re.search(started, log.read_text())
         if found is None:
             if proc.poll() is not None:
                 break
@@ -110,7 +119,8 @@ def process(root: Path, tokens: Path, log: Path, *extra: str) -> Iterator[Server
                 raise
 
     try:
-        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop, found.group(2))
+        yield Server(found.group(1) + "/mcp", found.group(1), tokens, log, stop,
+                     found.group(2) or found.group(1) + "/mcp", proc.pid)
     finally:
         stop()
 
@@ -126,7 +136,8 @@ def in_process(root: Path, tokens: Path, log: Path, oauth: serve.OAuth) -> Itera
         with log.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 
-    app, url = serve.app(Served(str(root), None, None), tokens, "127.0.0.1", port, say, oauth)
+    app, url = serve.app(Served(str(root), None, None), tokens, "127.0.0.1", port,
+                         Notices(say), oauth)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            lifespan="on", timeout_graceful_shutdown=2))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -246,14 +257,15 @@ class Browserless:
 
 def oauth_client(server: Server, person: Callable[[str], Awaitable[str]],
                  storage: Storage | None = None, name: str = "test client",
-                 metadata_url: str | None = None) -> tuple[Client, OAuthClientProvider, Storage]:
+                 metadata_url: str | None = None,
+                 mode: str = "auto") -> tuple[Client, OAuthClientProvider, Storage]:
     storage = storage or Storage()
     flow = Browserless(person)
     auth = OAuthClientProvider(
         server.url, OAuthClientMetadata(client_name=name, redirect_uris=[CALLBACK]),  # type: ignore[list-item]
         storage, flow.redirect, flow.callback, client_metadata_url=metadata_url)
     http = httpx2.AsyncClient(auth=auth, timeout=httpx2.Timeout(30, read=60))
-    return Client(streamable_http_client(server.url, http_client=http)), auth, storage
+    return Client(streamable_http_client(server.url, http_client=http), mode=mode), auth, storage
 
 
 # A flow by hand ------------------------------------------------------------------------
@@ -334,3 +346,38 @@ def mcp_status(server: Server, access_token: str) -> int:
         "Authorization": f"Bearer {access_token}",
         "Accept": "application/json, text/event-stream"})
     return answer.status_code
+
+
+def peak_rss(pid: int) -> int:
+    """The most memory process ``pid`` has held (VmHWM), in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmHWM for {pid}")
+
+
+def post_chunked(server: Server, path: str, size: int, headers: dict[str, str],
+                 fill: bytes = b"a") -> tuple[int, float]:
+    """POST ``size`` bytes of ``fill`` to ``path`` in 64 KiB chunks, no length said (a
+    stream that ends when the server stops it): its status and how long it took."""
+    port = int(server.base.rsplit(":", 1)[1])
+    head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: t\r\n{head}Transfer-Encoding: "
+                     "chunked\r\n\r\n".encode())
+        chunk = b"10000\r\n" + fill * 0x10000 + b"\r\n"
+        try:
+            for _ in range(size // 0x10000):
+                sock.sendall(chunk)
+            sock.sendall(b"0\r\n\r\n")
+        except OSError:  # refused and closed: the rest is never read
+            pass
+        answer = b""
+        try:
+            while b"\r\n" not in answer and (more := sock.recv(4096)):
+                answer += more
+        except OSError:
+            pass
+    status = int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else 0
+    return status, time.monotonic() - started

@@ -13,16 +13,18 @@ from typing import Any
 import pytest
 from conftest import snapshot
 from mcp import Client
-from mcp_support import call, run, seed, server, text
+from mcp_support import call, frozen, run, seed, server, text
 
 from atlas_files.api import core
 from atlas_files.api.leases import ADVISORY
 from atlas_files.cli import main
+from atlas_files.mcp.results import ERROR_META
 from atlas_files.mcp.server import INSTRUCTIONS
 from atlas_files.record import Record
 
 FIXED = ["begin", "status_read", "status_write", "get", "put", "feed", "lease", "decide", "end"]
 WRITERS = {"status_write", "put", "decide", "end", "correct"}
+__all__ = ["frozen"]  # the fixture, used by name
 
 
 @pytest.fixture
@@ -87,10 +89,12 @@ def test_a_put_on_a_stale_expect_is_a_stop_naming_who_wrote_and_writes_nothing(
     assert text(result).startswith("stop: you read v1 of plan, but it is at v2")
     assert "v2 by bob" in text(result) and "hint: read the latest" in text(result)
     assert snapshot(rec.root) == before
-    # The structured part is the document the CLI prints on the same failure.
+    # No structured part (it would break the tool's output schema); the document the CLI
+    # prints on the same failure travels in _meta.
     want = cli_error(rec.root, capsys, "put", "plan", "--expect", "1", "-f", "/dev/null",
                      "--allow-empty")
-    assert result.structured_content == want and want["error"]["exit_code"] == 3
+    assert result.structured_content is None
+    assert (result.meta or {})[ERROR_META] == want and want["error"]["exit_code"] == 3
 
 
 def test_begin_then_end_writes_the_status_without_an_expect(rec: Record) -> None:
@@ -118,14 +122,18 @@ def test_begin_then_end_writes_the_status_without_an_expect(rec: Record) -> None
      "bad input", ("lease", "claim", "gpu1", "--for", "99h", "--why", "x")),
 ])
 def test_errors_start_with_their_kind_and_carry_the_cli_message_and_hint(
-        rec: Record, capsys: pytest.CaptureFixture[str], name: str, args: dict[str, Any],
-        word: str, cli_args: tuple[str, ...]) -> None:
+        frozen: object, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str,
+        args: dict[str, Any], word: str, cli_args: tuple[str, ...]) -> None:
+    # One moment for both reads: "held for 59m59s more" must not differ by the second
+    # that passed between them.
+    rec = seed(tmp_path / "rec")
     before = snapshot(rec.root)
     result = call(rec.root, name, args)
     error = cli_error(rec.root, capsys, *cli_args)["error"]
     assert result.is_error
     assert text(result) == f"{word}: {error['message']}\nhint: {error['hint']}"
-    assert result.structured_content == {"error": error}
+    assert result.structured_content is None
+    assert (result.meta or {})[ERROR_META] == {"error": error}
     assert snapshot(rec.root) == before
 
 

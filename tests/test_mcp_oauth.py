@@ -39,8 +39,10 @@ from atlas_files.mcp import oauthstore, tokens
 from atlas_files.record import Record
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # One per test: the terminal shows a few connection requests a minute, and the tests
+    # read each request's one-time code there.
     root = tmp_path_factory.mktemp("oauth")
     record = Record.init(root / "rec")
     (root / "private").mkdir()

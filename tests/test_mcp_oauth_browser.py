@@ -54,8 +54,10 @@ def callback(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc.wait()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    # One per test: the terminal shows a few connection requests a minute (the hostile
+    # names below are a flood of them), and a person reads the one-time code there.
     root = tmp_path_factory.mktemp("oauth-browser")
     record = Record.init(root / "rec")
     (root / "private").mkdir()

@@ -8,14 +8,14 @@ because their reader is usually a machine that believes what the interface impli
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atlas_files import gitcmd, leases
+from atlas_files import gitcmd, leases, timeutil
 from atlas_files.api import Worker
-from atlas_files.leases import ADVISORY, Generation, Lease, Sheet
+from atlas_files.leases import ADVISORY, Generation, Lease, Sheet, store
 from atlas_files.leases.paths import check_glob, is_literal
 
 __all__ = ["ADVISORY", "LeaseChange", "LeaseHistory", "break_", "claim", "covering", "ls",
@@ -26,18 +26,50 @@ __all__ = ["ADVISORY", "LeaseChange", "LeaseHistory", "break_", "claim", "coveri
 class LeaseChange:
     """A lease just claimed, renewed, released or broken, as it stands now; a claim with
     paths also lists the unexpired leases of others whose paths overlap them (said, not
-    refused: two resources may share paths, and the sheet is advisory)."""
+    refused: two resources may share paths, and the sheet is advisory). A claim of a lease
+    its holder held already renews it, and ``changed`` says what that replaced: its
+    expiry (``{"was", "now"}``; a shorter claim shortens it) and its why."""
 
     lease: Lease
     overlapping: tuple[Lease, ...] = ()
+    changed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def action(self) -> str | None:
         return self.lease.last_action
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a holder may not have meant: a claim that shortened the lease or
+        replaced its why (the CLI prints these on stderr, MCP after the result)."""
+        said = []
+        shorter = self._shortened_s()
+        if shorter:
+            expiry = self.changed["expires_at"]
+            said.append(f"this claim renewed your lease of {self.lease.resource} and shortened "
+                        f"it by {timeutil.format_duration(_to_minute(shorter))}: it now expires at "
+                        f"{expiry['now']}, no longer at {expiry['was']} (a claim counts its "
+                        "duration from now)")
+        why = self.changed.get("why")
+        if why:
+            said.append(f"this claim replaced the why of your lease of {self.lease.resource}: "
+                        f"it was {why['was']!r}, it is now {why['now']!r}")
+        return tuple(said)
+
+    def _shortened_s(self) -> float:
+        expiry = self.changed.get("expires_at")
+        if not expiry:
+            return 0.0
+        try:
+            cut = timeutil.parse_time(str(expiry["was"])) - timeutil.parse_time(str(expiry["now"]))
+        except ValueError:  # a hand-written generation before it: nothing to compare
+            return 0.0
+        return max(0.0, cut.total_seconds())
+
     def to_json(self) -> dict[str, Any]:
         return {**self.lease.to_json(), "action": self.lease.last_action,
-                "overlapping": [lease.to_json() for lease in self.overlapping]}
+                "overlapping": [lease.to_json() for lease in self.overlapping],
+                "changed": {k: dict(v) for k, v in self.changed.items()}}
 
 
 @dataclass(frozen=True)
@@ -50,6 +82,11 @@ class LeaseHistory:
     def to_json(self) -> dict[str, Any]:
         return {**self.lease.to_json(), "advisory": ADVISORY,
                 "history": [g.to_json() for g in self.history]}
+
+
+def _to_minute(seconds: float) -> float:
+    """A span said to the minute: the seconds between two calls are not what changed."""
+    return seconds if seconds < 60 else round(seconds / 60) * 60.0
 
 
 def _seconds(duration: str | float | None) -> float | None:
@@ -73,7 +110,22 @@ def claim(worker: Worker, resource: str, duration: str | float, why: str,
     lease = leases.claim(worker.record, resource, holder=holder, duration_s=seconds, why=why,
                          paths=paths, given=_given(duration))
     return LeaseChange(lease, tuple(leases.overlapping(worker.record, lease.paths,
-                                                       besides=holder)))
+                                                       besides=holder)),
+                       _replaced(worker, lease) if lease.last_action == "renew" else {})
+
+
+def _replaced(worker: Worker, lease: Lease) -> dict[str, dict[str, Any]]:
+    """What the claim that renewed ``lease`` replaced, from the generation it wrote (which
+    keeps a summary of the one before, so no other writer can come between)."""
+    where = store.folder(worker.record, lease.resource)
+    gen = store.read(where, lease.resource, store.generation_filename(lease.generation))
+    before = gen.previous or {}
+    changed: dict[str, dict[str, Any]] = {}
+    for key, now in (("expires_at", gen.expires_at), ("why", gen.why)):
+        was = before.get(key)
+        if was is not None and was != now:
+            changed[key] = {"was": was, "now": now}
+    return changed
 
 
 def renew(worker: Worker, resource: str, duration: str | float | None = None,

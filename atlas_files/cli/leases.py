@@ -56,6 +56,8 @@ def _paths_text(paths: tuple[str, ...]) -> str:
 
 
 def _report(verb: str, change: api.LeaseChange, as_json: bool) -> None:
+    for said in change.warnings:  # on stderr, with --json too
+        print_warning(said)
     if as_json:
         emit_json(change.to_json())
         return
@@ -93,8 +95,10 @@ def lease() -> None:
 def claim(ctx: Invocation, resource: str, duration: str, why: str, paths: tuple[str, ...],
           as_json: bool) -> None:
     """Claim RESOURCE (e.g. gpubox.gpu0, or repo.metrics with --paths) for DURATION. Exit 4
-    if another holds it; a claim of a lease you already hold renews it (and keeps its paths
-    unless --paths is given). Overlapping paths of others' leases are warned about."""
+    if another holds it; a claim of a lease you already hold renews it for DURATION from
+    now, with this --why (and keeps its paths unless --paths is given): a warning says when
+    that shortened it or replaced its why, and --json's `changed` holds both. Overlapping
+    paths of others' leases are warned about."""
     change = synced(ctx, f"lease claim {resource}",
                     lambda: api.claim(ctx.worker, resource, duration, why, paths))
     _report("renewed" if change.action == "renew" else "claimed", change, as_json)

@@ -31,7 +31,9 @@ MAX_BYTES = 5 * 1024
 MAX_HEAD = 8 * 1024
 TIMEOUT_S = 5.0
 CACHE_S = 300.0
+REFUSED_S = 60.0
 CACHE_ENTRIES = 64
+FETCHES = 4
 
 log = logging.getLogger("atlas.mcp")
 
@@ -141,25 +143,37 @@ def client_info(url: str, doc: Any) -> OAuthClientInformationFull:
 
 
 class ClientDocuments:
-    """Clients by document URL, each fetched at most once per ``CACHE_S``."""
+    """Clients by document URL, each fetched at most once per ``CACHE_S`` (a refusal is
+    remembered for ``REFUSED_S``), at most ``FETCHES`` at once: anyone may name a URL at
+    /authorize, and each would otherwise be a connection out and seconds of waiting."""
 
     def __init__(self, fetcher: Fetcher | None = None) -> None:
         self.fetcher = fetcher or Fetcher()
-        self._cache: dict[str, tuple[float, OAuthClientInformationFull]] = {}
+        self._cache: dict[str, tuple[float, OAuthClientInformationFull | None]] = {}
+        self._fetching = 0
 
     async def client(self, url: str) -> OAuthClientInformationFull | None:
         now = time.monotonic()
         cached = self._cache.get(url)
         if cached is not None and cached[0] > now:
             return cached[1]
+        if self._fetching >= FETCHES:
+            log.warning("atlas mcp: client %s refused: %d client documents are being "
+                        "fetched already", url[:200], self._fetching)
+            return None
+        self._fetching += 1
         try:
-            info = client_info(url, await self.fetcher.fetch(url))
+            info: OAuthClientInformationFull | None = client_info(
+                url, await self.fetcher.fetch(url))
+            keep = CACHE_S
         except FetchRefused as exc:
             log.warning("atlas mcp: client %s refused: %s", url[:200], exc)
-            return None
+            info, keep = None, REFUSED_S
+        finally:
+            self._fetching -= 1
         if len(self._cache) >= CACHE_ENTRIES:
             self._cache = {k: v for k, v in self._cache.items() if v[0] > now}
             if len(self._cache) >= CACHE_ENTRIES:
                 self._cache.clear()
-        self._cache[url] = (now + CACHE_S, info)
+        self._cache[url] = (now + keep, info)
         return info

@@ -22,9 +22,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from atlas_files.errors import AtlasError
-from atlas_files.mcp.oauth import CONSENT_PATH, MAX_NAME, Provider
-from atlas_files.mcp.oauthstore import REQUEST_S
+from atlas_files.errors import AtlasError, BadInput
+from atlas_files.mcp.oauth import CONSENT_PATH, MAX_NAME, BoundedEndpoint, Provider, state_line
+from atlas_files.mcp.oauthstore import REQUEST_S, StateFull, Unreadable
 from atlas_files.mcp.oauthstore import Request as Waiting
 
 _ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://([A-Za-z0-9.-]+|\[[0-9a-fA-F:.]+\])(:\d{1,5})?")
@@ -102,7 +102,9 @@ class Consent:
         self.read_only = read_only
 
     def routes(self) -> list[Route]:
-        return [Route(CONSENT_PATH + "/{rid:str}", self.page, methods=["GET", "POST"]),
+        # The form is two short fields: a body past MAX_FORM is refused unread.
+        page = BoundedEndpoint(self.page)
+        return [Route(CONSENT_PATH + "/{rid:str}", page, methods=["GET", "POST"]),
                 Route(CONSENT_PATH + "/{rid:str}/state", self.state, methods=["GET"])]
 
     def _allows(self) -> str:
@@ -159,7 +161,19 @@ This page moves on by itself once it is approved.</p>
         return HTMLResponse(_page(title, body, nonce), status_code=status,
                             headers=_headers(nonce))
 
+    def _unavailable(self, exc: OSError | BadInput) -> Response:
+        self.provider.notices.lasting("oauth-state", state_line(exc))
+        return self.ended("Not available now", "This server cannot read its connection "
+                          "requests at the moment; its owner has been told. Try again "
+                          "later.", 503)
+
     async def page(self, request: Request) -> Response:
+        try:
+            return await self._page(request)
+        except (OSError, BadInput) as exc:
+            return self._unavailable(exc)
+
+    async def _page(self, request: Request) -> Response:
         rid = str(request.path_params["rid"])
         if request.method == "POST":
             refused = await self._submit(request, rid)
@@ -186,6 +200,10 @@ This page moves on by itself once it is approved.</p>
             return self.ended("This request expired", "Connection requests wait "
                               f"{REQUEST_S // 60} minutes for a person. Start the connection "
                               "again from the client.", 410)
+        if waiting.status == "dropped":
+            return self.ended("This request was dropped", "Newer connection requests took "
+                              "its place (only a few wait at once). Start the connection "
+                              "again from the client.", 410)
         if waiting.status != "pending":
             return self.ended("This request is over", "It was answered already. Start the "
                               "connection again from the client if you need to.", 410)
@@ -202,6 +220,8 @@ This page moves on by itself once it is approved.</p>
                 await anyio.to_thread.run_sync(self.store.approve, rid, identity.strip(), otc)
             else:
                 return self._retry(rid, "give the identity and the one-time code")
+        except (Unreadable, StateFull) as exc:
+            return self._unavailable(exc)
         except AtlasError as exc:
             return self._retry(rid, exc.message)
         # See Other: the browser fetches the page with GET, which sends it on.
@@ -216,7 +236,11 @@ This page moves on by itself once it is approved.</p>
         return self.render(waiting, message, status=400)
 
     async def state(self, request: Request) -> Response:
-        waiting = self.store.request(str(request.path_params["rid"]))
+        try:
+            waiting = self.store.request(str(request.path_params["rid"]))
+        except (OSError, BadInput):
+            return JSONResponse({"state": "unavailable"}, status_code=503,
+                                headers={"Cache-Control": "no-store"})
         if waiting is None:
             state = "unknown"
         elif waiting.delivered:

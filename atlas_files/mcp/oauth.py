@@ -13,12 +13,13 @@ redirect URIs limited to known chat products, loopback, and those the owner adds
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import anyio.to_thread
@@ -38,18 +39,19 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.settings import ClientRegistrationOptions
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
+from mcp.server.transport_security import RequestBodyLimitMiddleware
 from mcp.shared.auth import OAuthClientInformationFull, OAuthMetadata, OAuthToken
 from pydantic import AnyUrl, ValidationError
 from starlette.middleware.cors import CORSMiddleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from atlas_files.errors import BadInput
 from atlas_files.mcp.cimd import ClientDocuments, is_document_url
-from atlas_files.mcp.oauthstore import ACCESS_S, Issued, Refused, Store
+from atlas_files.mcp.notices import Notices
+from atlas_files.mcp.oauthstore import ACCESS_S, MAX_CLIENTS, Full, Issued, Refused, Store
 from atlas_files.text import escape_controls
 
 SCOPE = "atlas"
@@ -57,6 +59,21 @@ MCP_PATH = "/mcp"
 CONSENT_PATH = "/consent"
 MAX_NAME = 120
 MAX_REDIRECTS = 10
+MAX_URI = 1000  # a redirect URI; the chat products' callbacks are under 80 characters
+MAX_SCOPE = 200
+MAX_STATE = 1000  # the client's `state`, kept with its waiting request
+MAX_FORM = 64 << 10  # any request body of the authorization server: registrations are ~1 KiB
+# RFC 7636: an S256 challenge is 43 characters; a verifier 43 to 128 of these.
+_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+# What a registration keeps: the fields this server uses. RFC 7591 lets a server drop or
+# replace the rest (contacts, jwks, software_*, the informational URIs), which no page or
+# check here reads and which would only let a stranger fill the state file.
+KEPT_METADATA = frozenset({
+    "client_id", "client_secret", "client_id_issued_at", "client_secret_expires_at",
+    "client_name", "redirect_uris", "grant_types", "response_types",
+    "token_endpoint_auth_method", "scope", "application_type"})
+_GRANT_TYPES = ("authorization_code", "refresh_token")
+REQUESTS_INSTEAD = "`atlas mcp pending` lists every waiting request; approve yours there"
 
 # The callbacks of the chat products this server is meant for; a `*` stands for one path
 # segment (ChatGPT gives each connector its own callback).
@@ -70,6 +87,7 @@ KNOWN_REDIRECTS = (
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 log = logging.getLogger("atlas.mcp")
+T = TypeVar("T")
 
 
 def public_origin(text: str) -> str:
@@ -164,6 +182,10 @@ def printable(text: str, limit: int = MAX_NAME) -> str:
     return escape_controls(text[:limit] + ("..." if len(text) > limit else ""))
 
 
+class _StateProblem(Exception):  # noqa: N818 - carries what the client is told
+    """The state file could not be used; the owner was told, this is for the client."""
+
+
 class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken, AccessToken]):
     """The SDK's authorization-server provider over the state file (the identity
     assertion grant of enterprise identity providers keeps the SDK's refusal). Every
@@ -171,18 +193,32 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
     not stall the server."""
 
     def __init__(self, store: Store, issuer: str, resource: str, policy: RedirectPolicy,
-                 documents: ClientDocuments, say: Callable[[str], None],
-                 tokens_hint: str) -> None:
+                 documents: ClientDocuments, notices: Notices, tokens_hint: str) -> None:
         self.store = store
         self.issuer = issuer
         self.resource = resource
         self.policy = policy
         self.documents = documents
-        self.say = say
+        self.notices = notices
         self.tokens_hint = tokens_hint
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args)
+        """``fn`` in a worker thread; a state file that cannot be used is said to the
+        owner, and to the client as a refusal of the token request."""
+        try:
+            return await anyio.to_thread.run_sync(fn, *args)
+        except Full:
+            raise
+        except (OSError, BadInput) as exc:
+            raise _StateProblem(self._state_problem(exc)) from None
+
+    def _read(self, fn: Callable[[str], T], key: str) -> T | None:
+        """A lookup in the state; None (nothing granted) if the file cannot be used."""
+        try:
+            return fn(key)
+        except (OSError, BadInput) as exc:
+            self._state_problem(exc)
+            return None
 
     def _allowed(self, info: OAuthClientInformationFull) -> OAuthClientInformationFull | None:
         # Applied at every lookup, so a client registered before the owner dropped a
@@ -192,56 +228,89 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
             return None
         return info.model_copy(update={"redirect_uris": uris})
 
+    def _state_problem(self, exc: OSError | BadInput) -> str:
+        """Tell the owner (once) that the state file cannot be used; the client is told
+        only that the server cannot take the request now."""
+        self.notices.lasting("oauth-state", state_line(exc))
+        return "this server's OAuth state cannot be read now; its owner has been told"
+
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if is_document_url(client_id):
             info = await self.documents.client(client_id)
         else:
-            stored = self.store.client(client_id)
-            info = None if stored is None else OAuthClientInformationFull.model_validate(stored)
+            try:
+                stored = self.store.client(client_id)
+            except (OSError, BadInput) as exc:
+                self._state_problem(exc)
+                return None
+            try:
+                info = None if stored is None else \
+                    OAuthClientInformationFull.model_validate(stored)
+            except ValidationError:  # a hand edit: that client is unknown, the rest stand
+                info = None
         return None if info is None else self._allowed(info)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        refused = [str(u) for u in client_info.redirect_uris or []
-                   if not self.policy.allows(str(u))]
-        if refused or len(client_info.redirect_uris or []) > MAX_REDIRECTS:
+        uris = client_info.redirect_uris or []
+        refused = [str(u) for u in uris if not self.policy.allows(str(u))]
+        if refused or len(uris) > MAX_REDIRECTS or any(len(str(u)) > MAX_URI for u in uris):
             raise RegistrationError(
                 "invalid_redirect_uri",
                 f"redirect URIs not allowed here: {', '.join(refused)[:300]}; this server "
                 "sends codes only to known chat products, loopback, and URIs its owner "
-                "adds with --redirect-uri" if refused else "too many redirect URIs")
-        if client_info.client_name and len(client_info.client_name) > MAX_NAME:
-            client_info.client_name = client_info.client_name[:MAX_NAME]
+                "adds with --redirect-uri" if refused else
+                f"at most {MAX_REDIRECTS} redirect URIs of at most {MAX_URI} characters")
+        if client_info.scope is not None and len(client_info.scope) > MAX_SCOPE:
+            raise RegistrationError("invalid_client_metadata",
+                                    f"scope is over {MAX_SCOPE} characters; this server "
+                                    f"has one scope, {SCOPE}")
+        keep(client_info)
         try:
-            await self._run(self.store.register, client_info.model_dump(mode="json",
-                                                                        exclude_none=True))
-        except BadInput as exc:
-            raise RegistrationError("invalid_client_metadata", exc.message) from None
+            forgotten = await self._run(self.store.register, client_info.model_dump(
+                mode="json", exclude_none=True))
+        except (Full, _StateProblem) as exc:
+            raise RegistrationError("invalid_client_metadata", str(exc)) from None
+        if forgotten:
+            self.notices.say("registrations forgetting old clients",
+                             f"atlas mcp: {len(forgotten)} registered client(s) that never got "
+                             f"a grant forgotten to make room (at most {MAX_CLIENTS})")
 
     async def authorize(self, client: OAuthClientInformationFull,
                         params: AuthorizationParams) -> str:
         if not same_resource(params.resource, self.resource):
             raise AuthorizeError("invalid_target",
                                  f"this server issues tokens only for {self.resource}")
+        if not _CHALLENGE.fullmatch(params.code_challenge):
+            raise AuthorizeError("invalid_request", "code_challenge is not an S256 PKCE "
+                                 "challenge (43 to 128 characters of A-Z a-z 0-9 . _ ~ -)")
+        if params.state is not None and len(params.state) > MAX_STATE:
+            raise AuthorizeError("invalid_request", f"state is over {MAX_STATE} characters")
+        scopes = tuple(params.scopes or [SCOPE])
+        if len(" ".join(scopes)) > MAX_SCOPE:
+            raise AuthorizeError("invalid_scope", f"this server has one scope, {SCOPE}")
         name = (client.client_name or client.client_id)[:MAX_NAME]
         try:
-            request, otc = await self._run(lambda: self.store.open_request(
+            request, otc, dropped = await self._run(lambda: self.store.open_request(
                 client_id=client.client_id, client_name=name,
                 redirect_uri=str(params.redirect_uri),
                 redirect_explicit=params.redirect_uri_provided_explicitly, state=params.state,
-                code_challenge=params.code_challenge, scopes=tuple(params.scopes or [SCOPE]),
-                resource=self.resource))
-        except BadInput as exc:
-            raise AuthorizeError("temporarily_unavailable", exc.message) from None
+                code_challenge=params.code_challenge, scopes=scopes, resource=self.resource))
+        except (Full, _StateProblem) as exc:
+            raise AuthorizeError("temporarily_unavailable", str(exc)) from None
         host = urlsplit(request.redirect_uri).netloc or request.redirect_uri
-        self.say(f"atlas mcp: connection request {request.id} from \"{printable(name)}\" "
-                 f"(code goes to {printable(host)}); approve it on its page with the "
-                 f"one-time code {otc}, or here: atlas mcp approve {request.id} --as NAME "
-                 f"--tokens {self.tokens_hint}")
+        self.notices.say(
+            "connection requests",
+            f"atlas mcp: connection request {request.id} from \"{printable(name)}\" (code "
+            f"goes to {printable(host)}); approve it on its page with the one-time code "
+            f"{otc}, or here: atlas mcp approve {request.id} --as NAME --tokens "
+            f"{self.tokens_hint}" + (f" ({dropped} older waiting request(s) dropped to make "
+                                     "room)" if dropped else ""),
+            REQUESTS_INSTEAD)
         return f"{self.issuer}{CONSENT_PATH}/{request.id}"
 
     async def load_authorization_code(self, client: OAuthClientInformationFull,
                                       authorization_code: str) -> AuthorizationCode | None:
-        code = await self._run(self.store.code, authorization_code)
+        code = self._read(self.store.code, authorization_code)
         if code is None or code.client_id != client.client_id:
             return None
         return AuthorizationCode(code=authorization_code, scopes=list(code.scopes),
@@ -260,15 +329,16 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
                                           authorization_code: AuthorizationCode) -> OAuthToken:
         try:
             issued: Issued = await self._run(self.store.exchange, authorization_code.code)
-        except Refused as exc:
+        except (Refused, Full, _StateProblem) as exc:
             raise TokenError("invalid_grant", str(exc)) from None
-        self.say(f"atlas mcp: {printable(issued.grant.client_name)} connected as "
-                 f"{issued.grant.identity} (grant {issued.grant.id})")
+        self.notices.say("connections", f"atlas mcp: {printable(issued.grant.client_name)} "
+                         f"connected as {issued.grant.identity} (grant {issued.grant.id})",
+                         "`atlas mcp token ls` lists every grant")
         return self._token(issued)
 
     async def load_refresh_token(self, client: OAuthClientInformationFull,
                                  refresh_token: str) -> RefreshToken | None:
-        grant = self.store.refresh_grant(refresh_token)
+        grant = self._read(self.store.refresh_grant, refresh_token)
         if grant is None or grant.client_id != client.client_id:
             return None
         return RefreshToken(token=refresh_token, client_id=grant.client_id,
@@ -280,12 +350,14 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
                                      scopes: list[str]) -> OAuthToken:
         try:
             return self._token(await self._run(self.store.rotate, refresh_token.token))
-        except Refused as exc:
+        except (Refused, Full, _StateProblem) as exc:
             raise TokenError("invalid_grant", str(exc)) from None
 
     def access(self, token: str) -> AccessToken | None:
         """For :class:`~atlas_files.mcp.tokens.TokenVerifier`: the access a token grants."""
         grant = self.store.access_grant(token)
+        problem = self.store.problem
+        self.notices.lasting("oauth-state", None if problem is None else state_line(problem))
         if grant is None:
             return None
         return AccessToken(token=token, client_id=grant.client_id, subject=grant.identity,
@@ -297,9 +369,10 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         grant = (self.store.access_grant(token.token) if isinstance(token, AccessToken)
-                 else self.store.refresh_grant(token.token))
+                 else self._read(self.store.refresh_grant, token.token))
         if grant is not None:
-            await self._run(self.store.revoke_grant, grant.id)
+            with contextlib.suppress(_StateProblem, Full):
+                await self._run(self.store.revoke_grant, grant.id)
 
     def redirect_with_code(self, request_uri: str, code: str, state: str | None) -> str:
         # RFC 9207: the issuer travels with the code, so a client talking to two servers
@@ -310,6 +383,25 @@ class Provider(OAuthAuthorizationServerProvider[AuthorizationCode, RefreshToken,
                             state: str | None) -> str:
         return construct_redirect_uri(request_uri, error=error, error_description=description,
                                       state=state, iss=self.issuer)
+
+
+def state_line(exc: OSError | BadInput) -> str:
+    """The owner's line for a state file that cannot be used: what, and what to do."""
+    hint = getattr(exc, "hint", None)
+    return (f"atlas mcp: every OAuth token, registration and connection request is refused: "
+            f"{exc}" + (f"; {hint}" if hint else ""))
+
+
+def keep(info: OAuthClientInformationFull) -> None:
+    """Drop from a registration what this server does not use (the answer to the client
+    then shows what was registered), and bound what it keeps."""
+    for name in type(info).model_fields:
+        if name not in KEPT_METADATA:
+            setattr(info, name, None)
+    if info.client_name and len(info.client_name) > MAX_NAME:
+        info.client_name = info.client_name[:MAX_NAME]
+    info.grant_types = [g for g in dict.fromkeys(info.grant_types) if g in _GRANT_TYPES]
+    info.response_types = ["code"]
 
 
 def metadata(issuer: str) -> dict[str, Any]:
@@ -340,10 +432,26 @@ def resource_metadata(issuer: str, resource: str) -> dict[str, Any]:
             "resource_name": "atlas record"}
 
 
+class BoundedEndpoint:
+    """A handler of the authorization server (or the consent page): a body past
+    MAX_FORM refused unread, and a client that goes away before its body is whole simply
+    gone (there is no one to answer, and nothing for the terminal). A class, not a
+    closure: Starlette's Route takes a function for a handler of requests, an object for
+    an ASGI app."""
+
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
+        self.inner = RequestBodyLimitMiddleware(request_response(handler), MAX_FORM)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self.inner(scope, receive, send)
+        except ClientDisconnect:
+            return
+
+
 def _endpoint(handler: Callable[[Request], Awaitable[Response]], methods: list[str],
               cors: bool = True) -> ASGIApp:
-    app: ASGIApp = RequestBodyLimitMiddleware(request_response(handler),
-                                              DEFAULT_MAX_REQUEST_BODY_SIZE)
+    app: ASGIApp = BoundedEndpoint(handler)
     if cors:  # for clients that run in a browser (the MCP Inspector); never /authorize
         app = CORSMiddleware(app, allow_origins="*", allow_methods=methods,
                              allow_headers=["mcp-protocol-version"])

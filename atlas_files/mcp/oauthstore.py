@@ -11,6 +11,15 @@ that is refreshed whenever the file changes.
 Clients registered dynamically keep the secret the SDK minted for them in clear: the
 SDK compares it as given. A secret alone grants nothing (a code also needs its PKCE
 verifier, a refresh token is stored hashed).
+
+Registration and ``/authorize`` need no credential, so what a stranger can put in the file
+is bounded, and the bounds never lock a person out: a client is at most
+``MAX_CLIENT_BYTES``; past ``MAX_CLIENTS`` a registration forgets the oldest client that
+never got a grant; past ``MAX_PENDING_PER_CLIENT`` waiting requests of one client, or
+``MAX_PENDING`` in all, a new request drops the oldest waiting one; at most ``MAX_ENDED``
+answered requests are remembered. A change that would still make the file larger than
+the reader accepts (``MAX_FILE``) is refused and the file is left as it was, so no
+request can make the state unreadable.
 """
 
 from __future__ import annotations
@@ -40,8 +49,11 @@ CODE_S = 120  # an authorization code is exchanged at once by a working client
 ACCESS_S = 3600
 REFRESH_S = 30 * 86400
 CLIENT_UNUSED_S = 86400  # a registered client that never got a grant is forgotten after a day
-MAX_PENDING = 20  # /authorize needs no credential: a flood must not fill the file
-MAX_CLIENTS = 200
+MAX_PENDING = 20  # waiting at once; a new request drops the oldest waiting one
+MAX_PENDING_PER_CLIENT = 3
+MAX_ENDED = 100  # answered, expired or dropped requests still recognised
+MAX_CLIENTS = 200  # a new registration forgets the oldest client that never got a grant
+MAX_CLIENT_BYTES = 12 << 10  # one client's metadata as stored
 MAX_ATTEMPTS = 5  # wrong one-time codes before the request is denied
 MAX_FILE = 4 << 20
 ACCESS_PREFIX = "atlas_oa_"
@@ -63,6 +75,26 @@ class Refused(Exception):  # noqa: N818 - a refusal the token endpoint reports, 
     """A code or refresh token that yields nothing (unknown, used, expired, revoked)."""
 
 
+class Full(BadInput):
+    """No room for what a client asked: its metadata is too large, or every place is
+    taken by what people approved. Said to the client as it is."""
+
+
+class StateFull(Full):
+    """A change that would make the state file larger than its reader accepts."""
+
+
+class Unreadable(DamagedFile):
+    """The state file is not one atlas wrote (or passed the size its reader accepts).
+    Any other BadInput from reading it (a symbolic link, a file open to others) is as
+    much the owner's to fix; neither names anything for a client's eyes."""
+
+
+def _load(path: Path) -> State:
+    data = read_private(path, MAX_FILE)
+    return State() if data is None else _parse(path, data)
+
+
 @dataclass(frozen=True)
 class Request:
     """A connection waiting for a person: what the client asked, and where it stands."""
@@ -78,7 +110,7 @@ class Request:
     resource: str
     created_at: float
     otc_sha256: str
-    status: str = "pending"  # pending | approved | denied
+    status: str = "pending"  # pending | approved | denied | dropped (to make room)
     identity: str | None = None
     attempts: int = 0
     delivered: bool = False  # the consent page has sent the answer to the client
@@ -169,9 +201,10 @@ def _parse(path: Path, data: bytes) -> State:
         grants = [Grant(**_tuples(g)) for g in doc["grants"]]
         clients = {str(k): dict(v) for k, v in doc["clients"].items()}
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise DamagedFile(f"{path} is not an OAuth state file atlas wrote",
-                          hint="move it aside (every OAuth connection then has to be "
-                          "approved again)") from None
+        raise Unreadable(f"{path} is not an OAuth state file atlas wrote",
+                         hint=f"move it aside (`mv {path} {path}.damaged`): static tokens "
+                         "work meanwhile, and every OAuth connection then has to be "
+                         "approved again") from None
     return State(clients, {r.id: r for r in requests}, {c.sha256: c for c in codes},
                   {g.id: g for g in grants})
 
@@ -188,6 +221,9 @@ class Store:
         self.clock = clock
         self._seen: tuple[int, ...] | None = None
         self._cached = State()
+        # Why the last token check granted nothing, if the file could not be used: the
+        # verifier says it on the terminal once, not at every request.
+        self.problem: OSError | BadInput | None = None
 
     def read(self) -> State:
         """The state as the file holds it now (a cached copy if the file is unchanged)."""
@@ -196,25 +232,35 @@ class Store:
         except FileNotFoundError:
             return State()
         if key != self._seen:
-            data = read_private(self.path, MAX_FILE)
-            self._cached = State() if data is None else _parse(self.path, data)
+            self._cached = _load(self.path)
             self._seen = key
         return self._cached
 
     @contextlib.contextmanager
     def change(self) -> Iterator[State]:
-        """The state read afresh under the lock, saved when the block ends without error."""
+        """The state read afresh under the lock, saved when the block ends without error;
+        StateFull, and nothing saved, if the result would pass ``MAX_FILE``."""
         with locked(self.path):
-            data = read_private(self.path, MAX_FILE)
-            state = State() if data is None else _parse(self.path, data)
+            state = _load(self.path)
             self._purge(state)
             yield state
-            write_private(self.path, state.to_bytes())
+            data = state.to_bytes()
+            if len(data) > MAX_FILE:
+                raise StateFull(f"the OAuth state would grow to {len(data)} bytes, past the "
+                                f"{MAX_FILE} its reader accepts; nothing was changed",
+                                hint="revoke grants no longer used (`atlas mcp token ls`, "
+                                "`atlas mcp token revoke NAME`)")
+            write_private(self.path, data)
 
     def _purge(self, state: State) -> None:
         now = self.clock()
         state.requests = {k: r for k, r in state.requests.items()
                           if r.expires_at + KEEP_ENDED_S > now}
+        ended = sorted((r for r in state.requests.values()
+                        if r.status != "pending" or r.expires_at <= now),
+                       key=lambda r: r.created_at)
+        for old in ended[:max(0, len(ended) - MAX_ENDED)]:
+            del state.requests[old.id]
         state.codes = {k: c for k, c in state.codes.items() if c.expires_at > now}
         state.grants = {k: g for k, g in state.grants.items() if g.refresh_expires_at > now}
         used = {g.client_id for g in state.grants.values()}
@@ -224,13 +270,40 @@ class Store:
 
     # clients -----------------------------------------------------------------------
 
-    def register(self, client: dict[str, Any]) -> None:
+    def register(self, client: dict[str, Any]) -> list[str]:
+        """Keep ``client``; the ids of clients forgotten to make room for it."""
+        size = len(json.dumps(client))
+        if size > MAX_CLIENT_BYTES:
+            raise Full(f"the client's metadata is {size} bytes; at most "
+                       f"{MAX_CLIENT_BYTES} are kept", hint="register with less")
+        forgotten = []
         with self.change() as state:
-            if len(state.clients) >= MAX_CLIENTS:
-                raise BadInput(f"{len(state.clients)} clients are registered already",
-                               hint="revoke grants no longer used; unused clients are "
-                               "forgotten after a day")
+            while len(state.clients) >= MAX_CLIENTS:
+                oldest = self._oldest_unused(state)
+                if oldest is None:
+                    raise Full(f"{len(state.clients)} clients are registered already, "
+                               "each holding what a person approved",
+                               hint="its owner can revoke grants no longer used")
+                self._forget(state, oldest)
+                forgotten.append(oldest)
             state.clients[str(client["client_id"])] = client
+        return forgotten
+
+    def _oldest_unused(self, state: State) -> str | None:
+        """The client registered longest ago that holds nothing a person gave it: no
+        grant, no code, no approved request."""
+        held = {g.client_id for g in state.grants.values()}
+        held |= {c.client_id for c in state.codes.values()}
+        held |= {r.client_id for r in state.requests.values() if r.status == "approved"}
+        unused = [k for k in state.clients if k not in held]
+        return min(unused, key=lambda k: state.clients[k].get("client_id_issued_at", 0),
+                   default=None)
+
+    def _forget(self, state: State, client_id: str) -> None:
+        del state.clients[client_id]
+        for request in list(state.requests.values()):
+            if request.client_id == client_id and request.status == "pending":
+                state.requests[request.id] = dataclasses.replace(request, status="dropped")
 
     def client(self, client_id: str) -> dict[str, Any] | None:
         return self.read().clients.get(client_id)
@@ -239,8 +312,11 @@ class Store:
 
     def open_request(self, *, client_id: str, client_name: str, redirect_uri: str,
                      redirect_explicit: bool, state: str | None, code_challenge: str,
-                     scopes: tuple[str, ...], resource: str) -> tuple[Request, str]:
-        """A new request waiting for a person, and its one-time code (shown once)."""
+                     scopes: tuple[str, ...], resource: str) -> tuple[Request, str, int]:
+        """A new request waiting for a person, its one-time code (shown once), and how
+        many waiting requests were dropped to make room for it (the oldest of this
+        client's past ``MAX_PENDING_PER_CLIENT``, then the oldest of all past
+        ``MAX_PENDING``): unauthenticated requests must not keep a person's out."""
         request_id = secrets.token_hex(6)
         otc = f"{secrets.randbelow(10**8):08d}"
         otc = f"{otc[:4]}-{otc[4:]}"
@@ -249,14 +325,17 @@ class Store:
                           _otc_hash(request_id, otc))
         with self.change() as st:
             now = self.clock()
-            waiting = [r for r in st.requests.values()
-                       if r.status == "pending" and r.expires_at > now]
-            if len(waiting) >= MAX_PENDING:
-                raise BadInput(f"{len(waiting)} connection requests are waiting already",
-                               hint="approve or deny them (`atlas mcp pending`), or wait "
-                               "for them to expire")
+            waiting = sorted((r for r in st.requests.values()
+                              if r.status == "pending" and r.expires_at > now),
+                             key=lambda r: r.created_at)
+            mine = [r for r in waiting if r.client_id == client_id]
+            drop = mine[:max(0, len(mine) - MAX_PENDING_PER_CLIENT + 1)]
+            rest = [r for r in waiting if r not in drop]
+            drop += rest[:max(0, len(rest) - MAX_PENDING + 1)]
+            for old in drop:
+                st.requests[old.id] = dataclasses.replace(old, status="dropped")
             st.requests[request_id] = request
-        return request, otc
+        return request, otc, len(drop)
 
     def request(self, request_id: str) -> Request | None:
         return self.read().requests.get(request_id)
@@ -272,6 +351,11 @@ class Store:
         if request is None:
             raise NotFound(f"no connection request {request_id}",
                            hint="`atlas mcp pending` lists those waiting")
+        if request.status == "dropped":
+            raise BadInput(f"connection request {request_id} was dropped to make room for "
+                           f"newer ones (at most {MAX_PENDING} wait at once, "
+                           f"{MAX_PENDING_PER_CLIENT} per client)",
+                           hint="start the connection again from the client")
         if request.status != "pending":
             raise BadInput(f"connection request {request_id} is {request.status} already",
                            hint="the client can ask again")
@@ -313,7 +397,7 @@ class Store:
     def collect(self, request_id: str) -> tuple[str, Request | None, str | None]:
         """What the consent page does next: ``("code", request, code)`` once for an
         approved request; ``("denied", request, None)`` once for a denied one; else
-        ``("pending" | "expired" | "done" | "unknown", request, None)``."""
+        ``("pending" | "dropped" | "expired" | "done" | "unknown", request, None)``."""
         with self.change() as state:
             request = state.requests.get(request_id)
             if request is None:
@@ -322,8 +406,8 @@ class Store:
                 return "done", request, None
             if request.expires_at <= self.clock():
                 return "expired", request, None
-            if request.status == "pending":
-                return "pending", request, None
+            if request.status in ("pending", "dropped"):
+                return request.status, request, None
             state.requests[request_id] = dataclasses.replace(request, delivered=True)
             if request.status == "denied":
                 return "denied", request, None
@@ -399,10 +483,11 @@ class Store:
         a state file damaged or opened to others grants nothing."""
         try:
             state = self.read()
-        except (OSError, BadInput, DamagedFile) as exc:
-            log.warning("atlas mcp: refusing every OAuth token: %s", exc)
+        except (OSError, BadInput) as exc:
+            self.problem = exc
             self._seen = None
             return None
+        self.problem = None
         wanted = digest(token)
         return next((g for g in state.grants.values() if g.access_sha256 == wanted
                      and g.access_expires_at > self.clock()), None)

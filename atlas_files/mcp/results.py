@@ -6,9 +6,13 @@ library's warnings (a retracted link, a long status, a damaged file left out) fo
 further text blocks, as the CLI prints them on stderr.
 
 A failure is an ``isError`` result whose text starts with what kind of stop it is
-(``stop:``, ``held:``, ``bad input:``, ``not found:``), then the CLI's message and hint;
-its structured part is the document `atlas ... --json` prints on failure. A model reads the
-first word and knows what to do next: read and merge, wait, fix the call, or look again.
+(``stop:``, ``held:``, ``bad input:``, ``not found:``), then the CLI's message and hint. A
+model reads the first word and knows what to do next: read and merge, wait, fix the call,
+or look again. A failure carries no structured content: a client that checks structured
+content against the tool's output schema (the TypeScript SDK's does) would report the
+schema's missing keys instead of the refusal. The document `atlas ... --json` prints on
+failure travels in the result's ``_meta`` under ``atlas/error``, for a script that wants
+the kind and exit code.
 """
 
 from __future__ import annotations
@@ -32,6 +36,9 @@ from atlas_files.errors import (
 )
 
 T = TypeVar("T")
+
+# Where a failure's `atlas ... --json` document travels (a `_meta` key: prefix "atlas/").
+ERROR_META = "atlas/error"
 
 # (class, first word of the text, `kind` of the CLI's JSON error document), most specific
 # first. DamagedFile is a BadInput: the record needs fixing, not the call, but the message
@@ -70,7 +77,7 @@ def failure(word: str, kind: str, message: str, hint: str | None,
     text = lead + (f"\nhint: {hint}" if hint else "")
     error = {"kind": kind, "message": message, "hint": hint, "exit_code": exit_code}
     content: list[ContentBlock] = [TextContent(type="text", text=text)]
-    return CallToolResult(content=content, structured_content={"error": error}, is_error=True)
+    return CallToolResult(content=content, is_error=True, _meta={ERROR_META: {"error": error}})
 
 
 def from_error(exc: AtlasError) -> CallToolResult:

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -12,25 +14,47 @@ from pathlib import Path
 
 import anyio
 import uvicorn
+from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.applications import Starlette
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from atlas_files.errors import BadInput
+from atlas_files.mcp import limits
 from atlas_files.mcp.cimd import ClientDocuments
+from atlas_files.mcp.connections import Guarded
 from atlas_files.mcp.consent import Consent
-from atlas_files.mcp.oauth import Provider, RedirectPolicy, check_setup, public_origin
+from atlas_files.mcp.notices import Bounded, Notices
+from atlas_files.mcp.oauth import Provider, RedirectPolicy, check_setup, public_origin, state_line
 from atlas_files.mcp.oauth import routes as oauth_routes
-from atlas_files.mcp.oauthstore import Store, state_path
+from atlas_files.mcp.oauthstore import Store, Unreadable, state_path
 from atlas_files.mcp.server import Served, build
 from atlas_files.mcp.tokens import TokenVerifier, check_place, ensure
 
 PATH = "/mcp"
+UNBOUNDED = 1 << 62  # the SDK's own body limit: BodyLimit, in front, has the record's
 
 
 def stdio(served: Served) -> None:
-    """Serve until the client closes stdin."""
-    anyio.run(build(served).run_stdio_async)
+    """Serve until the client closes stdin. A line longer than the record's limits allow
+    is skipped unread and answered with an error (:mod:`atlas_files.mcp.limits`)."""
+    server = build(served)
+    body_limit, limit = limits.record_limit(served.root)
+    wire_in, wire_out = limits.claim_stdio()
+    out = limits.Out(wire_out)
+
+    async def refuse(request_id: object) -> None:
+        await out.write(limits.error_message(limits.too_large(limit, body_limit),
+                                             request_id).decode() + "\n")
+
+    async def run() -> None:
+        lines = limits.Lines(wire_in, limit, refuse)
+        async with stdio_server(stdin=lines, stdout=out) as (read, write):  # type: ignore[arg-type]
+            # The SDK's run_stdio_async, with these streams: it takes none of its own.
+            low = server._lowlevel_server
+            await low.run(read, write, low.create_initialization_options())
+
+    anyio.run(run)
 
 
 def parse_address(text: str) -> tuple[str, int]:
@@ -41,6 +65,19 @@ def parse_address(text: str) -> tuple[str, int]:
         raise BadInput(f"bad address {text[:80]!r} for --http",
                        hint="write HOST:PORT, e.g. 127.0.0.1:8765 or [::1]:8765")
     return host, int(port)
+
+
+def bound_logs(notices: Notices) -> None:
+    """Every log line of the server (uvicorn's, the SDK's, atlas's own) bounded as the
+    notices are: a malformed request must not print a line each time."""
+    bounded = Bounded(notices)
+    for name in ("uvicorn", "uvicorn.error"):
+        for handler in logging.getLogger(name).handlers:
+            handler.addFilter(bounded)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.addFilter(bounded)
+    logging.getLogger().addHandler(handler)
 
 
 def is_loopback(host: str) -> bool:
@@ -80,8 +117,8 @@ class OAuth:
     clock: Callable[[], float] = time.time
 
 
-def app(served: Served, tokens: Path, host: str, port: int, say: Callable[[str], None],
-        oauth: OAuth | None = None) -> tuple[Starlette, str]:
+def app(served: Served, tokens: Path, host: str, port: int, notices: Notices,
+        oauth: OAuth | None = None) -> tuple[ASGIApp, str]:
     """The ASGI app of ``atlas mcp --http``, and the URL it serves /mcp at."""
     check_place(tokens, Path(served.root))
     shown = f"[{host}]" if ":" in host else host
@@ -101,9 +138,12 @@ def app(served: Served, tokens: Path, host: str, port: int, say: Callable[[str],
         resource = issuer + PATH
         ensure(tokens, Path(served.root))
         store = Store(state_path(tokens), oauth.clock)
-        store.read()  # refuse a damaged state file, or one others can read, at start
+        try:  # refuse one others can read; a damaged one is said, and OAuth refused
+            store.read()
+        except Unreadable as exc:
+            notices.lasting("oauth-state", state_line(exc))
         provider = Provider(store, issuer, resource, policy,
-                            oauth.documents or ClientDocuments(), say, str(tokens))
+                            oauth.documents or ClientDocuments(), notices, str(tokens))
         verifier = TokenVerifier(tokens, resource=resource, issued=provider)
         server = build(served, token_verifier=verifier, issuer_url=issuer,
                        resource_url=resource)
@@ -113,11 +153,12 @@ def app(served: Served, tokens: Path, host: str, port: int, say: Callable[[str],
     # /mcp needs a bearer token, which a page rebinding its name to this address does not
     # have, and a reverse proxy or tunnel in front passes its own public name as the Host.
     starlette = server.streamable_http_app(
-        host=host, streamable_http_path=PATH,
+        host=host, streamable_http_path=PATH, max_request_body_size=UNBOUNDED,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     # Ahead of the SDK's routes: the first match wins, and these replace its metadata.
     starlette.router.routes[0:0] = routes
-    return starlette, url
+    # The record's limits, not the SDK's fixed 4 MiB, decide how much of a call is read.
+    return limits.BodyLimit(starlette, served.root, PATH), url
 
 
 def http(served: Served, address: str, tokens: Path, say: Callable[[str], None],
@@ -129,13 +170,15 @@ def http(served: Served, address: str, tokens: Path, say: Callable[[str], None],
     if oauth is not None:
         check_setup(oauth.public_url, host)
     sock = _bind(host, port)
+    notices = Notices(say)
     try:
-        starlette, url = app(served, tokens, host, sock.getsockname()[1], say, oauth)
+        asgi, url = app(served, tokens, host, sock.getsockname()[1], notices, oauth)
     except BaseException:
         sock.close()
         raise
-    config = uvicorn.Config(starlette, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=5)
+    config = uvicorn.Config(asgi, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=5, http=Guarded)
+    bound_logs(notices)
     mode = "read-only, " if served.read_only else ""
     shown = f"[{host}]" if ":" in host else host
     say(f"atlas mcp: serving http://{shown}:{sock.getsockname()[1]}{PATH} ({mode}"

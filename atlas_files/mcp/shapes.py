@@ -43,7 +43,7 @@ STATUS = shape(_VERSION, f"project:s {_VERSION_MORE}")
 TOPIC = shape(f"{_VERSION} {_VERSION_MORE}")
 FEED = shape("as:s? new:a marked_read:b")
 LEASE = shape("", f"{_LEASE} action:s? advisory:s history:a leases:a unleased_busy:a "
-              "problems:a limits:s machines:a")
+              "problems:a limits:s machines:a changed:o")
 DECISION = shape("id:s at:s topic:s recommended:s chosen:s relation:s why:s author:s "
                  "recommended_by:s? links:a accepts:s? corrected_by:a project:s path:s "
                  "digest_ok:b?")
