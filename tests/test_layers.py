@@ -18,7 +18,7 @@ PACKAGE = Path(atlas_files.__file__).parent
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("layout", "errors", "names", "timeutil", "text", "guide")),
     ("storage", ("fsio", "jsonfile", "frontmatter", "yamlcache", "config", "documents",
-                 "entries", "record", "schemas", "receipts")),
+                 "entries", "record", "schemas", "receipts", "ownfiles")),
     ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
                     "decisions", "leases",
                     "telemetry", "check", "sitegen", "search", "sessions", "activity",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gitteam import Team, bare_remote, cli, git, start_team
+from gitteam import Team, accept_sync, bare_remote, cli, git, start_team
 
 from atlas_files import config as configmod
 from atlas_files import layout
@@ -328,6 +328,7 @@ def test_a_record_on_its_own_branch_in_a_worktree(tmp_path: Path) -> None:
     git(rec, "switch", "-q", "--orphan", "atlas")
     Record.init(rec)
     Record(rec).update_config(lambda d: {**d, "sync": {"branch": "atlas", "auto": True}})
+    accept_sync(rec)
     (code_repo / "app.py").write_text("print(2)\n")  # the code checkout is left alone
     code, _, err = cli(rec, "sync")
     assert code == 0, err
@@ -339,6 +340,7 @@ def test_a_record_on_its_own_branch_in_a_worktree(tmp_path: Path) -> None:
     git(tmp_path, "clone", "-q", str(remote), str(other))
     git(other, "fetch", "-q", "origin", "atlas")
     git(other, "worktree", "add", "-q", "../other-record", "atlas")
+    accept_sync(tmp_path / "other-record")
     code, out, err = cli(tmp_path / "other-record", "get", "plan", "--json", identity="bo")
     assert code == 0, err
     assert json.loads(out)["author"] == "ann"

@@ -12,9 +12,12 @@ force. The push is the compare-and-set across machines.
   pushes after; a lost version becomes a draft and raises VersionConflict (exit 3), a lost
   lease change raises LeaseHeld (exit 4).
 * :func:`write` (here): the switch every front end's writes go through; it calls
-  ``synced_write`` when atlas.yaml says ``sync: {auto: true}`` or the caller asks.
+  ``synced_write`` when the sync settings accepted on this clone say ``auto: true`` or
+  the caller asks.
 * :func:`refresh` (here): what a read calls: a sync when the last fetch is older than
   ``fetch_every``, and a warning, never an error, when it cannot.
+* :mod:`atlas_files.sync.accepted`: atlas.yaml's ``sync:`` block travels with the record,
+  so a clone acts on it only once a person there accepted it (`atlas sync accept`).
 
 This module is light on purpose (the engine is imported only when a record syncs).
 
@@ -25,7 +28,7 @@ What never travels: receipts, session rows and telemetry are live rows of one ma
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from atlas_files.api import Worker
 from atlas_files.config import SyncConfig
@@ -33,6 +36,9 @@ from atlas_files.errors import AtlasError, warn
 from atlas_files.record import Record
 
 __all__ = ["NOT_TRAVELLING", "refresh", "settings", "write"]
+
+if TYPE_CHECKING:
+    from atlas_files.sync.accepted import Standing
 
 T = TypeVar("T")
 
@@ -49,18 +55,37 @@ READ_LOCK_WAIT_S = 2.0
 
 def settings(record: Record, override: bool | None = None) -> SyncConfig | None:
     """The sync settings that apply to a write: None when it does not sync (no ``auto``
-    in atlas.yaml and no ``--sync``, or ``--no-sync``)."""
-    cfg = record.config.sync
+    accepted on this clone and no ``--sync``, or ``--no-sync``). With ``--sync``, the
+    accepted settings or NotAccepted (see :mod:`atlas_files.sync.accepted`)."""
     if override is False:
         return None
+    from atlas_files.sync import accepted  # noqa: PLC0415 - only a record that syncs
+
     if override is True:
-        return cfg or SyncConfig()
-    return cfg if cfg is not None and cfg.auto else None
+        return accepted.standing(record, without_block=True).explicit()
+    if record.config.sync is None:
+        return None
+    standing = accepted.standing(record)
+    _say_pending(record, standing)
+    return standing.cfg if standing.cfg is not None and standing.cfg.auto else None
+
+
+def _say_pending(record: Record, standing: Standing) -> None:
+    """Warn, on every command that would sync by itself, that atlas.yaml's sync block
+    waits for a person here: a change from the remote must not pass unseen."""
+    pending, cfg = standing.pending, record.config.sync
+    if pending is None or not ((cfg is not None and cfg.auto)
+                               or (standing.cfg is not None and standing.cfg.auto)):
+        return
+    from atlas_files.sync.accepted import HINT  # noqa: PLC0415
+
+    warn(f"{pending.sentence()}: {HINT}")
 
 
 def write(worker: Worker, what: str, fn: Callable[[], T], sync: bool | None = None) -> T:
-    """``fn()``, synced when ``sync`` is True, or when it is None and atlas.yaml says
-    ``sync: {auto: true}``. The one switch every front end's writes go through."""
+    """``fn()``, synced when ``sync`` is True, or when it is None and the sync settings
+    accepted on this clone say ``auto``. The one switch every front end's writes go
+    through."""
     cfg = settings(worker.record, sync)
     if cfg is None:
         return fn()
@@ -72,11 +97,18 @@ def write(worker: Worker, what: str, fn: Callable[[], T], sync: bool | None = No
 
 
 def refresh(worker: Worker) -> None:
-    """Before a read of a record with ``sync: {auto: true}``: sync if the last fetch is
-    older than ``fetch_every``. Never fails the read: a problem is a warning, and the read
-    shows the record as it is here."""
-    cfg = worker.record.config.sync
-    if cfg is None or not cfg.auto:
+    """Before a read of a record whose accepted sync settings say ``auto``: sync if the
+    last fetch is older than ``fetch_every``. Never fails the read: a problem is a
+    warning, and the read shows the record as it is here."""
+    if worker.record.config.sync is None:
+        return
+    try:
+        cfg = settings(worker.record)
+    except AtlasError as exc:
+        warn(f"could not sync before reading ({exc.message}); this shows the record as "
+             "of its last sync")
+        return
+    if cfg is None:
         return
     # Like the engine below, the sync state loads only for a record that syncs: every
     # read command calls this, and a record that does not sync pays nothing for it.

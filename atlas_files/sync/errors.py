@@ -23,6 +23,11 @@ class SyncRefused(AtlasError):
     exit_code = 1
 
 
+class UnsafeContent(SyncRefused):
+    """The remote brings in what a record never holds and git (or a tool run in the
+    record) would act on: a symbolic link, a submodule, git attributes, a git folder."""
+
+
 class NotPushed(GitFailed):
     """The remote kept moving for longer than the retries allow."""
 

@@ -165,6 +165,18 @@ class Git:
             raise failed(args, done)
         return done
 
+    def head(self, *args: str, limit: int) -> bytes:
+        """The first ``limit`` bytes ``git ARGS`` prints (all of it, if less); the rest is
+        never read. GitFailed if it fails before printing that much."""
+        proc = self.start(*args)
+        assert proc.proc.stdout is not None
+        data = proc.proc.stdout.read(limit)
+        if len(data) < limit:
+            proc.finish()
+        else:
+            proc.stop()
+        return data
+
     def start(self, *args: str) -> Started:
         """Start ``git ARGS`` and return at once (``finish`` collects it): a fetch runs
         while the checkout's own changes are committed."""

@@ -75,6 +75,48 @@ def read_facts(git: Git, root: Path) -> Facts:
                  ref[len("refs/heads/"):])
 
 
+# A section header of git's config naming a remote: [remote "NAME"] (the subsection is
+# quoted, with \" and \\ escaped; the section name is case-insensitive).
+_REMOTE_SECTION = re.compile(r'\s*\[\s*remote\s+"((?:[^"\\\n]|\\.)*)"\s*\]\s*(?:[#;].*)?',
+                             re.IGNORECASE)
+_SECTION = re.compile(r"\s*\[")
+_URL_LINE = re.compile(r"\s*url\s*=\s*\S", re.IGNORECASE)
+
+
+def _url_in_file(common_dir: Path, name: str) -> bool:
+    """Whether the repository's own config file gives ``remote.NAME.url`` plainly (a
+    ``[remote "NAME"]`` section with a ``url =`` line); False whenever only git can tell."""
+    try:
+        text = (common_dir / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    inside = False
+    for line in text.splitlines():
+        if line.rstrip().endswith("\\"):
+            return False  # a value continued on the next line: git's parser decides
+        if _SECTION.match(line):
+            m = _REMOTE_SECTION.fullmatch(line)
+            inside = m is not None and re.sub(r"\\(.)", r"\1", m.group(1)) == name
+        elif inside and _URL_LINE.match(line):
+            return True
+    return False
+
+
+def remote_defined(git: Git, common_dir: Path, name: str) -> bool:
+    """Whether this clone's git config gives the remote ``name`` a URL. git takes a remote
+    name it does not know for a path or a URL, so a name from atlas.yaml must never reach
+    it unchecked: the shared remote could otherwise point a push at a repository of its
+    own making inside the record, whose hooks git would run. Read from the config file
+    when it says so plainly (no process); otherwise git is asked."""
+    return _url_in_file(common_dir, name) or remote_url(git, name) is not None
+
+
+def remote_url(git: Git, name: str) -> str | None:
+    """``remote.NAME.url`` as git's config gives it (every file git reads); None if unset."""
+    done = git.run("config", "--get", f"remote.{name}.url", ok=(0, 1))
+    return done.text if done.code == 0 and done.text else None
+
+
 def heads(git: Git, common_dir: Path, refs: list[str]) -> dict[str, str]:
     """Each of ``refs`` (branches and remote-tracking refs, never symbolic) that exists,
     with the commit it points to.
@@ -213,6 +255,19 @@ def is_ancestor(git: Git, a: str, b: str) -> bool:
 
 def blob_bytes(git: Git, commit: str, path: str) -> bytes:
     return git.run("cat-file", "blob", f"{commit}:{path}").out
+
+
+def blob_start(git: Git, commit: str, path: str, limit: int) -> bytes:
+    """At most the first ``limit`` bytes of a file of ``commit``: what a remote holds is
+    read only as far as it is needed (its front matter), whatever its size."""
+    return git.head("cat-file", "blob", f"{commit}:{path}", limit=limit)
+
+
+def blob_sizes(git: Git, blobs: list[str]) -> list[int]:
+    """The size of each blob, in bytes (0 for one the object store lacks)."""
+    out = git.run("cat-file", "--batch-check=%(objectsize)",
+                  input="".join(f"{b}\n" for b in blobs).encode()).text
+    return [int(line) if line.isdigit() else 0 for line in out.splitlines()]
 
 
 def tree_of(git: Git, commit: str) -> str:
