@@ -81,7 +81,18 @@ def make_team(root: Path, files: int, auto: bool) -> tuple[Path, Path]:
     git(seed, "push", "-q", "origin", "main")
     clone = root / "clone"
     git(root, "clone", "-q", str(remote), str(clone))
+    accept(clone)
     return remote, clone
+
+
+def accept(clone: Path) -> None:
+    """What the person on each clone does once (`atlas sync accept`); a tree from before
+    there was anything to accept has no such step."""
+    try:
+        from atlas_files.sync import accepted  # noqa: PLC0415
+    except ImportError:
+        return
+    accepted.accept(Record(clone))
 
 
 def noop_sync(root: Path, files: int, rounds: int, env: dict[str, str],
@@ -228,6 +239,7 @@ def simulation(root: Path, clones: int, seconds: float) -> None:
     for i in range(clones):
         path = root / "sim" / f"c{i:02d}"
         git(root, "clone", "-q", str(remote), str(path))
+        accept(path)
         paths.append(path)
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
@@ -279,8 +291,10 @@ def main() -> None:
         home = root / "home"
         home.mkdir()
         (home / "gitconfig").write_text(GITCONFIG)
+        # The bench's own config folder: its clones' sync acceptances stay out of yours.
         os.environ.update({"GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
-                           "GIT_CONFIG_NOSYSTEM": "1"})
+                           "GIT_CONFIG_NOSYSTEM": "1",
+                           "XDG_CONFIG_HOME": str(home / "config")})
         env = clean_env()
         print(f"git {git(root, 'version')}; {os.cpu_count()} CPUs; under {root}")
         with command_server(env) as served:

@@ -383,3 +383,15 @@ def test_atlas_check_flags_a_changed_sync_block(team: tuple[Team, Path]) -> None
     git(alice, "commit", "-qm", "backup")
     code, out, _ = cli(alice, "check", "--json")
     assert not [f for f in json.loads(out)["findings"] if f["code"] == "ATL051"]
+
+
+def test_a_gitignore_from_the_remote_cannot_keep_a_synced_write_here(
+        team: tuple[Team, Path]) -> None:
+    remote, _ = team
+    victim = remote.clone("victim")
+    mallory = remote.clone("mallory", accept=False)
+    (mallory / ".gitignore").write_text("projects/\nleases/\n")
+    push(mallory, "ignore the record")
+    code, _, err = put(victim, "victim", "plan", "still travels\n")
+    assert code == 0 and "not on origin/main yet" not in err, err
+    assert PLAN in git(remote.inspect(), "ls-files")

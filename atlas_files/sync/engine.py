@@ -132,7 +132,9 @@ class Engine:
         if not new:
             return []
         nul = "\0".join(new).encode("utf-8", "surrogateescape")
-        self.git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul)
+        # --force: a .gitignore from the remote cannot keep atlas's own files from travelling.
+        self.git.run("add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul",
+                     input=nul)
         rels = [r for r in (self._rel(p) for p in new) if r is not None]
         message = f"atlas: {what}\n\n" + "\n".join(
             kind(r).describe() if kind(r).history else r for r in rels[:50])
