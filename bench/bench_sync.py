@@ -37,9 +37,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import atlas_argv, clean_env, command_server, interleaved  # noqa: E402
 
 from atlas_files import frontmatter  # noqa: E402
-from atlas_files.api import Worker, core  # noqa: E402
+from atlas_files.api import Worker, core, syncing  # noqa: E402
 from atlas_files.record import Record  # noqa: E402
-from atlas_files.sync import run  # noqa: E402
 from atlas_files.sync.engine import Engine  # noqa: E402
 
 GITCONFIG = "[user]\n\tname = bench\n\temail = bench@example.invalid\n[gc]\n\tauto = 0\n"
@@ -108,7 +107,7 @@ def noop_sync(root: Path, files: int, rounds: int, env: dict[str, str],
         sync_t.append(timed([*atlas, "--record", str(clone), "sync"], clone, env))
         served_t.append(timed([*atlas, "--record", str(clone), "sync"], clone, served))
         start = time.perf_counter()
-        run.sync(worker)  # the library alone: what a long-lived caller pays
+        syncing.sync(worker)  # the library alone: what a long-lived caller pays
         lib_t.append(time.perf_counter() - start)
         fetch_t.append(timed(["git", "fetch", "-q", "origin"], clone, env))
         status_t.append(timed(["git", "status", "--porcelain"], clone, env))
@@ -141,9 +140,9 @@ def put_auto(root: Path, rounds: int, env: dict[str, str], served: dict[str, str
         served_t.append(timed([*atlas, "--record", str(clone), "--as", "bench", "put", "plan",
                                "-f", str(body), "--expect", str(3 * i + 1)], clone, served))
         start = time.perf_counter()
-        # What the library pays: the same synced write, minus the interpreter's start.
-        run.synced_write(worker, "put plan", lambda i=i: core.put(
-            worker, "plan", "library version\n", expect=3 * i + 2))
+        # What the library pays: the same synced write (the API syncs it), minus the
+        # interpreter's start.
+        core.put(worker, "plan", "library version\n", expect=3 * i + 2)
         lib_t.append(time.perf_counter() - start)
         # Untimed: what the three writes above pushed, so that the timed fetch finds
         # what atlas's own fetches find (nothing new) rather than three writes to bring in.
@@ -199,7 +198,8 @@ def version_ms(env: dict[str, str]) -> float:
 
 
 def _writer(clone: str, who: str, seconds: float, start: Any, out: str) -> None:
-    worker = Worker.open(clone, who)
+    # sync=False: the engine's steps are run here, around a put that must not sync again.
+    worker = Worker.open(clone, who, sync=False)
     cfg = worker.record.config.sync
     assert cfg is not None
     retries: list[int] = []

@@ -17,7 +17,6 @@ from gitteam import Team, accept_sync, bare_remote, cli, git, start_team
 
 from atlas_files import config as configmod
 from atlas_files import layout
-from atlas_files.api import Worker
 from atlas_files.errors import BadInput, DamagedFile
 from atlas_files.record import Record
 from atlas_files.sync import git as gitmod
@@ -496,7 +495,7 @@ def kill_sync_mid_move(clone: Path, who: str, monkeypatch: pytest.MonkeyPatch,
     with monkeypatch.context() as m:
         m.setattr(run.Engine, "_move", killed_mid_move)
         with pytest.raises(Killed):
-            run.sync(Worker.open(clone, who))
+            run.sync(Record(clone), who)
 
 
 def test_a_move_cut_short_is_finished_by_the_next_sync(

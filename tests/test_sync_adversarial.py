@@ -102,6 +102,11 @@ class Entry:
     mode: str  # 100644, 100755, 120000 (a symlink: data is its target), 160000
     data: bytes
 
+    def __repr__(self) -> str:  # a falsifying case shows its start, not megabytes
+        data = self.data if len(self.data) <= 200 else \
+            self.data[:200] + f"... ({len(self.data)} bytes)".encode()
+        return f"Entry({'/'.join(self.path)!r}, {self.mode}, {data!r})"
+
 
 @dataclass
 class World:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import gitcmd, leases
-from atlas_files.api import Worker
+from atlas_files.api import Worker, reads, writes
 from atlas_files.leases import ADVISORY, Generation, Lease, Sheet
 from atlas_files.leases.paths import check_glob, is_literal
 
@@ -56,6 +56,7 @@ def _seconds(duration: str | float | None) -> float | None:
     return leases.parse_duration(duration) if isinstance(duration, str) else duration
 
 
+@writes("lease claim", "resource")
 def claim(worker: Worker, resource: str, duration: str | float, why: str,
           paths: Sequence[str] = ()) -> LeaseChange:
     """Claim ``resource``; LeaseHeld (exit 4) if another holds it. Claiming a lease you
@@ -71,6 +72,7 @@ def claim(worker: Worker, resource: str, duration: str | float, why: str,
                                                        besides=holder)))
 
 
+@writes("lease renew", "resource")
 def renew(worker: Worker, resource: str, duration: str | float | None = None,
           generation: int | None = None) -> LeaseChange:
     holder = worker.author
@@ -78,12 +80,14 @@ def renew(worker: Worker, resource: str, duration: str | float | None = None,
                                     duration_s=_seconds(duration), generation=generation))
 
 
+@writes("lease release", "resource")
 def release(worker: Worker, resource: str, generation: int | None = None) -> LeaseChange:
     holder = worker.author
     return LeaseChange(leases.release(worker.record, resource, holder=holder,
                                       generation=generation))
 
 
+@writes("lease break", "resource")
 def break_(worker: Worker, resource: str, why: str, duration: str | float | None = None,
            generation: int | None = None) -> LeaseChange:
     """Take over ``resource`` from a holder that is gone; the break stays in the history."""
@@ -93,6 +97,7 @@ def break_(worker: Worker, resource: str, why: str, duration: str | float | None
                                           generation=generation))
 
 
+@reads
 def ls(worker: Worker, path: str | None = None) -> Sheet:
     """Every lease with its state computed now, GPU telemetry beside it, and the limits;
     with ``path``, only the unexpired leases covering it (see ``covering``)."""
@@ -121,6 +126,7 @@ def _is_folder(path: str, repo: str | os.PathLike[str] | None) -> bool:
     return (root / path).is_dir()
 
 
+@reads
 def show(worker: Worker, resource: str) -> LeaseHistory:
     current, history = leases.show(worker.record, resource)
     return LeaseHistory(current, tuple(history))

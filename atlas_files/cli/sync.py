@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from atlas_files.api import syncing as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.config import describe_sync
@@ -12,9 +13,6 @@ from atlas_files.sync import NOT_TRAVELLING
 from atlas_files.sync.accepted import HINT
 from atlas_files.sync.paths import kind
 from atlas_files.sync.run import Review, SyncReport
-from atlas_files.sync.run import accept as accept_settings
-from atlas_files.sync.run import review as review_settings
-from atlas_files.sync.run import sync as run_sync
 
 SYNC_HELP = f"""Sync the record with its git remote: commit what atlas wrote here, fetch,
 integrate, push.
@@ -88,7 +86,7 @@ def sync(click_ctx: click.Context, as_json: bool) -> None:
         return
     invocation = click_ctx.find_object(Invocation)
     assert invocation is not None  # the top-level group always makes one
-    report = run_sync(invocation.worker)
+    report = api.sync(invocation.worker)
     if report.pending is not None:
         print_warning(f"{report.pending.sentence()}: {HINT}")
     if as_json:
@@ -130,7 +128,7 @@ def accept(ctx: Invocation, yes: bool, as_json: bool) -> None:
     clone's git config does not define cannot be accepted. An agent should leave this to
     the person who runs the clone.
     """
-    seen = review_settings(ctx.worker)
+    seen = api.review(ctx.worker)
     if not seen.needed:
         if as_json:
             emit_json(seen.to_json())
@@ -149,7 +147,7 @@ def accept(ctx: Invocation, yes: bool, as_json: bool) -> None:
             raise BadInput("the sync settings were not accepted; nothing written",
                            hint="run it again and answer y, or pass --yes after reading "
                            "the settings")
-    done = accept_settings(ctx.worker)
+    done = api.accept(ctx.worker)
     if as_json:
         emit_json(done.to_json())
     else:

@@ -1,6 +1,8 @@
 """Many machines: a git remote as the record's transport (`atlas sync`).
 
-A front end over the record, beside the CLI and the MCP server. Every version, entry and
+A mechanism below the API: the API's writes go through :func:`write` and its reads
+through :func:`refresh` (``atlas_files.api.writes`` and ``reads``), so the CLI, the MCP
+server and a library caller all sync alike. Every version, entry and
 lease generation is a new file whose name only a true collision can collide on, so the
 record travels by git without merges of shared files: commit what atlas wrote here,
 fetch, refuse if either side changed published history, keep a local file that collides
@@ -30,7 +32,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from atlas_files.api import Worker
 from atlas_files.config import SyncConfig
 from atlas_files.errors import AtlasError, warn
 from atlas_files.record import Record
@@ -82,28 +83,29 @@ def _say_pending(record: Record, standing: Standing) -> None:
     warn(f"{pending.sentence()}: {HINT}")
 
 
-def write(worker: Worker, what: str, fn: Callable[[], T], sync: bool | None = None) -> T:
-    """``fn()``, synced when ``sync`` is True, or when it is None and the sync settings
-    accepted on this clone say ``auto``. The one switch every front end's writes go
-    through."""
-    cfg = settings(worker.record, sync)
+def write(record: Record, identity: str | None, what: str, fn: Callable[[], T],
+          sync: bool | None = None) -> T:
+    """``fn()`` (a write by ``identity``), synced when ``sync`` is True, or when it is None
+    and the sync settings accepted on this clone say ``auto``. The one switch every API
+    write goes through."""
+    cfg = settings(record, sync)
     if cfg is None:
         return fn()
     # The engine (subprocess and git's output parsing, ~18 ms of imports) loads only for
     # a record that syncs: a write or read of any other record pays nothing for it.
     from atlas_files.sync import run  # noqa: PLC0415 - optional and heavy, see above
 
-    return run.synced_write(worker, what, fn, cfg)
+    return run.synced_write(record, identity, what, fn, cfg)
 
 
-def refresh(worker: Worker) -> None:
+def refresh(record: Record, identity: str | None) -> None:
     """Before a read of a record whose accepted sync settings say ``auto``: sync if the
     last fetch is older than ``fetch_every``. Never fails the read: a problem is a
     warning, and the read shows the record as it is here."""
-    if worker.record.config.sync is None:
+    if record.config.sync is None:
         return
     try:
-        cfg = settings(worker.record)
+        cfg = settings(record)
     except AtlasError as exc:
         warn(f"could not sync before reading ({exc.message}); this shows the record as "
              "of its last sync")
@@ -115,13 +117,13 @@ def refresh(worker: Worker) -> None:
     from atlas_files.sync.errors import Busy  # noqa: PLC0415
     from atlas_files.sync.state import Local  # noqa: PLC0415
 
-    age = Local(worker.record).fetch_age()
+    age = Local(record).fetch_age()
     if age is not None and age < cfg.fetch_every_s:
         return
     from atlas_files.sync import run  # noqa: PLC0415 - optional and heavy, as in write()
 
     try:
-        run.sync(worker, cfg, lock_wait_s=READ_LOCK_WAIT_S)
+        run.sync(record, identity, cfg, lock_wait_s=READ_LOCK_WAIT_S)
     except Busy:
         return  # another sync of this checkout is at it right now
     except AtlasError as exc:

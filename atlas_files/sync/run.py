@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from atlas_files import fsio
-from atlas_files.api import Worker
 from atlas_files.config import SyncConfig, sync_block
 from atlas_files.errors import AtlasError, BadInput, warn
 from atlas_files.record import Record
@@ -78,7 +77,7 @@ def _lost(engine: Engine) -> AtlasError:
                         engine.record.config.default_project)
 
 
-def sync(worker: Worker, cfg: SyncConfig | None = None, *,
+def sync(record: Record, identity: str | None, cfg: SyncConfig | None = None, *,
          lock_wait_s: float = LOCK_WAIT_S) -> SyncReport:
     """Commit what atlas wrote here, fetch, integrate, push, with ``cfg``, else the sync
     settings accepted on this clone (NotAccepted, exit 2, when atlas.yaml holds a block
@@ -86,14 +85,13 @@ def sync(worker: Worker, cfg: SyncConfig | None = None, *,
     history or the remote brings in what a record never holds; VersionConflict (exit 3)
     or LeaseHeld (exit 4) when a local version or lease change lost to the remote's (it is
     kept as a draft); GitFailed (exit 2) when git cannot do its part."""
-    record = worker.record
     reported = cfg is None
     if cfg is None:
         cfg = accepted.standing(record, without_block=True).explicit()
-    engine = Engine(record, cfg, worker.identity)
+    engine = Engine(record, cfg, identity)
     with engine.local.session(lock_wait_s) as died_at:
         engine.start(died_at)
-        engine.commit_and_pull(f"sync ({worker.identity or 'no identity'})")
+        engine.commit_and_pull(f"sync ({identity or 'no identity'})")
         engine.exchange()
         report = _report(engine, None)
     if not reported:
@@ -107,7 +105,8 @@ def sync(worker: Worker, cfg: SyncConfig | None = None, *,
     return report
 
 
-def synced_write(worker: Worker, what: str, fn: Callable[[], T], cfg: SyncConfig) -> T:
+def synced_write(record: Record, identity: str | None, what: str, fn: Callable[[], T],
+                 cfg: SyncConfig) -> T:
     """Run the write ``fn`` (an API call) between a fetch and a push.
 
     Fetches and integrates first, so the stop sign and lease checks judge the remote's
@@ -117,7 +116,7 @@ def synced_write(worker: Worker, what: str, fn: Callable[[], T], cfg: SyncConfig
     VersionConflict is raised (LeaseHeld for a lease change). When the push cannot be
     made at all, the write stands here, a warning says so, and the next sync pushes it.
     """
-    engine = Engine(worker.record, cfg, worker.identity)
+    engine = Engine(record, cfg, identity)
     with engine.local.session(LOCK_WAIT_S) as died_at:
         engine.start(died_at)
         engine.commit_and_pull(f"sync before {what}")
@@ -169,11 +168,10 @@ class Review:
                 "accepted": self.kept_in is not None, "kept_in": self.kept_in}
 
 
-def review(worker: Worker) -> Review:
+def review(record: Record) -> Review:
     """What `atlas sync accept` would accept on this clone. BadInput if the record is not
     in a git work tree, or if the block names a remote this clone's git config does not
     define (a person must never accept a push into a repository made of record files)."""
-    record = worker.record
     mine = sync_block(record.config.sync)
     ever, block = accepted.accepted(record)
     remote = (record.config.sync or SyncConfig()).remote
@@ -189,9 +187,9 @@ def review(worker: Worker) -> Review:
     return Review(os.path.realpath(record.root), mine, block, ever, url)
 
 
-def accept(worker: Worker) -> Review:
+def accept(record: Record) -> Review:
     """Accept atlas.yaml's sync block (or its absence) on this clone, after the checks of
     :func:`review`; returns the review with where the acceptance is kept."""
-    seen = review(worker)
-    path, _ = accepted.accept(worker.record)
+    seen = review(record)
+    path, _ = accepted.accept(record)
     return replace(seen, kept_in=str(path))
