@@ -16,10 +16,10 @@ import pytest
 from gitteam import Team, accept_sync, bare_remote, cli, git, start_team
 
 from atlas_files import config as configmod
+from atlas_files import gitcmd as gitmod
 from atlas_files import layout
 from atlas_files.errors import BadInput, DamagedFile
 from atlas_files.record import Record
-from atlas_files.sync import git as gitmod
 from atlas_files.sync import repo, run
 
 # Git reads no user or system config here, and no ATLAS_* variable leaks in.

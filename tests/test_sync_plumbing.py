@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from gitteam import Team, cli, git
 
-from atlas_files.sync import git as gitmod
+from atlas_files import gitcmd as gitmod
 from atlas_files.sync import gitdir, repo
 
 pytestmark = pytest.mark.usefixtures("isolated_git")

@@ -17,8 +17,6 @@ accepts it (`atlas sync accept`), and a reviewer should see it first.
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,10 +25,10 @@ import yaml
 
 from atlas_files import layout
 from atlas_files.check.findings import Report
-from atlas_files.check.sources import git
 from atlas_files.check.staged import Change
 from atlas_files.config import from_mapping, sync_block, sync_differences
 from atlas_files.fsio import read_nofollow
+from atlas_files.gitcmd import GitFailed, blob, toplevel
 from atlas_files.telemetry.trust import shown
 
 CODE = "ATL050"
@@ -126,13 +124,6 @@ def report_changes(report: Report, path: Path, old: bytes | None, new: bytes,
         report.add(path, _line_of(new, name), CODE, message)
 
 
-def _blob(repo: Path, spec: str) -> bytes | None:
-    try:
-        return git(["cat-file", "blob", spec], repo)
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return None
-
-
 def check_staged(report: Report, repo: Path, changes: Sequence[Change],
                  given: Sequence[Path], explicit: Path | None) -> None:
     """Each atlas.yaml the commit adds or changes, its ``machines`` against HEAD's."""
@@ -145,9 +136,9 @@ def check_staged(report: Report, repo: Path, changes: Sequence[Change],
             continue
         if explicit is not None and path.parent != explicit:
             continue
-        new = _blob(repo, change.blob)
+        new = blob(repo, change.blob)
         if new is not None:
-            old = _blob(repo, f"HEAD:{change.old or change.path}")
+            old = blob(repo, f"HEAD:{change.old or change.path}")
             report_changes(report, path, old, new, "this commit")
 
 
@@ -158,16 +149,15 @@ def check_worktree(report: Report, root: Path, wanted: Sequence[Path] = ()) -> N
     if wanted and not any(p in (root, path) for p in wanted):
         return
     try:
-        top = git(["rev-parse", "--show-toplevel"], root)
-    except (subprocess.CalledProcessError, FileNotFoundError):
+        repo = toplevel(root)
+    except GitFailed:
         return
-    repo = Path(os.fsdecode(top.strip())).resolve()
     try:
         rel = path.resolve().relative_to(repo).as_posix()
         new = read_nofollow(path)
     except (ValueError, OSError):
         return
-    old = _blob(repo, f"HEAD:{rel}")
-    if old is None and _blob(repo, f":{rel}") is None:
+    old = blob(repo, f"HEAD:{rel}")
+    if old is None and blob(repo, f":{rel}") is None:
         return  # neither committed nor staged: an untracked record
     report_changes(report, path, old, new, "since the last commit, atlas.yaml")

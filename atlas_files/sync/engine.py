@@ -18,16 +18,16 @@ from typing import Any
 from atlas_files.config import CONFIG_NAME, SyncConfig, from_mapping
 from atlas_files.errors import AtlasError, BadInput
 from atlas_files.frontmatter import YamlError, load_yaml
-from atlas_files.record import Record
-from atlas_files.sync import accepted, drafts, gitdir, incoming, repo
-from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused, UnsafeContent
-from atlas_files.sync.git import (
+from atlas_files.gitcmd import (
     NETWORK_TIMEOUT_S,
     Git,
     Started,
     check_version,
     failed,
 )
+from atlas_files.record import Record
+from atlas_files.sync import accepted, drafts, gitdir, incoming, repo
+from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused, UnsafeContent
 from atlas_files.sync.paths import kind, listing
 from atlas_files.sync.rebuild import rebuild
 from atlas_files.sync.recovery import finish_move

@@ -7,13 +7,9 @@ race and is kept as a draft) and LeaseHeld (exit 4: a lease change lost the race
 from __future__ import annotations
 
 from atlas_files.errors import AtlasError
+from atlas_files.gitcmd import GitFailed
 
-
-class GitFailed(AtlasError):
-    """git refused or could not reach the remote (network, credentials, a damaged
-    repository): an environment problem, not a bug and not a lost race."""
-
-    exit_code = 2
+__all__ = ["Busy", "GitFailed", "NotPushed", "SyncRefused", "UnsafeContent"]
 
 
 class SyncRefused(AtlasError):

@@ -22,9 +22,9 @@ import re
 from collections.abc import Callable
 
 from atlas_files import layout
+from atlas_files.gitcmd import Git
 from atlas_files.sync import repo
 from atlas_files.sync.errors import UnsafeContent
-from atlas_files.sync.git import Git
 from atlas_files.sync.paths import CONFIG_FILES, listing
 
 # Modes git records for a plain file; a symbolic link is 120000, a submodule 160000.

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from atlas_files.errors import BadInput
+from atlas_files.gitcmd import Git, split_z
 from atlas_files.sync import gitdir
-from atlas_files.sync.git import Git, split_z
 
 ZERO = "0" * 40
 # New untracked folders named on ls-files' command line, in bytes, at most.

@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 from atlas_files import fsio
 from atlas_files.config import SyncConfig, sync_block
 from atlas_files.errors import AtlasError, BadInput, warn
+from atlas_files.gitcmd import Git
 from atlas_files.record import Record
 from atlas_files.sync import accepted, drafts, repo
 from atlas_files.sync.engine import Engine
 from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused
-from atlas_files.sync.git import Git
 
 __all__ = ["LOCK_WAIT_S", "GitFailed", "NotPushed", "Review", "SyncRefused", "SyncReport",
            "accept", "review", "sync", "synced_write"]
