@@ -15,7 +15,7 @@ import pytest
 from gitteam import Team, cli, git
 
 from atlas_files import gitcmd as gitmod
-from atlas_files.sync import gitdir, repo
+from atlas_files.sync import repo
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -153,7 +153,7 @@ def test_where_git_keeps_a_record_is_read_from_its_files_as_git_finds_it(
     link.symlink_to(alice)
     git(alice, "worktree", "add", "-q", str(alice.parent / "wt"), "-b", "side")
     for path in (alice, link, alice.parent / "wt"):
-        assert gitdir.find(path) == _by_git(path)
+        assert gitmod.from_files(path) == _by_git(path)
         facts = repo.read_facts(gitmod.Git(path), path)
         assert (facts.top, facts.git_dir, facts.common_dir, facts.prefix) == \
             (*_by_git(path), "")
@@ -169,21 +169,21 @@ def test_layouts_only_git_can_judge_are_asked_of_git(team: tuple[Team, Path],
     git(alice.parent, "init", "-q", "-b", "main", str(code))
     (code / "docs" / "record").mkdir(parents=True)
     record = code / "docs" / "record"
-    assert gitdir.find(record) is None
+    assert gitmod.from_files(record) is None
     facts = repo.read_facts(gitmod.Git(record), record)
     assert (facts.top, facts.prefix) == (code.resolve(), "docs/record/")
     # A variable or a config that moves the work tree.
     monkeypatch.setenv("GIT_DIR", str(alice / ".git"))
-    assert gitdir.find(alice) is None
+    assert gitmod.from_files(alice) is None
     monkeypatch.delenv("GIT_DIR")
-    assert gitdir.find(alice) is not None
+    assert gitmod.from_files(alice) is not None
     git(alice, "config", "core.worktree", str(alice))
-    assert gitdir.find(alice) is None
+    assert gitmod.from_files(alice) is None
     assert repo.read_facts(gitmod.Git(alice), alice).top == alice.resolve()
     # A `.git` that is no repository: git looks further up, so it is asked.
     stray = code / "stray"
     (stray / ".git").mkdir(parents=True)
-    assert gitdir.find(stray) is None
+    assert gitmod.from_files(stray) is None
     assert repo.read_facts(gitmod.Git(stray), stray).prefix == "stray/"
 
 

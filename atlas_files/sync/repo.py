@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from atlas_files import gitcmd
 from atlas_files.errors import BadInput
-from atlas_files.gitcmd import Git, split_z
-from atlas_files.sync import gitdir
+from atlas_files.gitcmd import Git, NotARepository, split_z
 
 ZERO = "0" * 40
 # New untracked folders named on ls-files' command line, in bytes, at most.
@@ -33,26 +33,16 @@ class Facts(NamedTuple):
         return git_path[len(self.prefix):] if git_path.startswith(self.prefix) else None
 
 
-def _ask_git(git: Git, root: Path) -> tuple[str, str, str, str]:
-    done = git.run("rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
-                   "--git-common-dir", "--show-prefix", ok=(0, 128))
-    if done.code != 0:
+def read_facts(git: Git, root: Path) -> Facts:
+    try:
+        where = gitcmd.locate(root, git)
+    except NotARepository:
         raise BadInput(
             f"the record at {root} is not in a git work tree, so it cannot sync",
             hint="give the record its own repository (`git init` in it, then `git remote add "
             "origin URL`), or check out a dedicated branch as a worktree; see docs/sync.md",
-        )
-    lines = done.out.decode("utf-8", "surrogateescape").split("\n")
-    top, git_dir, common_dir, prefix = (lines + ["", "", "", ""])[:4]
-    return top, git_dir, common_dir, prefix
-
-
-def read_facts(git: Git, root: Path) -> Facts:
-    found = gitdir.find(root)
-    if found is not None:
-        top, git_dir, common_dir, prefix = (*map(str, found), "")
-    else:
-        top, git_dir, common_dir, prefix = _ask_git(git, root)
+        ) from None
+    top, git_dir, common_dir, prefix = where
     # HEAD read as git writes it (`ref: refs/heads/NAME`, or a bare commit id when
     # detached): one process fewer than asking git. The reftable format keeps a dummy
     # HEAD file, so there git is asked.
