@@ -219,7 +219,19 @@ def test_a_synced_write_asks_git_for_nothing_it_knows(
     pushed = git(alice, "ls-tree", "-r", "--name-only", "origin/main").splitlines()
     assert "projects/main/artifacts/plan/plan.v0001.md" in pushed
     assert git(alice, "status", "--porcelain") == ""  # nothing of the write left behind
+    # 28 loose objects in the folder git samples: over gc.auto's 6700 / 256, but this
+    # team's config turns auto gc off (gc.auto 0), and atlas asks git for it.
     _loose_in_17(alice, 28)
     trace.write_text("")
     assert put(alice, "alice", "plan", "two\n")[0] == 0
-    assert "maintenance run --auto" in trace.read_text()  # git decides what to tidy
+    assert "maintenance run --auto" not in trace.read_text()
+    for gc_auto, runs in (("6700", True), ("8000", False), ("0", False), ("512", True)):
+        git(alice, "config", "gc.auto", gc_auto)
+        trace.write_text("")
+        assert put(alice, "alice", f"t-{gc_auto}", "x\n")[0] == 0
+        said = trace.read_text()
+        assert ("maintenance run --auto" in said) == runs, gc_auto  # git decides the rest
+        assert ("config --int --get gc.auto" in said) is True  # asked after each change
+    trace.write_text("")
+    assert put(alice, "alice", "t-again", "x\n")[0] == 0
+    assert "gc.auto" not in trace.read_text()  # the same config: the answer kept

@@ -146,7 +146,9 @@ class Engine:
                             "-m", message, "--pathspec-from-file=-", "--pathspec-file-nul",
                             input=nul)
         self._refresh()
-        if gitdir.loose_objects_due(self.facts.common_dir):
+        threshold = gitdir.gc_auto(self.git, self.facts.common_dir, self.facts.git_dir,
+                                   self.local.folder / "gc-auto")
+        if gitdir.loose_objects_due(self.facts.common_dir, threshold):
             self._tidy()
         return rels
 

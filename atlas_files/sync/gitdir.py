@@ -1,22 +1,85 @@
 """Whether git's automatic tidying could find work, read from git's own files: the same
 sample git's own test takes, so a synced write runs no `git maintenance run --auto` child
 (about 3 ms) after a commit that leaves nothing to tidy.
+
+git's test: more than gc.auto / 256 loose objects in the one folder objects/17, taken as a
+sample of all 256 (gc.auto 0 turns it off). gc.auto is git's to say: it is asked once
+(`git config --get gc.auto`), and the answer kept in the checkout's sync folder for as
+long as every config file git reads is the same file, unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from pathlib import Path
 
-# git's own test for too many loose objects: more than gc.auto / 256 (6700 by default) in
-# the one folder objects/17, taken as a sample of all 256.
+from atlas_files.gitcmd import Git
+
 _LOOSE_SAMPLE = "17"
-_LOOSE_DUE = (6700 + 255) // 256
+# What git uses when gc.auto is not set.
+GC_AUTO_DEFAULT = 6700
+# Variables that add config, or move the files git reads it from.
+_CONFIG_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+                     "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "HOME",
+                     "XDG_CONFIG_HOME", "GIT_DIR", "GIT_COMMON_DIR")
 
 
-def loose_objects_due(common_dir: Path) -> bool:
-    """Whether git's automatic gc (at its default threshold) could find work among the
+def _config_files(common_dir: Path, git_dir: Path) -> list[str]:
+    """The files git reads its config from here, as git finds them."""
+    env = os.environ
+    files = [str(common_dir / "config"), str(git_dir / "config.worktree")]
+    if "GIT_CONFIG_GLOBAL" in env:
+        files.append(env["GIT_CONFIG_GLOBAL"])
+    else:
+        home = env.get("HOME", "")
+        xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+        files += [os.path.join(xdg, "git", "config")] if xdg else []
+        files += [os.path.join(home, ".gitconfig")] if home else []
+    if not env.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(env.get("GIT_CONFIG_SYSTEM", "/etc/gitconfig"))
+    return files
+
+
+def _key(common_dir: Path, git_dir: Path) -> str | None:
+    """What the answer depends on: each config file's identity and age, and the variables;
+    None when a file includes others (their changes would not show here)."""
+    seen = []
+    for path in _config_files(common_dir, git_dir):
+        try:
+            st = os.stat(path)
+            with open(path, "rb") as fh:
+                if b"include" in fh.read(1 << 20).lower():
+                    return None
+        except OSError:
+            continue
+        seen.append([path, st.st_ino, st.st_mtime_ns, st.st_size])
+    return json.dumps([seen, [os.environ.get(v) for v in _CONFIG_VARIABLES]])
+
+
+def gc_auto(git: Git, common_dir: Path, git_dir: Path, cache: Path) -> int:
+    """git's gc.auto for this checkout (its default when unset)."""
+    key = _key(common_dir, git_dir)
+    if key is not None:
+        with contextlib.suppress(OSError, ValueError):
+            kept_key, _, kept = cache.read_text().rpartition("\t")
+            if kept_key == key:
+                return int(kept)
+    done = git.run("config", "--int", "--get", "gc.auto", ok=(0, 1))
+    value = int(done.text) if done.code == 0 and done.text.lstrip("-").isdigit() \
+        else GC_AUTO_DEFAULT
+    if key is not None:
+        with contextlib.suppress(OSError):
+            cache.write_text(f"{key}\t{value}")
+    return value
+
+
+def loose_objects_due(common_dir: Path, gc_auto: int) -> bool:
+    """Whether git's automatic gc (at threshold ``gc_auto``) could find work among the
     loose objects; True when the folder cannot be read, so that git is asked."""
+    if gc_auto <= 0:
+        return False
     try:
         with os.scandir(os.path.join(common_dir, "objects", _LOOSE_SAMPLE)) as entries:
             loose = sum(1 for e in entries if len(e.name) >= 38)
@@ -24,4 +87,4 @@ def loose_objects_due(common_dir: Path) -> bool:
         return False
     except OSError:
         return True
-    return loose > _LOOSE_DUE
+    return loose > (gc_auto + 255) // 256
