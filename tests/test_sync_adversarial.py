@@ -489,6 +489,7 @@ class Arena:
         self.world = World(self.marker, self.outside, self.victim, self.canary.port)
         self.cases = 0
         self.sync_exits: dict[int, int] = {}
+        self.peak = (0, 0.0)  # the largest resident memory and the longest run seen
 
     def reset(self) -> None:
         served = self.tmp / "served" / "remote.git"
@@ -528,6 +529,8 @@ class Arena:
             runs.append(watched(["--as", "victim", *argv], self.victim, self.env,
                                 logs / f"run{i}"))
         self.sync_exits[runs[0].code] = self.sync_exits.get(runs[0].code, 0) + 1
+        self.peak = (max([self.peak[0], *(r.maxrss for r in runs)]),
+                     max([self.peak[1], *(r.seconds for r in runs)]))
         for run in runs:
             note(f"{run.argv[2:4]}: exit {run.code}, {run.maxrss >> 20} MiB, "
                  f"{run.seconds:.1f} s: {run.stderr[-300:]}")
@@ -552,7 +555,8 @@ def arena(team: tuple[Team, Path], tmp_path: Path) -> Iterator[Arena]:
     made.canary.close()
     # The bounds of this run, for the report: how many cases, how long each command took.
     print(f"\nadversarial sync: {made.cases} cases; the first sync's exit codes: "
-          f"{dict(sorted(made.sync_exits.items()))}")
+          f"{dict(sorted(made.sync_exits.items()))}; peak {made.peak[0] >> 20} MiB, longest "
+          f"command {made.peak[1]:.1f} s")
 
 
 SLOW = settings(deadline=None, database=None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -205,8 +206,8 @@ def test_the_acceptance_is_the_persons_own(team: tuple[Team, Path],
     assert store.is_file() and not str(store).startswith(str(bob))
     other_home = tmp_path / "other-home"
     env = {**os.environ, "HOME": str(other_home), "XDG_CONFIG_HOME": str(other_home / "c")}
-    done = subprocess.run(["atlas", "--record", str(bob), "sync"], env=env,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, "-m", "atlas_files", "--record", str(bob), "sync"],
+                          env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "has not been accepted" in done.stderr
     store.chmod(0o666)
     code, _, err = cli(bob, "sync")
