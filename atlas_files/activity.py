@@ -90,11 +90,10 @@ def recent(repo: Path, since: datetime, *, touching: Callable[[str], bool] | Non
     all of them."""
     cutoff = int(since.timestamp())
     spec = ["--", *(f":(literal){p}" for p in paths)] if paths else []
-    out = gitcmd.run([
+    out = gitcmd.Git(repo, read_only=True).run(
         "log", "--exclude=refs/stash", "--exclude=refs/notes/*", "--all",
         f"--max-age={cutoff}", "--source", "--name-only", "--no-renames", "-z",
-        "--no-color", "--no-show-signature", f"--format={_FORMAT}", *spec,
-    ], repo)
+        "--no-color", "--no-show-signature", f"--format={_FORMAT}", *spec).out
     headers = [(int(p[1]), p) for p in _headers(out)]
     headers = [h for h in headers if h[0] >= cutoff]
     headers.sort(key=lambda h: h[0], reverse=True)  # stable: git's order on ties

@@ -84,6 +84,70 @@ class GuardConfig(NamedTuple):
     news_limit: int = DEFAULT_NEWS_LIMIT
 
 
+def sync_block(cfg: SyncConfig | None) -> dict[str, Any] | None:
+    """``sync:`` as a plain mapping of what it means (None: no block): what a clone
+    accepts, compares and shows. Two spellings of one setting (``30s``, ``0.5m``) are the
+    same block."""
+    if cfg is None:
+        return None
+    return {"remote": cfg.remote, "branch": cfg.branch, "auto": cfg.auto,
+            "fetch_every_s": cfg.fetch_every_s}
+
+
+def sync_from_block(block: Mapping[str, Any] | None) -> SyncConfig | None:
+    """The settings of a mapping made by ``sync_block`` (None for None); DamagedFile for
+    anything else, since such a mapping is kept outside the record and read back."""
+    if block is None:
+        return None
+    remote, branch, auto = block.get("remote"), block.get("branch"), block.get("auto")
+    every = block.get("fetch_every_s")
+    if not (isinstance(remote, str) and (branch is None or isinstance(branch, str))
+            and isinstance(auto, bool) and isinstance(every, int | float)
+            and not isinstance(every, bool)):
+        raise DamagedFile(f"accepted sync settings {quote(dict(block))} are not ones atlas "
+                          "wrote")
+    return SyncConfig(_git_name({"remote": remote}, "remote") or DEFAULT_SYNC_REMOTE,
+                      _git_name({"branch": branch}, "branch"), auto, float(every))
+
+
+def describe_sync(block: Mapping[str, Any] | None) -> str:
+    """One line a person can review: what syncing with these settings does."""
+    if block is None:
+        return ("no sync: block (`atlas sync` uses the remote origin and the branch checked "
+                "out; no write syncs by itself)")
+    branch = block.get("branch") or "the branch checked out"
+    auto = ("auto: every write fetches first and pushes after, and reads fetch when the last "
+            f"fetch is over {timeutil.format_duration(block.get('fetch_every_s') or 0)} old"
+            if block.get("auto") else "auto off: only `atlas sync` and --sync writes sync")
+    return f"remote {block.get('remote')}, branch {branch}, {auto}"
+
+
+def sync_differences(before: Mapping[str, Any] | None,
+                     after: Mapping[str, Any] | None) -> list[str]:
+    """What changes from one sync block to another, a phrase per setting."""
+    if before == after:
+        return []
+    if before is None:
+        return [f"a sync: block is added ({describe_sync(after)})"]
+    if after is None:
+        return ["the sync: block is removed"]
+    said = []
+    for key, word in (("remote", "remote"), ("branch", "branch"), ("auto", "auto"),
+                      ("fetch_every_s", "fetch_every")):
+        old, new = before.get(key), after.get(key)
+        if old != new:
+            if key == "fetch_every_s":
+                old = timeutil.format_duration(old or 0)
+                new = timeutil.format_duration(new or 0)
+            elif key == "branch":
+                old, new = old or "(the branch checked out)", new or "(the branch checked out)"
+            elif key == "auto":
+                old, new = "on" if old else "off", "on" if new else "off"
+            said.append(f"{word} {quote(old)} -> {quote(new)}" if key in ("remote", "branch")
+                        else f"{word} {old} -> {new}")
+    return said
+
+
 class Config(NamedTuple):
     projects: tuple[str, ...]
     default_project: str

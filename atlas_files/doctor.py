@@ -8,7 +8,7 @@ server's folder. Each line says ok, degraded or unsafe, and what it means for wh
 guarantee; the report is ok when nothing is unsafe.
 
 A front end, beside the CLI: it looks at the command server's folder (server/) and at
-git the way sync runs it (sync/), which the API layer below may not import.
+git through the one runner every git command atlas starts goes through (gitcmd.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from atlas_files.errors import AtlasError, BrokenInstall, NotFound
 from atlas_files.record import Record
 from atlas_files.server import wire
 from atlas_files.sitegen import engines
-from atlas_files.sync import git as syncgit
 from atlas_files.timeutil import parse_duration
 from atlas_files.volume import DEGRADED, OK, UNSAFE, Check
 
@@ -93,10 +92,10 @@ def git_check(record: Record | None) -> Check:
     affects = ("`atlas sync` (this record travels by git)" if syncs else
                "`atlas sync`, `atlas activity` and the commit guard, where used")
     try:
-        major, minor = syncgit.check_version()
+        major, minor = gitcmd.check_version()
     except AtlasError as exc:
         return Check("git", UNSAFE if syncs else DEGRADED, exc.message, affects)
-    return Check("git", OK, f"git {major}.{minor} ({syncgit.executable()}): new enough for "
+    return Check("git", OK, f"git {major}.{minor} ({gitcmd.executable()}): new enough for "
                  "sync", affects)
 
 

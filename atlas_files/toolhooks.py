@@ -249,12 +249,11 @@ def _person(verdict: Any) -> str:
 def refresh(record: Any, identity: str | None) -> None:
     """Before the guard reads a record that syncs: the remote's latest first, at most once
     per ``fetch_every`` (the sync switch loads nothing for a record that does not sync)."""
-    if record.config.sync is None or not record.config.sync.auto:
+    if record.config.sync is None:
         return
     from atlas_files import sync as syncswitch  # noqa: PLC0415
-    from atlas_files.api import Worker  # noqa: PLC0415
 
-    syncswitch.refresh(Worker(record, identity))
+    syncswitch.refresh(record, identity)  # acts only on accepted settings that say auto
 
 
 def guard_hook(harness: str, record_path: str | None, identity: str | None,

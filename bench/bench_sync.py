@@ -37,9 +37,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _common import atlas_argv, clean_env, command_server, interleaved  # noqa: E402
 
 from atlas_files import frontmatter  # noqa: E402
-from atlas_files.api import Worker, core  # noqa: E402
+from atlas_files.api import Worker, core, syncing  # noqa: E402
 from atlas_files.record import Record  # noqa: E402
-from atlas_files.sync import run  # noqa: E402
 from atlas_files.sync.engine import Engine  # noqa: E402
 
 GITCONFIG = "[user]\n\tname = bench\n\temail = bench@example.invalid\n[gc]\n\tauto = 0\n"
@@ -81,7 +80,18 @@ def make_team(root: Path, files: int, auto: bool) -> tuple[Path, Path]:
     git(seed, "push", "-q", "origin", "main")
     clone = root / "clone"
     git(root, "clone", "-q", str(remote), str(clone))
+    accept(clone)
     return remote, clone
+
+
+def accept(clone: Path) -> None:
+    """What the person on each clone does once (`atlas sync accept`); a tree from before
+    there was anything to accept has no such step."""
+    try:
+        from atlas_files.sync import accepted  # noqa: PLC0415
+    except ImportError:
+        return
+    accepted.accept(Record(clone))
 
 
 def noop_sync(root: Path, files: int, rounds: int, env: dict[str, str],
@@ -97,7 +107,7 @@ def noop_sync(root: Path, files: int, rounds: int, env: dict[str, str],
         sync_t.append(timed([*atlas, "--record", str(clone), "sync"], clone, env))
         served_t.append(timed([*atlas, "--record", str(clone), "sync"], clone, served))
         start = time.perf_counter()
-        run.sync(worker)  # the library alone: what a long-lived caller pays
+        syncing.sync(worker)  # the library alone: what a long-lived caller pays
         lib_t.append(time.perf_counter() - start)
         fetch_t.append(timed(["git", "fetch", "-q", "origin"], clone, env))
         status_t.append(timed(["git", "status", "--porcelain"], clone, env))
@@ -130,9 +140,9 @@ def put_auto(root: Path, rounds: int, env: dict[str, str], served: dict[str, str
         served_t.append(timed([*atlas, "--record", str(clone), "--as", "bench", "put", "plan",
                                "-f", str(body), "--expect", str(3 * i + 1)], clone, served))
         start = time.perf_counter()
-        # What the library pays: the same synced write, minus the interpreter's start.
-        run.synced_write(worker, "put plan", lambda i=i: core.put(
-            worker, "plan", "library version\n", expect=3 * i + 2))
+        # What the library pays: the same synced write (the API syncs it), minus the
+        # interpreter's start.
+        core.put(worker, "plan", "library version\n", expect=3 * i + 2)
         lib_t.append(time.perf_counter() - start)
         # Untimed: what the three writes above pushed, so that the timed fetch finds
         # what atlas's own fetches find (nothing new) rather than three writes to bring in.
@@ -188,7 +198,8 @@ def version_ms(env: dict[str, str]) -> float:
 
 
 def _writer(clone: str, who: str, seconds: float, start: Any, out: str) -> None:
-    worker = Worker.open(clone, who)
+    # sync=False: the engine's steps are run here, around a put that must not sync again.
+    worker = Worker.open(clone, who, sync=False)
     cfg = worker.record.config.sync
     assert cfg is not None
     retries: list[int] = []
@@ -228,6 +239,7 @@ def simulation(root: Path, clones: int, seconds: float) -> None:
     for i in range(clones):
         path = root / "sim" / f"c{i:02d}"
         git(root, "clone", "-q", str(remote), str(path))
+        accept(path)
         paths.append(path)
     ctx = multiprocessing.get_context("fork")
     start = ctx.Event()
@@ -279,8 +291,10 @@ def main() -> None:
         home = root / "home"
         home.mkdir()
         (home / "gitconfig").write_text(GITCONFIG)
+        # The bench's own config folder: its clones' sync acceptances stay out of yours.
         os.environ.update({"GIT_CONFIG_GLOBAL": str(home / "gitconfig"),
-                           "GIT_CONFIG_NOSYSTEM": "1"})
+                           "GIT_CONFIG_NOSYSTEM": "1",
+                           "XDG_CONFIG_HOME": str(home / "config")})
         env = clean_env()
         print(f"git {git(root, 'version')}; {os.cpu_count()} CPUs; under {root}")
         with command_server(env) as served:

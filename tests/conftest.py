@@ -79,12 +79,12 @@ def _files_named(config: pytest.Config) -> int | None:
 # worker (pyproject's --dist loadscope), so these go out first: one of them handed out
 # last would keep the run going long after the other workers ran out of work. A module
 # missing here only costs time, never a result.
-LONG_FIRST = ("test_mcp_inspector", "test_mcp_http_hostile", "test_site_browser",
-              "test_hooks", "test_sync_race", "test_race", "test_mcp_oauth_bounds",
-              "test_mcp_limits", "test_local_users_fuzz",
+LONG_FIRST = ("test_sync_adversarial", "test_mcp_inspector", "test_mcp_http_hostile",
+              "test_site_browser", "test_hooks", "test_sync_race", "test_race",
+              "test_mcp_oauth_bounds", "test_mcp_limits", "test_local_users_fuzz",
               "test_site_build", "test_mcp_http", "test_hostile_record", "test_search_race",
               "test_mcp_oauth_browser", "test_hardening_site", "test_telemetry_probe",
-              "test_sync", "test_dfs", "test_lease_clock")
+              "test_sync", "test_sync_trust", "test_api_sync", "test_dfs", "test_lease_clock")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -39,7 +39,7 @@ def isolate_git(home: Path) -> dict[str, str]:
     config = home / "gitconfig"
     config.write_text(GITCONFIG)
     return {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1",
-            "HOME": str(home)}
+            "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
 
 
 def git(cwd: Path, *args: str, check: bool = True) -> str:
@@ -71,9 +71,13 @@ class Team:
         self.root = root
         self.url = url
 
-    def clone(self, name: str) -> Path:
+    def clone(self, name: str, *, accept: bool = True) -> Path:
+        """A clone of the remote; ``accept``: its person accepts the record's sync
+        settings, as each member of a team does once (`atlas sync accept`)."""
         path = self.root / name
         git(self.root, "clone", "-q", self.url, str(path))
+        if accept:
+            accept_sync(path)
         return path
 
     def remote_head(self) -> str:
@@ -87,6 +91,12 @@ class Team:
         return path
 
 
+def accept_sync(root: Path) -> None:
+    """`atlas sync accept --yes` in the record at ``root``."""
+    code, _, err = cli(root, "sync", "accept", "--yes")
+    assert code == 0, err
+
+
 def bare_remote(where: Path) -> Path:
     where.mkdir(parents=True, exist_ok=True)
     git(where, "init", "-q", "--bare", "-b", "main", "remote.git")
@@ -97,11 +107,12 @@ def start_team(root: Path, url: str, *, auto: bool = True, fetch_every: str = "0
                projects: tuple[str, ...] = ("main",)) -> tuple[Team, Path]:
     """A team whose first clone made the record and pushed it; returns (team, that clone)."""
     team = Team(root, url)
-    first = team.clone("first")
+    first = team.clone("first", accept=False)
     record = Record.init(first, list(projects))
     sync_cfg: dict[str, Any] = {"remote": "origin", "branch": "main", "auto": auto,
                                 "fetch_every": fetch_every}
     record.update_config(lambda data: {**data, "sync": sync_cfg})
+    accept_sync(first)
     code, out, err = cli(first, "sync")
     assert code == 0, err
     return team, first

@@ -197,3 +197,10 @@ def test_the_root_is_found_from_anywhere_in_the_working_tree(repo: GitRepo,
     assert gitcmd.toplevel(worktree / "src") == gitcmd.toplevel(worktree) == worktree
     with pytest.raises(gitcmd.NotARepository):
         gitcmd.toplevel(tmp_path)
+    # A `.git` folder that is no repository is not a root: git looks further up.
+    (repo.path / "src" / ".git").mkdir()
+    assert gitcmd.toplevel(repo.path / "src") == repo.path
+    bare = tmp_path / "bare.git"
+    repo.git("init", "-q", "--bare", str(bare))
+    with pytest.raises(gitcmd.NotARepository, match="bare repository"):
+        gitcmd.toplevel(bare)

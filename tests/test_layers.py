@@ -14,19 +14,20 @@ from atlas_files.cli.app import COMMANDS, load_command
 PACKAGE = Path(atlas_files.__file__).parent
 
 # Which layer each module belongs to; a module may import its own layer or those below.
-# Front ends (cli, mcp, sync) > api > mechanisms > storage > facts.
+# Front ends (cli, mcp, server) > api > mechanisms > storage > facts. Sync is a mechanism:
+# the API's writes and reads go through it, whichever front end calls them.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("facts", ("layout", "errors", "names", "timeutil", "text", "guide", "privatepath",
                "frames")),
     ("storage", ("fsio", "bodies", "jsonfile", "frontmatter", "yamlcache", "usercache",
                  "config", "documents", "entries", "record", "schemas", "receipts",
-                 "volclock")),
+                 "volclock", "ownfiles")),
     ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
                     "decisions", "leases",
                     "telemetry", "check", "sitegen", "search", "sessions", "activity",
-                    "gitcmd", "volume", "gitrefs", "pathleases")),
+                    "gitcmd", "sync", "volume", "gitrefs", "pathleases")),
     ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "sync", "server", "__main__", "launch", "hookio",
+    ("front ends", ("cli", "mcp", "server", "__main__", "launch", "hookio",
                     "doctor", "toolhooks")),
 ]
 

@@ -36,3 +36,20 @@ def test_an_mcp_put_fetches_first_so_a_stale_expect_is_the_stop_sign(
     assert "bob" in text(result)
     assert sorted(p.name for p in (alice / "projects/main/artifacts/plan").iterdir()
                   if not p.name.startswith(".")) == ["plan.v0001.md"]
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("get", {"name": "plan"}), ("feed", {}), ("search", {"query": "heron"}), ("begin", {})])
+def test_an_mcp_read_fetches_first(team: tuple[Team, Path], tmp_path: Path, tool: str,
+                                   args: dict[str, str]) -> None:
+    """The reads of a chat session see the remote's latest, as the CLI's do."""
+    remote, alice = team
+    bob = remote.clone("bob")
+    body = tmp_path / "bob.txt"
+    body.write_text("the heron nests upstream\n")
+    assert cli(bob, "put", "plan", "-f", str(body), identity="bob")[0] == 0
+    result = call(alice, tool, args)
+    assert not result.is_error, text(result)
+    assert git(alice, "rev-parse", "refs/remotes/origin/main") == remote.remote_head()
+    if tool != "begin":
+        assert "heron" in text(result) or "plan" in text(result)

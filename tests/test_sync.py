@@ -13,14 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gitteam import Team, bare_remote, cli, git, start_team
+from gitteam import Team, accept_sync, bare_remote, cli, git, start_team
 
 from atlas_files import config as configmod
+from atlas_files import gitcmd as gitmod
 from atlas_files import layout
-from atlas_files.api import Worker
 from atlas_files.errors import BadInput, DamagedFile
 from atlas_files.record import Record
-from atlas_files.sync import git as gitmod
 from atlas_files.sync import repo, run
 
 # Git reads no user or system config here, and no ATLAS_* variable leaks in.
@@ -328,6 +327,7 @@ def test_a_record_on_its_own_branch_in_a_worktree(tmp_path: Path) -> None:
     git(rec, "switch", "-q", "--orphan", "atlas")
     Record.init(rec)
     Record(rec).update_config(lambda d: {**d, "sync": {"branch": "atlas", "auto": True}})
+    accept_sync(rec)
     (code_repo / "app.py").write_text("print(2)\n")  # the code checkout is left alone
     code, _, err = cli(rec, "sync")
     assert code == 0, err
@@ -339,6 +339,7 @@ def test_a_record_on_its_own_branch_in_a_worktree(tmp_path: Path) -> None:
     git(tmp_path, "clone", "-q", str(remote), str(other))
     git(other, "fetch", "-q", "origin", "atlas")
     git(other, "worktree", "add", "-q", "../other-record", "atlas")
+    accept_sync(tmp_path / "other-record")
     code, out, err = cli(tmp_path / "other-record", "get", "plan", "--json", identity="bo")
     assert code == 0, err
     assert json.loads(out)["author"] == "ann"
@@ -494,7 +495,7 @@ def kill_sync_mid_move(clone: Path, who: str, monkeypatch: pytest.MonkeyPatch,
     with monkeypatch.context() as m:
         m.setattr(run.Engine, "_move", killed_mid_move)
         with pytest.raises(Killed):
-            run.sync(Worker.open(clone, who))
+            run.sync(Record(clone), who)
 
 
 def test_a_move_cut_short_is_finished_by_the_next_sync(

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from gitteam import Team, cli, git
 
-from atlas_files.sync import git as gitmod
-from atlas_files.sync import gitdir, repo
+from atlas_files import gitcmd as gitmod
+from atlas_files.sync import repo
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -153,7 +153,7 @@ def test_where_git_keeps_a_record_is_read_from_its_files_as_git_finds_it(
     link.symlink_to(alice)
     git(alice, "worktree", "add", "-q", str(alice.parent / "wt"), "-b", "side")
     for path in (alice, link, alice.parent / "wt"):
-        assert gitdir.find(path) == _by_git(path)
+        assert gitmod.from_files(path) == _by_git(path)
         facts = repo.read_facts(gitmod.Git(path), path)
         assert (facts.top, facts.git_dir, facts.common_dir, facts.prefix) == \
             (*_by_git(path), "")
@@ -169,21 +169,21 @@ def test_layouts_only_git_can_judge_are_asked_of_git(team: tuple[Team, Path],
     git(alice.parent, "init", "-q", "-b", "main", str(code))
     (code / "docs" / "record").mkdir(parents=True)
     record = code / "docs" / "record"
-    assert gitdir.find(record) is None
+    assert gitmod.from_files(record) is None
     facts = repo.read_facts(gitmod.Git(record), record)
     assert (facts.top, facts.prefix) == (code.resolve(), "docs/record/")
     # A variable or a config that moves the work tree.
     monkeypatch.setenv("GIT_DIR", str(alice / ".git"))
-    assert gitdir.find(alice) is None
+    assert gitmod.from_files(alice) is None
     monkeypatch.delenv("GIT_DIR")
-    assert gitdir.find(alice) is not None
+    assert gitmod.from_files(alice) is not None
     git(alice, "config", "core.worktree", str(alice))
-    assert gitdir.find(alice) is None
+    assert gitmod.from_files(alice) is None
     assert repo.read_facts(gitmod.Git(alice), alice).top == alice.resolve()
     # A `.git` that is no repository: git looks further up, so it is asked.
     stray = code / "stray"
     (stray / ".git").mkdir(parents=True)
-    assert gitdir.find(stray) is None
+    assert gitmod.from_files(stray) is None
     assert repo.read_facts(gitmod.Git(stray), stray).prefix == "stray/"
 
 
@@ -219,7 +219,19 @@ def test_a_synced_write_asks_git_for_nothing_it_knows(
     pushed = git(alice, "ls-tree", "-r", "--name-only", "origin/main").splitlines()
     assert "projects/main/artifacts/plan/plan.v0001.md" in pushed
     assert git(alice, "status", "--porcelain") == ""  # nothing of the write left behind
+    # 28 loose objects in the folder git samples: over gc.auto's 6700 / 256, but this
+    # team's config turns auto gc off (gc.auto 0), and atlas asks git for it.
     _loose_in_17(alice, 28)
     trace.write_text("")
     assert put(alice, "alice", "plan", "two\n")[0] == 0
-    assert "maintenance run --auto" in trace.read_text()  # git decides what to tidy
+    assert "maintenance run --auto" not in trace.read_text()
+    for gc_auto, runs in (("6700", True), ("8000", False), ("0", False), ("512", True)):
+        git(alice, "config", "gc.auto", gc_auto)
+        trace.write_text("")
+        assert put(alice, "alice", f"t-{gc_auto}", "x\n")[0] == 0
+        said = trace.read_text()
+        assert ("maintenance run --auto" in said) == runs, gc_auto  # git decides the rest
+        assert ("config --int --get gc.auto" in said) is True  # asked after each change
+    trace.write_text("")
+    assert put(alice, "alice", "t-again", "x\n")[0] == 0
+    assert "gc.auto" not in trace.read_text()  # the same config: the answer kept

@@ -13,18 +13,41 @@ site generator):
 Every function takes a :class:`Worker` (who acts, in which record and project) and returns
 a frozen result whose ``to_json()`` is exactly the document ``atlas ... --json`` prints;
 errors are :class:`atlas_files.errors.AtlasError` subclasses carrying the CLI's exit code.
+
+On a record that travels by a git remote (:mod:`atlas_files.sync`), the API is where the
+exchange happens, so that every front end (the CLI, the MCP server, a library caller)
+gets it: a function marked :func:`writes` runs between a fetch and a push, one marked
+:func:`reads` fetches first when the last fetch is old, as the sync settings accepted on
+the clone say (``auto``), or as ``Worker.sync`` asks (``--sync``/``--no-sync``). A marked
+function that calls another syncs once.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar, Token
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
 
-__all__ = ["Worker"]
+__all__ = ["Worker", "reads", "writes"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+# The records a marked function is syncing right now: a marked function it calls on the
+# same record does not sync again (it would wait for the sync lock its caller holds).
+_SYNCING: ContextVar[frozenset[str]] = ContextVar("atlas_syncing", default=frozenset())
+
+
+def _syncing(worker: Worker) -> bool:
+    return str(worker.record.root) in _SYNCING.get()
+
+
+def _enter(worker: Worker) -> Token[frozenset[str]]:
+    return _SYNCING.set(_SYNCING.get() | {str(worker.record.root)})
 
 
 class Worker:
@@ -34,17 +57,21 @@ class Worker:
     measurable milliseconds of the CLI's cold start.
     """
 
-    __slots__ = ("record", "identity", "project")
+    __slots__ = ("record", "identity", "project", "sync")
 
     def __init__(self, record: Record, identity: str | None = None,
-                 project: str | None = None) -> None:
+                 project: str | None = None, sync: bool | None = None) -> None:
         self.record = record
         self.identity = identity or None
         self.project = project or None
+        # None: as the sync settings accepted on this clone say; True: every write syncs
+        # (--sync); False: nothing syncs (--no-sync).
+        self.sync = sync
 
     @classmethod
     def open(cls, record: str | os.PathLike[str] | None = None, identity: str | None = None,
-             project: str | None = None, env: Mapping[str, str] | None = None) -> Worker:
+             project: str | None = None, env: Mapping[str, str] | None = None,
+             sync: bool | None = None) -> Worker:
         """Find the record as the CLI does (``record``, ``$ATLAS_RECORD``, then the nearest
         folder upward holding atlas.yaml); ``identity`` and ``project`` default to
         ``$ATLAS_AS`` and ``$ATLAS_PROJECT``."""
@@ -54,7 +81,7 @@ class Worker:
 
         environ = os.environ if env is None else env
         return cls(Record.find(record, environ), identity or environ.get("ATLAS_AS"),
-                   project or environ.get("ATLAS_PROJECT"))
+                   project or environ.get("ATLAS_PROJECT"), sync)
 
     @property
     def author(self) -> str:
@@ -69,4 +96,61 @@ class Worker:
         return self.record.project(self.project)
 
     def __repr__(self) -> str:
-        return f"Worker({self.record!r}, identity={self.identity!r}, project={self.project!r})"
+        return (f"Worker({self.record!r}, identity={self.identity!r}, "
+                f"project={self.project!r}, sync={self.sync!r})")
+
+
+def reads(fn: Callable[Concatenate[Worker, P], R]) -> Callable[Concatenate[Worker, P], R]:
+    """An API read: first the remote's latest, when the record syncs by itself and the
+    last fetch is older than ``fetch_every`` (a problem is a warning, never a failure)."""
+
+    @functools.wraps(fn)
+    def read(worker: Worker, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        if worker.sync is False or _syncing(worker):
+            return fn(worker, *args, **kwargs)
+        # Imported here: a record that does not sync never loads more than the switch,
+        # and `atlas --version` not even that.
+        from atlas_files import sync  # noqa: PLC0415
+
+        token = _enter(worker)
+        try:
+            sync.refresh(worker.record, worker.identity)
+            return fn(worker, *args, **kwargs)
+        finally:
+            _SYNCING.reset(token)
+
+    return read
+
+
+def writes(what: str, named: str | None = None
+           ) -> Callable[[Callable[Concatenate[Worker, P], R]],
+                         Callable[Concatenate[Worker, P], R]]:
+    """An API write: between a fetch and a push when the record syncs by itself (or the
+    worker asks, ``sync=True``), so a lost race is the stop sign (exit 3) or the held sign
+    (exit 4). ``what`` (and the argument ``named``, if given) names the commit."""
+
+    def decorate(fn: Callable[Concatenate[Worker, P], R]) -> Callable[Concatenate[Worker, P], R]:
+        position = fn.__code__.co_varnames.index(named) - 1 if named else -1
+
+        @functools.wraps(fn)
+        def write(worker: Worker, /, *args: P.args, **kwargs: P.kwargs) -> R:
+            if worker.sync is False or _syncing(worker):
+                return fn(worker, *args, **kwargs)
+            from atlas_files import sync  # noqa: PLC0415 - as in reads()
+
+            label = what
+            if named:
+                value = kwargs[named] if named in kwargs else args[position] \
+                    if position < len(args) else None
+                label = f"{what} {value}"
+            token = _enter(worker)
+            try:
+                return sync.write(worker.record, worker.identity,
+                                  f"{label} ({worker.identity})",
+                                  lambda: fn(worker, *args, **kwargs), worker.sync)
+            finally:
+                _SYNCING.reset(token)
+
+        return write
+
+    return decorate

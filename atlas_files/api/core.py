@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from atlas_files import artifacts, corrections, layout
 from atlas_files import feed as feedmod
-from atlas_files.api import Worker
+from atlas_files.api import Worker, reads, writes
 from atlas_files.api.status import (
     StatusView,
     check_status_write,
@@ -113,6 +113,7 @@ def check_write(worker: Worker, topic: str | None = None) -> None:
         worker.record.artifact_stream(topic, worker.project)
 
 
+@writes("put", "name")
 def put(worker: Worker, name: str, body: str, *, expect: int | None = None,
         summary: str | None = None, proposal: bool = False,
         links: Sequence[str] = ()) -> Written:
@@ -132,6 +133,7 @@ def put(worker: Worker, name: str, body: str, *, expect: int | None = None,
     return Written(doc.name, doc.version, doc.path, proposal=doc.proposal)
 
 
+@reads
 def get(worker: Worker, name: str, version: int | None = None) -> TopicView:
     """Read topic ``name`` (latest, or ``version``); records the read for the worker."""
     doc = artifacts.get(worker.record, name, reader=worker.identity, version=version,
@@ -139,6 +141,7 @@ def get(worker: Worker, name: str, version: int | None = None) -> TopicView:
     return TopicView(doc, marks(worker, "artifact", doc))
 
 
+@reads
 def ls(worker: Worker, accepted: bool = False) -> TopicList:
     """Every topic with its latest version (``accepted``: its newest version that stands)."""
     record, project = worker.record, worker.project_name
@@ -151,16 +154,19 @@ def ls(worker: Worker, accepted: bool = False) -> TopicList:
     return TopicList(project, rows, tuple(unreadable))
 
 
+@reads
 def history(worker: Worker, name: str) -> VersionList:
     docs = artifacts.history(worker.record, name, worker.project)
     return VersionList(name, tuple(reversed(docs)))
 
 
+@reads
 def diff(worker: Worker, name: str, old: int | None = None,
          new: int | None = None) -> DiffView:
     return DiffView(artifacts.diff(worker.record, name, old, new, worker.project))
 
 
+@reads
 def feed(worker: Worker, mark_read: bool = False) -> Feed:
     """Every status and topic newer than what the worker has read."""
     items = feedmod.feed(worker.record, worker.identity, mark_read=mark_read)

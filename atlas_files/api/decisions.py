@@ -8,7 +8,7 @@ from typing import Any
 
 from atlas_files import corrections
 from atlas_files import decisions as decisionsmod
-from atlas_files.api import Worker
+from atlas_files.api import Worker, reads, writes
 from atlas_files.corrections import Correction
 from atlas_files.decisions import Decision
 
@@ -63,6 +63,7 @@ class Corrected:
         return out
 
 
+@writes("decide")
 def decide(worker: Worker, *, topic: str, recommended: str, chosen: str, relation: str,
            why: str, recommended_by: str | None = None, links: Sequence[str] = (),
            accepts: str | None = None) -> Decided:
@@ -79,6 +80,7 @@ def decide(worker: Worker, *, topic: str, recommended: str, chosen: str, relatio
     return Decided(d, warnings)
 
 
+@reads
 def decisions(worker: Worker, *, topic: str | None = None, relation: str | None = None,
               since: str | None = None) -> DecisionLog:
     """The project's decision log in time order; an unreadable entry is left out and named."""
@@ -92,12 +94,14 @@ def decisions(worker: Worker, *, topic: str | None = None, relation: str | None 
     return DecisionLog(project, tuple(rows), tuple(damaged), filtered)
 
 
+@writes("correct", "ref")
 def correct(worker: Worker, ref: str, what: str) -> Corrected:
     """Write down a bad write: ``ref`` was wrong; it is marked wherever it is shown."""
     return Corrected(corrections.correct(worker.record, ref, what=what, author=worker.identity,
                                          project=worker.project))
 
 
+@writes("retract", "ref")
 def retract(worker: Worker, ref: str, why: str) -> Corrected:
     """Retract ``NAME@vN``: its conclusion no longer holds."""
     c = corrections.retract(worker.record, ref, why=why, author=worker.identity,

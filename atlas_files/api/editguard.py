@@ -289,8 +289,7 @@ def _me(root: str) -> tuple[str, str]:
     from atlas_files import gitcmd  # noqa: PLC0415
 
     try:
-        ident = gitcmd.run(["var", "GIT_AUTHOR_IDENT"], root).decode(gitcmd.ENCODING,
-                                                                     "replace")
+        ident = gitcmd.Git(root, read_only=True).run("var", "GIT_AUTHOR_IDENT").text
     except AtlasError:
         return "", ""
     name, _, rest = ident.partition(" <")
@@ -348,12 +347,18 @@ def _fetch_first(record: Record, roots: Sequence[str], notes: list[str]) -> None
     """For a record that syncs: a fetch of each code repository's remote of the same name,
     at most once per ``fetch_every``, so that commits others pushed to any branch are
     seen. (The record's own refresh is the front end's, as for every read.)"""
-    cfg = record.config.sync
-    if cfg is None or not cfg.auto:
+    if record.config.sync is None:
         return
-    import subprocess  # noqa: PLC0415
+    from atlas_files import gitcmd, sync, usercache  # noqa: PLC0415 - only a record that syncs
 
-    from atlas_files import usercache  # noqa: PLC0415
+    try:
+        # The settings a person on this clone accepted, never the record's own word: the
+        # shared remote writes atlas.yaml.
+        cfg = sync.settings(record)
+    except AtlasError:
+        return
+    if cfg is None:
+        return
 
     stamps = usercache.folder("fetched")
     for root in roots:
@@ -372,13 +377,15 @@ def _fetch_first(record: Record, roots: Sequence[str], notes: list[str]) -> None
             except OSError:
                 pass
         try:
-            subprocess.run(["git", "fetch", "--quiet", "--no-tags", cfg.remote], cwd=root,
-                           stdin=subprocess.DEVNULL, capture_output=True, check=True,
-                           timeout=FETCH_TIMEOUT_S,
-                           env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
-        except (OSError, subprocess.SubprocessError) as exc:
+            git = gitcmd.Git(root)
+            # git takes a name it does not know for a path or a URL: fetch only a remote
+            # this repository's own config defines.
+            if git.run("config", "--get", f"remote.{cfg.remote}.url", ok=(0, 1)).code:
+                continue
+            git.run("fetch", "--quiet", "--no-tags", cfg.remote, timeout=FETCH_TIMEOUT_S)
+        except AtlasError as exc:
             notes.append(f"`git fetch {cfg.remote}` in {root} failed or took over "
-                         f"{FETCH_TIMEOUT_S:.0f} s ({type(exc).__name__}): commits pushed "
+                         f"{FETCH_TIMEOUT_S:.0f} s ({exc.message}): commits pushed "
                          "since the last fetch are not seen")
 
 

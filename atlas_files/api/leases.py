@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import gitcmd, leases, timeutil
-from atlas_files.api import Worker
+from atlas_files.api import Worker, reads, writes
 from atlas_files.leases import ADVISORY, Generation, Lease, Sheet, store
 from atlas_files.leases.paths import check_glob, is_literal
 
@@ -98,6 +98,7 @@ def _given(duration: str | float | None) -> str | None:
     return duration if isinstance(duration, str) else None
 
 
+@writes("lease claim", "resource")
 def claim(worker: Worker, resource: str, duration: str | float, why: str,
           paths: Sequence[str] = ()) -> LeaseChange:
     """Claim ``resource``; LeaseHeld (exit 4) if another holds it. Claiming a lease you
@@ -128,6 +129,7 @@ def _replaced(worker: Worker, lease: Lease) -> dict[str, dict[str, Any]]:
     return changed
 
 
+@writes("lease renew", "resource")
 def renew(worker: Worker, resource: str, duration: str | float | None = None,
           generation: int | None = None) -> LeaseChange:
     holder = worker.author
@@ -136,12 +138,14 @@ def renew(worker: Worker, resource: str, duration: str | float | None = None,
                                     given=_given(duration)))
 
 
+@writes("lease release", "resource")
 def release(worker: Worker, resource: str, generation: int | None = None) -> LeaseChange:
     holder = worker.author
     return LeaseChange(leases.release(worker.record, resource, holder=holder,
                                       generation=generation))
 
 
+@writes("lease break", "resource")
 def break_(worker: Worker, resource: str, why: str, duration: str | float | None = None,
            generation: int | None = None) -> LeaseChange:
     """Take over ``resource`` from a holder that is gone; the break stays in the history."""
@@ -151,6 +155,7 @@ def break_(worker: Worker, resource: str, why: str, duration: str | float | None
                                           generation=generation, given=_given(duration)))
 
 
+@reads
 def ls(worker: Worker, path: str | None = None) -> Sheet:
     """Every lease with its state computed now, GPU telemetry beside it, and the limits;
     with ``path``, only the unexpired leases covering it (see ``covering``)."""
@@ -179,6 +184,7 @@ def _is_folder(path: str, repo: str | os.PathLike[str] | None) -> bool:
     return (root / path).is_dir()
 
 
+@reads
 def show(worker: Worker, resource: str) -> LeaseHistory:
     current, history = leases.show(worker.record, resource)
     return LeaseHistory(current, tuple(history))

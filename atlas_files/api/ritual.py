@@ -19,7 +19,7 @@ from typing import Any
 
 from atlas_files import corrections, leases, receipts, sessions, timeutil
 from atlas_files import status as statusmod
-from atlas_files.api import Worker, budget
+from atlas_files.api import Worker, budget, reads, writes
 from atlas_files.api import briefing as br
 from atlas_files.api.activity import repository_briefing
 from atlas_files.artifacts import TopicSummary, artifacts_folder, topic_streams
@@ -116,11 +116,13 @@ def _time(text: str | None) -> datetime | None:
 # -- begin --------------------------------------------------------------------------------------
 
 
+@reads
 def begin(worker: Worker, *, max_chars: int = 6000) -> Briefing:
     """Start a session: everything to read before acting, within ``max_chars``."""
     return _begin(worker, max_chars, go_on=False)
 
 
+@reads
 def begin_again(worker: Worker, *, max_chars: int = 6000) -> Briefing:
     """The briefing again for a session that goes on (after a compaction or a resume):
     its row, and so what counts as written since it began, stays as it was. Without an
@@ -194,6 +196,7 @@ def _baseline(record: Record, project: str) -> sessions.Baseline:
     return sessions.Baseline(record.status_stream(project).latest(), topics, generations)
 
 
+@writes("end")
 def end(worker: Worker, *, status: str | None = None, summary: str | None = None,
         release_leases: bool = False) -> Ending:
     """End the session: write ``status`` first if given (exit 3 if it moved since you read

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from atlas_files import search as searchmod
-from atlas_files.api import Worker
+from atlas_files.api import Worker, reads
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class SearchResults:
         return self.doc
 
 
+@reads
 def search(worker: Worker, query: str, *, kinds: Sequence[str] = (),
            all_projects: bool = False, all_versions: bool = False,
            limit: int = searchmod.DEFAULT_LIMIT) -> SearchResults:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from atlas_files import status
-from atlas_files.api import Worker
+from atlas_files.api import Worker, reads, writes
 from atlas_files.api.versions import (
     NO_MARKS,
     DiffView,
@@ -45,6 +45,7 @@ def check_status_write(worker: Worker) -> None:
     worker.record.status_stream(worker.project)
 
 
+@reads
 def status_show(worker: Worker, version: int | None = None) -> StatusView:
     """The project's status (latest, or ``version``); records the read for the worker."""
     project = worker.project_name
@@ -54,6 +55,7 @@ def status_show(worker: Worker, version: int | None = None) -> StatusView:
     return StatusView(project, doc, marks(worker, "status", doc))
 
 
+@writes("status write")
 def status_write(worker: Worker, body: str, *, expect: int | None = None,
                  summary: str | None = None) -> Written:
     """Write the next status version; VersionConflict (the stop sign) if it moved."""
@@ -62,10 +64,12 @@ def status_write(worker: Worker, body: str, *, expect: int | None = None,
     return Written("status", doc.version, doc.path, warnings=tuple(warnings))
 
 
+@reads
 def status_log(worker: Worker) -> VersionList:
     docs = status.log(worker.record, worker.project)
     return VersionList("status", tuple(reversed(docs)))
 
 
+@reads
 def status_diff(worker: Worker, old: int | None = None, new: int | None = None) -> DiffView:
     return DiffView(status.diff(worker.record, old, new, worker.project))

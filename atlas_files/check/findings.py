@@ -108,6 +108,10 @@ _TABLE = (
          "a probe string is a command someone's prober may run: review it; if it is meant, "
          "commit it (past the hook: SKIP=atlas-check), and each prober's user approves it "
          "with `atlas telemetry approve MACHINE`"),
+    Code("ATL051", ERROR, "the sync: block in atlas.yaml is new, changed or removed",
+         "the sync settings say where every clone's writes go: review them; if they are "
+         "meant, commit them (past the hook: SKIP=atlas-check), and a person on each clone "
+         "accepts them with `atlas sync accept`"),
     Code("ATL099", ERROR, "the checker failed on this file (a bug in atlas)",
          "report it with the file; the other files were still checked"),
 )

@@ -1,4 +1,5 @@
-"""A changed probe in atlas.yaml is a changed command: say so where a person reviews.
+"""A changed probe or sync block in atlas.yaml changes what runs, or where writes go: say
+so where a person reviews.
 
 ``machines.<m>.probe`` in atlas.yaml is a shell command that a telemetry prober may run
 (once its user approves it). atlas.yaml lies in the shared record, so anyone who can write
@@ -7,14 +8,15 @@ the record can change it; this check makes such a change visible before it is co
 of a record inside a git work tree: the file on disk against HEAD).
 
 Only what can make someone run something new is reported: a machine added with a probe
-command, or a probe command changed. ``local`` runs no shell command, and removing a
-machine, or changing its timeout or interval, runs nothing new.
+command, or a probe command changed (ATL050). ``local`` runs no shell command, and removing
+a machine, or changing its timeout or interval, runs nothing new. Beside it, any change of
+the ``sync:`` block (ATL051): it says which remote and branch every clone's writes go to
+and whether they go by themselves, so each clone acts on it only once a person there
+accepts it (`atlas sync accept`), and a reviewer should see it first.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,12 +25,14 @@ import yaml
 
 from atlas_files import layout
 from atlas_files.check.findings import Report
-from atlas_files.check.sources import git
 from atlas_files.check.staged import Change
+from atlas_files.config import from_mapping, sync_block, sync_differences
 from atlas_files.fsio import read_nofollow
+from atlas_files.gitcmd import GitFailed, blob, toplevel
 from atlas_files.telemetry.trust import shown
 
 CODE = "ATL050"
+SYNC_CODE = "ATL051"
 LOCAL = "local"
 
 
@@ -58,14 +62,30 @@ def probes_of(data: bytes | None) -> dict[str, str] | None:
     return out
 
 
+def sync_of(data: bytes | None) -> tuple[bool, dict[str, Any] | None]:
+    """(whether it could be read, the sync block) of an atlas.yaml's bytes (no file: no
+    block); an unreadable block is the schema check's to report."""
+    if data is None:
+        return True, None
+    try:
+        config = _load(data)
+        if not isinstance(config, dict):
+            return False, None
+        return True, sync_block(from_mapping({"sync": config.get("sync")},
+                                             Path(layout.CONFIG_NAME)).sync)
+    except Exception:  # noqa: BLE001 - any YAML or config failure: not ours to report
+        return False, None
+
+
 def new_probes(old: dict[str, str], new: dict[str, str]) -> list[tuple[str, str | None, str]]:
     """(machine, probe before or None, probe now) for each probe that is new or changed."""
     return [(name, old.get(name), probe) for name, probe in new.items()
             if probe != LOCAL and old.get(name) != probe]
 
 
-def _line_of(data: bytes, machine: str) -> int:
-    """The line of ``machine:`` under ``machines:`` (1 if it cannot be found)."""
+def _line_of(data: bytes, machine: str | None) -> int:
+    """The line of ``machine:`` under ``machines:``, or of ``sync:`` for None (1 if it
+    cannot be found)."""
     try:
         root = yaml.compose(data.decode("utf-8"), Loader=yaml.SafeLoader)
     except Exception:  # noqa: BLE001 - the line is a courtesy, never a failure
@@ -73,6 +93,8 @@ def _line_of(data: bytes, machine: str) -> int:
     if not isinstance(root, yaml.MappingNode):
         return 1
     for key, value in root.value:
+        if machine is None and key.value == "sync":
+            return int(key.start_mark.line) + 1
         if key.value == "machines" and isinstance(value, yaml.MappingNode):
             for mkey, _ in value.value:
                 if str(mkey.value) == machine:
@@ -83,7 +105,12 @@ def _line_of(data: bytes, machine: str) -> int:
 def report_changes(report: Report, path: Path, old: bytes | None, new: bytes,
                    lead: str) -> None:
     """Report each new or changed probe of ``new`` (compared with ``old``, None for no file
-    before); ``lead`` says who changes it ("this commit", ...)."""
+    before), and a changed sync block; ``lead`` says who changes it ("this commit", ...)."""
+    (read_before, sync_before), (read_after, sync_after) = sync_of(old), sync_of(new)
+    if read_before and read_after and sync_before != sync_after:
+        report.add(path, _line_of(new, None), SYNC_CODE,
+                   f"{lead} changes where the record syncs: "
+                   f"{'; '.join(sync_differences(sync_before, sync_after))}")
     before, after = probes_of(old), probes_of(new)
     if before is None or after is None:
         return
@@ -95,13 +122,6 @@ def report_changes(report: Report, path: Path, old: bytes | None, new: bytes,
             message = (f"{lead} changes the probe command of machine {name} to {command} "
                        f"(it was {shown(was, 200)})")
         report.add(path, _line_of(new, name), CODE, message)
-
-
-def _blob(repo: Path, spec: str) -> bytes | None:
-    try:
-        return git(["cat-file", "blob", spec], repo)
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        return None
 
 
 def check_staged(report: Report, repo: Path, changes: Sequence[Change],
@@ -116,9 +136,9 @@ def check_staged(report: Report, repo: Path, changes: Sequence[Change],
             continue
         if explicit is not None and path.parent != explicit:
             continue
-        new = _blob(repo, change.blob)
+        new = blob(repo, change.blob)
         if new is not None:
-            old = _blob(repo, f"HEAD:{change.old or change.path}")
+            old = blob(repo, f"HEAD:{change.old or change.path}")
             report_changes(report, path, old, new, "this commit")
 
 
@@ -129,16 +149,15 @@ def check_worktree(report: Report, root: Path, wanted: Sequence[Path] = ()) -> N
     if wanted and not any(p in (root, path) for p in wanted):
         return
     try:
-        top = git(["rev-parse", "--show-toplevel"], root)
-    except (subprocess.CalledProcessError, FileNotFoundError):
+        repo = toplevel(root)
+    except GitFailed:
         return
-    repo = Path(os.fsdecode(top.strip())).resolve()
     try:
         rel = path.resolve().relative_to(repo).as_posix()
         new = read_nofollow(path)
     except (ValueError, OSError):
         return
-    old = _blob(repo, f"HEAD:{rel}")
-    if old is None and _blob(repo, f":{rel}") is None:
+    old = blob(repo, f"HEAD:{rel}")
+    if old is None and blob(repo, f":{rel}") is None:
         return  # neither committed nor staged: an untracked record
     report_changes(report, path, old, new, "since the last commit, atlas.yaml")

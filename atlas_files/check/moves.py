@@ -11,15 +11,15 @@ move or delete Markdown files.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
 from atlas_files.check import markdown
 from atlas_files.check.findings import Report
 from atlas_files.check.links import is_markdown, resolve, split_target
-from atlas_files.check.sources import IndexSource, git
+from atlas_files.check.sources import IndexSource
 from atlas_files.check.staged import Change, index_source
+from atlas_files.gitcmd import Git
 
 
 def _candidates(repo: Path, names: set[str]) -> list[str]:
@@ -27,13 +27,8 @@ def _candidates(repo: Path, names: set[str]) -> list[str]:
     for name in sorted(names):
         args += ["-e", name]
     args += ["--", "*.md", "*.markdown"]
-    try:
-        out = git(args, repo)
-    except subprocess.CalledProcessError as exc:
-        if exc.returncode == 1:  # nothing matched
-            return []
-        raise
-    return [os.fsdecode(x) for x in out.split(b"\0") if x]
+    done = Git(repo, read_only=True).run(*args, ok=(0, 1))  # exit 1: nothing matched
+    return [os.fsdecode(x) for x in done.out.split(b"\0") if x]
 
 
 def check_moves(report: Report, repo: Path, changes: list[Change],

@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from atlas_files.gitcmd import Git, GitFailed
+
 
 class Source(Protocol):
     def read(self, path: Path) -> bytes:
@@ -111,15 +113,6 @@ class DiskSource:
         return os.path.isdir(path)
 
 
-def git(args: list[str], cwd: Path, *, input: bytes | None = None) -> bytes:
-    """Run git; raises subprocess.CalledProcessError (with stderr) if it fails."""
-    proc = subprocess.run(
-        ["git", *args], cwd=cwd, input=input, capture_output=True, check=True,
-        env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-    )
-    return proc.stdout
-
-
 class IndexSource:
     """Files as the commit being made will hold them, in the git repo at ``root``.
 
@@ -140,6 +133,7 @@ class IndexSource:
             if blob is not None:
                 folder, _, name = rel.rpartition("/")
                 self._added.setdefault(folder, set()).add(name)
+        self.git = Git(root, read_only=True)
         self._batch: subprocess.Popen[bytes] | None = None
 
     def rel(self, path: Path) -> str | None:
@@ -170,16 +164,12 @@ class IndexSource:
         are kept (the rest is read from git's pipe and dropped)."""
         if "\n" in spec:
             try:
-                data = git(["cat-file", "blob", spec], self.root)
-            except subprocess.CalledProcessError:
+                data = self.git.run("cat-file", "blob", spec).out
+            except GitFailed:
                 return None
             return data[:limit], len(data)
         if self._batch is None:
-            self._batch = subprocess.Popen(
-                ["git", "cat-file", "--batch"], cwd=self.root, stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
-            )
+            self._batch = self.git.start("cat-file", "--batch", talk=True).proc
         proc = self._batch
         assert proc.stdin is not None and proc.stdout is not None
         try:
@@ -219,8 +209,8 @@ class IndexSource:
         """(files, subfolders) directly in ``rel_folder`` in HEAD; empty if none."""
         spec = f"HEAD:{rel_folder}" if rel_folder else "HEAD^{tree}"
         try:
-            out = git(["ls-tree", "-z", spec], self.root)
-        except subprocess.CalledProcessError:  # no such folder, or no commit yet
+            out = self.git.run("ls-tree", "-z", spec).out
+        except GitFailed:  # no such folder, or no commit yet
             return (), ()
         files: list[str] = []
         folders: list[str] = []

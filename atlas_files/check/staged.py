@@ -12,15 +12,15 @@ a hundred thousand.
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from atlas_files import frontmatter
 from atlas_files.check.findings import Report
 from atlas_files.check.index import VERSION_FILE_RE, is_entry_file
-from atlas_files.check.sources import IndexSource, git
+from atlas_files.check.sources import IndexSource
 from atlas_files.errors import BadInput
+from atlas_files.gitcmd import Git, GitFailed, blob, toplevel
 
 IMMUTABLE_WORDS = {"version": "a version", "entry": "an entry", "generation": "a lease generation"}
 REMEDY = {
@@ -70,20 +70,20 @@ def index_source(repo: Path, changes: list[Change]) -> IndexSource:
 
 def repo_root(cwd: Path) -> Path:
     try:
-        out = git(["rev-parse", "--show-toplevel"], cwd)
-    except (subprocess.CalledProcessError, FileNotFoundError):
+        return toplevel(cwd).resolve()
+    except GitFailed:
         raise BadInput(
             f"--staged checks a commit, but {cwd} is not inside a git repository",
             hint="run it inside the repository (the pre-commit hooks do), or drop --staged",
         ) from None
-    return Path(os.fsdecode(out.strip())).resolve()
 
 
 def staged_changes(repo: Path) -> list[Change]:
     """What the commit changes, with the object id of each staged file: reading those by id
     later never makes git read the index again (on a big repository, each read of the
     index costs as much as the rest of the check)."""
-    out = git(["diff", "--cached", "--raw", "-z", "-M", "--no-ext-diff", "--no-abbrev"], repo)
+    out = Git(repo, read_only=True).run(
+        "diff", "--cached", "--raw", "-z", "-M", "--no-ext-diff", "--no-abbrev").out
     items = [os.fsdecode(x) for x in out.split(b"\0")]
     changes: list[Change] = []
     i = 0
@@ -118,17 +118,10 @@ def immutable_kind(rel_in_record: tuple[str, ...]) -> str | None:
     return None
 
 
-def _blob(repo: Path, spec: str) -> bytes | None:
-    try:
-        return git(["cat-file", "blob", spec], repo)
-    except subprocess.CalledProcessError:
-        return None
-
-
 def only_stamped(repo: Path, rel: str) -> bool:
     """True if the staged file differs from HEAD's only by a digest line added where HEAD's
     had none: what `atlas check --fix` does, and the one change a version may receive."""
-    old, new = _blob(repo, f"HEAD:{rel}"), _blob(repo, f":{rel}")
+    old, new = blob(repo, f"HEAD:{rel}"), blob(repo, f":{rel}")
     if old is None or new is None:
         return False
     try:

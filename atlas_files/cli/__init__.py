@@ -31,6 +31,8 @@ ERROR_KINDS = {
     "DamagedFile": "damaged",
     "RowNotWritten": "environment",
     "GitFailed": "environment",
+    "UnsafeContent": "unsafe_content",
+    "NotAccepted": "not_accepted",
     "SyncRefused": "history_changed",
     "Busy": "busy",
     "BadInput": "bad_input",

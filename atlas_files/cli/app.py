@@ -86,6 +86,7 @@ class Invocation:
         self.record_path = record_path
         self.identity = identity
         self.project = project
+        self.sync: bool | None = None  # --sync/--no-sync of a write command
 
     @cached_property
     def worker(self) -> Worker:
@@ -94,7 +95,7 @@ class Invocation:
         from atlas_files.api import Worker  # noqa: PLC0415
         from atlas_files.record import Record  # noqa: PLC0415
 
-        return Worker(Record.find(self.record_path), self.identity, self.project)
+        return Worker(Record.find(self.record_path), self.identity, self.project, self.sync)
 
     @property
     def record(self) -> Record:
@@ -153,4 +154,20 @@ def cli(ctx: click.Context, record_path: str | None, identity: str | None,
 def json_option(f: Any) -> Any:
     return click.option(
         "--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout."
+    )(f)
+
+
+def _remember_sync(ctx: click.Context, param: click.Parameter, value: bool | None) -> None:
+    invocation = ctx.find_object(Invocation)
+    if invocation is not None:
+        invocation.sync = value
+
+
+def sync_option(f: Any) -> Any:
+    """``--sync/--no-sync`` of a write command: the worker's ``sync``, which the API's
+    synced write obeys (atlas_files.api.writes)."""
+    return click.option(
+        "--sync/--no-sync", default=None, expose_value=False, callback=_remember_sync,
+        help="Fetch before this write and push it after (default: `auto` of the `sync:` "
+        "settings accepted on this clone). See `atlas sync --help`.",
     )(f)

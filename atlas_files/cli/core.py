@@ -5,9 +5,8 @@ from __future__ import annotations
 import click
 
 from atlas_files.api import core
-from atlas_files.cli.app import Invocation, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
-from atlas_files.cli.syncing import fresh, sync_option, synced
 from atlas_files.cli.terminal import echo_body
 from atlas_files.cli.versions import age, header, print_diff, print_versions, warn_digest
 
@@ -69,9 +68,9 @@ def put(ctx: Invocation, name: str, file: str | None, expect: int | None, summar
     """
     core.check_write(ctx.worker, name)
     body = read_body(file, ctx.record.config.body_limit, allow_empty)
-    written = synced(ctx, f"put {name}", lambda: core.put(
+    written = core.put(
         ctx.worker, name, body, expect=expect, summary=summary, proposal=proposal,
-        links=links))
+        links=links)
     if as_json:
         emit_json(written.to_json())
     else:
@@ -86,7 +85,6 @@ def put(ctx: Invocation, name: str, file: str | None, expect: int | None, summar
 @click.option("--body-only", is_flag=True, help="Print the body alone, with no header.")
 @json_option
 @pass_ctx
-@fresh
 def get(ctx: Invocation, name: str, version: int | None, body_only: bool, as_json: bool) -> None:
     """Read topic NAME (the latest version), and record the read for --as."""
     view = core.get(ctx.worker, name, version)
@@ -107,7 +105,6 @@ def get(ctx: Invocation, name: str, version: int | None, body_only: bool, as_jso
               "open proposal nor retracted.")
 @json_option
 @pass_ctx
-@fresh
 def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
     """Every topic of the project with its latest version, author, age and summary.
 
@@ -141,7 +138,6 @@ def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
 @click.argument("name")
 @json_option
 @pass_ctx
-@fresh
 def history(ctx: Invocation, name: str, as_json: bool) -> None:
     """Every version of topic NAME, newest first."""
     print_versions(core.history(ctx.worker, name), as_json)
@@ -153,7 +149,6 @@ def history(ctx: Invocation, name: str, as_json: bool) -> None:
 @click.argument("new", required=False, type=click.IntRange(min=1))
 @json_option
 @pass_ctx
-@fresh
 def diff(ctx: Invocation, name: str, old: int | None, new: int | None, as_json: bool) -> None:
     """Unified diff of topic NAME: OLD against NEW (default: the latest against the one
     before; with OLD alone, OLD against the latest; 0 is the empty text before v1)."""
@@ -164,7 +159,6 @@ def diff(ctx: Invocation, name: str, old: int | None, new: int | None, as_json: 
 @click.option("--mark-read", is_flag=True, help="Mark everything listed as read.")
 @json_option
 @pass_ctx
-@fresh
 def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
     """What is new to you (--as): every status and topic newer than the version you read."""
     result = core.feed(ctx.worker, mark_read)

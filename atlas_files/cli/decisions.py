@@ -8,9 +8,8 @@ import click
 
 from atlas_files import timeutil
 from atlas_files.api import decisions as api
-from atlas_files.cli.app import Invocation, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.cli.syncing import fresh, sync_option, synced
 
 
 def _when(at: str) -> str:
@@ -78,11 +77,11 @@ def decide(ctx: Invocation, topic: str | None, recommended: str | None,
     Nothing is ever edited: to fix a decision, `atlas correct ID --what TEXT`. Any
     missing field or a reference that does not exist: exit 2, nothing written.
     """
-    result = synced(ctx, "decide", lambda: api.decide(
+    result = api.decide(
         ctx.worker, topic=topic or "", recommended=recommended or "", chosen=chosen or "",
         relation=relation or "", why=why or "", recommended_by=recommended_by, links=links,
         accepts=accepts,
-    ))
+    )
     for w in result.warnings:
         print_warning(w)
     if as_json:
@@ -100,7 +99,6 @@ def decide(ctx: Invocation, topic: str | None, recommended: str | None,
               "date, or an age such as 2h or 7d).")
 @json_option
 @pass_ctx
-@fresh
 def decisions(ctx: Invocation, topic: str | None, relation: str | None, since: str | None,
               as_json: bool) -> None:
     """The decision log of the project in time order, why in full, corrections shown.
@@ -140,7 +138,7 @@ def correct(ctx: Invocation, ref: str, what: str | None, as_json: bool) -> None:
     The corrected item is never touched; wherever it is shown (get, status show,
     decisions, the site) it is marked "corrected by" you, with your text.
     """
-    result = synced(ctx, f"correct {ref}", lambda: api.correct(ctx.worker, ref, what or ""))
+    result = api.correct(ctx.worker, ref, what or "")
     if as_json:
         emit_json(result.to_json())
         return
@@ -162,7 +160,7 @@ def retract(ctx: Invocation, ref: str, why: str | None, as_json: bool) -> None:
     refused (exit 2); two retractions written at the same moment can both land, and then
     both are kept and listed, the earliest shown as the retraction.
     """
-    result = synced(ctx, f"retract {ref}", lambda: api.retract(ctx.worker, ref, why or ""))
+    result = api.retract(ctx.worker, ref, why or "")
     for w in result.warnings:
         print_warning(w)
     if as_json:

@@ -11,9 +11,8 @@ from atlas_files import timeutil
 from atlas_files.api import guard as guard_api
 from atlas_files.api import leases as api
 from atlas_files.api.leases import ADVISORY
-from atlas_files.cli.app import Invocation, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.cli.syncing import fresh, sync_option, synced
 from atlas_files.errors import BadInput
 
 LEASE_HELP = f"""Advisory leases: a sign-up sheet for shared machines, GPUs and datasets.
@@ -99,8 +98,7 @@ def claim(ctx: Invocation, resource: str, duration: str, why: str, paths: tuple[
     now, with this --why (and keeps its paths unless --paths is given): a warning says when
     that shortened it or replaced its why, and --json's `changed` holds both. Overlapping
     paths of others' leases are warned about."""
-    change = synced(ctx, f"lease claim {resource}",
-                    lambda: api.claim(ctx.worker, resource, duration, why, paths))
+    change = api.claim(ctx.worker, resource, duration, why, paths)
     _report("renewed" if change.action == "renew" else "claimed", change, as_json)
 
 
@@ -116,8 +114,7 @@ def renew(ctx: Invocation, resource: str, duration: str | None, generation: int 
           as_json: bool) -> None:
     """Extend your lease of RESOURCE from now. Exit 4 if someone else holds it or it moved
     past the generation you hold; exit 2 if you do not hold it."""
-    change = synced(ctx, f"lease renew {resource}",
-                    lambda: api.renew(ctx.worker, resource, duration, generation))
+    change = api.renew(ctx.worker, resource, duration, generation)
     _report("renewed", change, as_json)
 
 
@@ -130,8 +127,7 @@ def renew(ctx: Invocation, resource: str, duration: str | None, generation: int 
 @pass_ctx
 def release(ctx: Invocation, resource: str, generation: int | None, as_json: bool) -> None:
     """Give RESOURCE back now. Refused unless you hold it (exit 4 or 2, nothing written)."""
-    change = synced(ctx, f"lease release {resource}",
-                    lambda: api.release(ctx.worker, resource, generation))
+    change = api.release(ctx.worker, resource, generation)
     _report("released", change, as_json)
 
 
@@ -149,8 +145,7 @@ def break_(ctx: Invocation, resource: str, why: str, duration: str | None,
            generation: int | None, as_json: bool) -> None:
     """Take over RESOURCE from a holder that is gone, before its lease expires. The break,
     its reason and the previous holder stay in the history."""
-    change = synced(ctx, f"lease break {resource}",
-                    lambda: api.break_(ctx.worker, resource, why, duration, generation))
+    change = api.break_(ctx.worker, resource, why, duration, generation)
     _report("took over", change, as_json)
     if not as_json:
         click.echo("the break, its reason and the previous holder are in "
@@ -178,7 +173,6 @@ def _telemetry_text(usage: dict[str, Any] | None) -> str:
               "root; a folder also lists leases on anything in it).")
 @json_option
 @pass_ctx
-@fresh
 def ls(ctx: Invocation, path: str | None, as_json: bool) -> None:
     """Every lease with its state computed now, GPU telemetry beside it, and the limits."""
     sheet = api.ls(ctx.worker, path)
@@ -224,7 +218,6 @@ def ls(ctx: Invocation, path: str | None, as_json: bool) -> None:
 @click.argument("resource")
 @json_option
 @pass_ctx
-@fresh
 def show(ctx: Invocation, resource: str, as_json: bool) -> None:
     """RESOURCE's lease now and its whole history: who held it, for what, how it ended."""
     result = api.show(ctx.worker, resource)

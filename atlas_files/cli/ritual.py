@@ -14,12 +14,10 @@ from typing import Any
 import click
 
 from atlas_files import hookio, timeutil
-from atlas_files import sync as syncswitch
 from atlas_files.api import Worker, ritual
 from atlas_files.cli import stophook
-from atlas_files.cli.app import Invocation, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
-from atlas_files.cli.syncing import sync_option, synced
 from atlas_files.errors import AtlasError, BadInput, NotFound
 from atlas_files.record import Record, locate
 
@@ -69,7 +67,6 @@ def begin(ctx: Invocation, max_chars: int, hook: str | None, as_json: bool) -> N
     if hook is not None:
         _begin_hook(ctx, hook, max_chars)
         return
-    syncswitch.refresh(ctx.worker)  # with `sync: {auto: true}`, the remote's latest first
     result = ritual.begin(ctx.worker, max_chars=max_chars)
     if as_json:
         emit_json(result.to_json())
@@ -94,7 +91,6 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
         return
     start = ritual.begin_again if hookio.goes_on(event) else ritual.begin
     try:
-        syncswitch.refresh(worker)
         text = start(worker, max_chars=max_chars).text
     except (AtlasError, OSError) as exc:
         message = exc.message if isinstance(exc, AtlasError) else str(exc)
@@ -164,8 +160,8 @@ def end(ctx: Invocation, file: str | None, text: str | None, summary: str | None
         read_body(file, worker.record.config.body_limit) if file is not None else None)
     if body is not None:
         worker.author  # noqa: B018 -- refuse a missing identity before anything is written
-    result = synced(ctx, "end", lambda: ritual.end(
-        worker, status=body, summary=summary, release_leases=release_leases))
+    result = ritual.end(
+        worker, status=body, summary=summary, release_leases=release_leases)
     for note in result.warnings:
         print_warning(note)
     if as_json:

@@ -11,7 +11,6 @@ from atlas_files import api, timeutil
 from atlas_files.api import search as searchapi
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
-from atlas_files.cli.syncing import fresh
 
 _KINDS = ("status", "artifact", "decision", "correction", "retraction")
 
@@ -71,7 +70,6 @@ def _lines(r: dict[str, Any]) -> list[str]:
               help="At most N results (1-1000).")
 @json_option
 @pass_ctx
-@fresh
 def search(ctx: Invocation, query: tuple[str, ...], kinds: tuple[str, ...], project: str | None,
            all_projects: bool, all_versions: bool, limit: int, as_json: bool) -> None:
     """Full-text search over status, topics, decisions, corrections and retractions.

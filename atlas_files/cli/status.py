@@ -5,9 +5,8 @@ from __future__ import annotations
 import click
 
 from atlas_files.api import status as api
-from atlas_files.cli.app import Invocation, json_option, pass_ctx
+from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
-from atlas_files.cli.syncing import fresh, sync_option, synced
 from atlas_files.cli.versions import header, print_diff, print_versions, warn_digest
 
 
@@ -23,7 +22,6 @@ def status() -> None:
 @click.option("--version", "version", type=click.IntRange(min=1), help="An earlier version.")
 @json_option
 @pass_ctx
-@fresh
 def status_show(ctx: Invocation, version: int | None, as_json: bool) -> None:
     """Show the project's current status, led by its version, author and age."""
     view = api.status_show(ctx.worker, version)
@@ -60,8 +58,8 @@ def status_write(ctx: Invocation, file: str | None, expect: int | None, summary:
     """
     api.check_status_write(ctx.worker)
     body = read_body(file, ctx.record.config.body_limit, allow_empty)
-    written = synced(ctx, "status write", lambda: api.status_write(
-        ctx.worker, body, expect=expect, summary=summary))
+    written = api.status_write(
+        ctx.worker, body, expect=expect, summary=summary)
     for w in written.warnings or ():
         print_warning(w)
     if as_json:
@@ -73,7 +71,6 @@ def status_write(ctx: Invocation, file: str | None, expect: int | None, summary:
 @status.command("log")
 @json_option
 @pass_ctx
-@fresh
 def status_log(ctx: Invocation, as_json: bool) -> None:
     """Every status version, newest first."""
     print_versions(api.status_log(ctx.worker), as_json)
@@ -84,7 +81,6 @@ def status_log(ctx: Invocation, as_json: bool) -> None:
 @click.argument("new", required=False, type=click.IntRange(min=1))
 @json_option
 @pass_ctx
-@fresh
 def status_diff(ctx: Invocation, old: int | None, new: int | None, as_json: bool) -> None:
     """Unified diff of two status versions (default: the latest against the one before)."""
     print_diff(api.status_diff(ctx.worker, old, new), as_json)

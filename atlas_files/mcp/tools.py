@@ -4,7 +4,8 @@
 A tool never takes an identity: it acts as the connection's (``--as`` for stdio, the
 bearer token's over HTTP), so a model cannot write in someone else's name. Each signature
 is the tool's input schema; each call runs in a worker thread, since the library does
-blocking file work and the server answers other clients meanwhile.
+blocking file work and the server answers other clients meanwhile. On a record that
+syncs, the API itself fetches before a read and pushes after a write, as for the CLI.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from atlas_files import sync
 from atlas_files.api import Worker, checks
 from atlas_files.api import core as api
 from atlas_files.api import decisions as api_decisions
@@ -109,13 +109,6 @@ class Toolbox:
         notes = [*(getattr(result, "warnings", None) or ()), *caught]
         return ok(doc, notes)
 
-    async def write(self, what: str, fn: Callable[[Worker], Any]) -> CallToolResult:
-        """A writing call: synced with the git remote when atlas.yaml says `sync: {auto:
-        true}` (fetch first, push after; a lost race is `stop:` or `held:`), like the CLI's
-        write commands."""
-        return await self.call(
-            lambda w: sync.write(w, f"{what} ({w.identity})", lambda: fn(w)))
-
     # -- the session ritual -------------------------------------------------------------
 
     async def begin(self) -> CallToolResult:
@@ -132,7 +125,7 @@ class Toolbox:
             refused = _empty(status, "status")
             if refused:
                 return refused
-        return await self.write("end", lambda w: ritual.end(w, status, summary, release_leases))
+        return await self.call(lambda w: ritual.end(w, status, summary, release_leases))
 
     # -- status and topics --------------------------------------------------------------
 
@@ -141,8 +134,7 @@ class Toolbox:
 
     async def status_write(self, body: Body, expect: Expect = None,
                            summary: Summary = None) -> CallToolResult:
-        return _empty(body, "body") or await self.write(
-            "status write",
+        return _empty(body, "body") or await self.call(
             lambda w: api_status.status_write(w, body, expect=expect, summary=summary))
 
     async def get(self, name: Name, version: Version = None) -> CallToolResult:
@@ -150,9 +142,9 @@ class Toolbox:
 
     async def put(self, name: Name, body: Body, expect: Expect = None, summary: Summary = None,
                   proposal: bool = False, links: Links = []) -> CallToolResult:  # noqa: B006
-        return _empty(body, "body") or await self.write(
-            "put", lambda w: api.put(w, name, body, expect=expect, summary=summary,
-                                     proposal=proposal, links=links))
+        return _empty(body, "body") or await self.call(
+            lambda w: api.put(w, name, body, expect=expect, summary=summary,
+                              proposal=proposal, links=links))
 
     async def feed(self, mark_read: bool = False) -> CallToolResult:
         return await self.call(lambda w: api.feed(w, mark_read))
@@ -195,19 +187,16 @@ class Toolbox:
             if not duration or not why:
                 return bad_input("lease claim needs a duration and why; nothing was claimed",
                                  "e.g. duration: 90m, why: one line saying what for")
-            return await self.write(
-                "lease claim", lambda w: api_leases.claim(w, resource, duration, why, paths))
+            return await self.call(lambda w: api_leases.claim(w, resource, duration, why, paths))
         if action == "renew":
-            return await self.write(
-                "lease renew", lambda w: api_leases.renew(w, resource, duration, generation))
+            return await self.call(lambda w: api_leases.renew(w, resource, duration, generation))
         if action == "release":
-            return await self.write(
-                "lease release", lambda w: api_leases.release(w, resource, generation))
+            return await self.call(lambda w: api_leases.release(w, resource, generation))
         if not why:
             return bad_input("lease break needs why; nothing was changed",
                              "say why the holder's lease is taken over (e.g. its run is gone)")
-        return await self.write(
-            "lease break", lambda w: api_leases.break_(w, resource, why, duration, generation))
+        return await self.call(
+            lambda w: api_leases.break_(w, resource, why, duration, generation))
 
     async def lease_read(self, action: Literal["list", "show", "machines"],
                          resource: Resource = None,
@@ -223,7 +212,7 @@ class Toolbox:
                      accepts: Annotated[str | None, Field(
                          description="NAME@vN of a proposal this accepts")] = None,
                      ) -> CallToolResult:
-        return await self.write("decide", lambda w: api_decisions.decide(
+        return await self.call(lambda w: api_decisions.decide(
             w, topic=topic, recommended=recommended, chosen=chosen, relation=relation,
             why=why, recommended_by=recommended_by, links=links, accepts=accepts))
 
@@ -239,8 +228,8 @@ class Toolbox:
             text: Annotated[str, Field(description="what is right (retract: why)")],
             retract: bool = False) -> CallToolResult:
         if retract:
-            return await self.write("retract", lambda w: api_decisions.retract(w, ref, text))
-        return await self.write("correct", lambda w: api_decisions.correct(w, ref, text))
+            return await self.call(lambda w: api_decisions.retract(w, ref, text))
+        return await self.call(lambda w: api_decisions.correct(w, ref, text))
 
     # -- machines and the record's health -----------------------------------------------
 

@@ -1,6 +1,8 @@
 """Many machines: a git remote as the record's transport (`atlas sync`).
 
-A front end over the record, beside the CLI and the MCP server. Every version, entry and
+A mechanism below the API: the API's writes go through :func:`write` and its reads
+through :func:`refresh` (``atlas_files.api.writes`` and ``reads``), so the CLI, the MCP
+server and a library caller all sync alike. Every version, entry and
 lease generation is a new file whose name only a true collision can collide on, so the
 record travels by git without merges of shared files: commit what atlas wrote here,
 fetch, refuse if either side changed published history, keep a local file that collides
@@ -12,9 +14,12 @@ force. The push is the compare-and-set across machines.
   pushes after; a lost version becomes a draft and raises VersionConflict (exit 3), a lost
   lease change raises LeaseHeld (exit 4).
 * :func:`write` (here): the switch every front end's writes go through; it calls
-  ``synced_write`` when atlas.yaml says ``sync: {auto: true}`` or the caller asks.
+  ``synced_write`` when the sync settings accepted on this clone say ``auto: true`` or
+  the caller asks.
 * :func:`refresh` (here): what a read calls: a sync when the last fetch is older than
   ``fetch_every``, and a warning, never an error, when it cannot.
+* :mod:`atlas_files.sync.accepted`: atlas.yaml's ``sync:`` block travels with the record,
+  so a clone acts on it only once a person there accepted it (`atlas sync accept`).
 
 This module is light on purpose (the engine is imported only when a record syncs).
 
@@ -25,14 +30,16 @@ What never travels: receipts, session rows and telemetry are live rows of one ma
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from atlas_files.api import Worker
 from atlas_files.config import SyncConfig
 from atlas_files.errors import AtlasError, warn
 from atlas_files.record import Record
 
 __all__ = ["NOT_TRAVELLING", "refresh", "settings", "write"]
+
+if TYPE_CHECKING:
+    from atlas_files.sync.accepted import Standing
 
 T = TypeVar("T")
 
@@ -49,47 +56,74 @@ READ_LOCK_WAIT_S = 2.0
 
 def settings(record: Record, override: bool | None = None) -> SyncConfig | None:
     """The sync settings that apply to a write: None when it does not sync (no ``auto``
-    in atlas.yaml and no ``--sync``, or ``--no-sync``)."""
-    cfg = record.config.sync
+    accepted on this clone and no ``--sync``, or ``--no-sync``). With ``--sync``, the
+    accepted settings or NotAccepted (see :mod:`atlas_files.sync.accepted`)."""
     if override is False:
         return None
+    from atlas_files.sync import accepted  # noqa: PLC0415 - only a record that syncs
+
     if override is True:
-        return cfg or SyncConfig()
-    return cfg if cfg is not None and cfg.auto else None
+        return accepted.standing(record, without_block=True).explicit()
+    if record.config.sync is None:
+        return None
+    standing = accepted.standing(record)
+    _say_pending(record, standing)
+    return standing.cfg if standing.cfg is not None and standing.cfg.auto else None
 
 
-def write(worker: Worker, what: str, fn: Callable[[], T], sync: bool | None = None) -> T:
-    """``fn()``, synced when ``sync`` is True, or when it is None and atlas.yaml says
-    ``sync: {auto: true}``. The one switch every front end's writes go through."""
-    cfg = settings(worker.record, sync)
+def _say_pending(record: Record, standing: Standing) -> None:
+    """Warn, on every command that would sync by itself, that atlas.yaml's sync block
+    waits for a person here: a change from the remote must not pass unseen."""
+    pending, cfg = standing.pending, record.config.sync
+    if pending is None or not ((cfg is not None and cfg.auto)
+                               or (standing.cfg is not None and standing.cfg.auto)):
+        return
+    from atlas_files.sync.accepted import HINT  # noqa: PLC0415
+
+    warn(f"{pending.sentence()}: {HINT}")
+
+
+def write(record: Record, identity: str | None, what: str, fn: Callable[[], T],
+          sync: bool | None = None) -> T:
+    """``fn()`` (a write by ``identity``), synced when ``sync`` is True, or when it is None
+    and the sync settings accepted on this clone say ``auto``. The one switch every API
+    write goes through."""
+    cfg = settings(record, sync)
     if cfg is None:
         return fn()
     # The engine (subprocess and git's output parsing, ~18 ms of imports) loads only for
     # a record that syncs: a write or read of any other record pays nothing for it.
     from atlas_files.sync import run  # noqa: PLC0415 - optional and heavy, see above
 
-    return run.synced_write(worker, what, fn, cfg)
+    return run.synced_write(record, identity, what, fn, cfg)
 
 
-def refresh(worker: Worker) -> None:
-    """Before a read of a record with ``sync: {auto: true}``: sync if the last fetch is
-    older than ``fetch_every``. Never fails the read: a problem is a warning, and the read
-    shows the record as it is here."""
-    cfg = worker.record.config.sync
-    if cfg is None or not cfg.auto:
+def refresh(record: Record, identity: str | None) -> None:
+    """Before a read of a record whose accepted sync settings say ``auto``: sync if the
+    last fetch is older than ``fetch_every``. Never fails the read: a problem is a
+    warning, and the read shows the record as it is here."""
+    if record.config.sync is None:
+        return
+    try:
+        cfg = settings(record)
+    except AtlasError as exc:
+        warn(f"could not sync before reading ({exc.message}); this shows the record as "
+             "of its last sync")
+        return
+    if cfg is None:
         return
     # Like the engine below, the sync state loads only for a record that syncs: every
     # read command calls this, and a record that does not sync pays nothing for it.
     from atlas_files.sync.errors import Busy  # noqa: PLC0415
     from atlas_files.sync.state import Local  # noqa: PLC0415
 
-    age = Local(worker.record).fetch_age()
+    age = Local(record).fetch_age()
     if age is not None and age < cfg.fetch_every_s:
         return
     from atlas_files.sync import run  # noqa: PLC0415 - optional and heavy, as in write()
 
     try:
-        run.sync(worker, cfg, lock_wait_s=READ_LOCK_WAIT_S)
+        run.sync(record, identity, cfg, lock_wait_s=READ_LOCK_WAIT_S)
     except Busy:
         return  # another sync of this checkout is at it right now
     except AtlasError as exc:

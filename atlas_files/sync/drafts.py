@@ -20,6 +20,9 @@ from atlas_files.names import is_name
 from atlas_files.record import Record
 from atlas_files.sync.paths import Kind, draft_path, kind
 
+# How much of the winner's file is read to say who wrote it and when: its front matter
+# (or a lease generation's JSON) lies well within it, however large the file.
+META_LIMIT = 64 * 1024
 _DRAFTS_IGNORE = b"# versions that lost a race on the git remote; never pushed\n*\n"
 
 

@@ -13,19 +13,21 @@ import contextlib
 import os
 import time
 from pathlib import Path
+from typing import Any
 
-from atlas_files.config import SyncConfig
-from atlas_files.errors import BadInput
-from atlas_files.record import Record
-from atlas_files.sync import drafts, gitdir, repo
-from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused
-from atlas_files.sync.git import (
+from atlas_files.config import CONFIG_NAME, SyncConfig, from_mapping
+from atlas_files.errors import AtlasError, BadInput
+from atlas_files.frontmatter import YamlError, load_yaml
+from atlas_files.gitcmd import (
     NETWORK_TIMEOUT_S,
     Git,
     Started,
     check_version,
     failed,
 )
+from atlas_files.record import Record
+from atlas_files.sync import accepted, drafts, gitdir, incoming, repo
+from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused, UnsafeContent
 from atlas_files.sync.paths import kind, listing
 from atlas_files.sync.rebuild import rebuild
 from atlas_files.sync.recovery import finish_move
@@ -54,6 +56,7 @@ class Tally:
         self.pushes: list[tuple[str | None, str]] = []
         self.retries = 0
         self.recovered: list[str] = []
+        self.config_changes: list[accepted.ConfigChange] = []
 
 
 def _jitter(ceiling: float) -> float:
@@ -85,6 +88,13 @@ class Engine:
         self.branch = self.cfg.branch or self.facts.branch
         self.local_ref = f"refs/heads/{self.facts.branch}"
         self.tracking = f"refs/remotes/{self.cfg.remote}/{self.branch}"
+        if not repo.remote_defined(self.git, self.facts.common_dir, self.cfg.remote):
+            raise BadInput(
+                f"sync.remote is {self.cfg.remote!r}, but this clone's git config defines no "
+                "remote of that name (with a URL); atlas syncs only with a remote the clone "
+                "itself defines, never a path or a URL written in the record",
+                hint="`git remote -v` lists this clone's remotes: add it (`git remote add "
+                "NAME URL`), or name one of them under sync: in atlas.yaml")
         if died_at is not None:
             self.tally.recovered += clear_stale_locks(
                 self.facts.git_dir, self.facts.common_dir, [self.local_ref, self.tracking],
@@ -122,7 +132,9 @@ class Engine:
         if not new:
             return []
         nul = "\0".join(new).encode("utf-8", "surrogateescape")
-        self.git.run("add", "--pathspec-from-file=-", "--pathspec-file-nul", input=nul)
+        # --force: a .gitignore from the remote cannot keep atlas's own files from travelling.
+        self.git.run("add", "--force", "--pathspec-from-file=-", "--pathspec-file-nul",
+                     input=nul)
         rels = [r for r in (self._rel(p) for p in new) if r is not None]
         message = f"atlas: {what}\n\n" + "\n".join(
             kind(r).describe() if kind(r).history else r for r in rels[:50])
@@ -134,7 +146,9 @@ class Engine:
                             "-m", message, "--pathspec-from-file=-", "--pathspec-file-nul",
                             input=nul)
         self._refresh()
-        if gitdir.loose_objects_due(self.facts.common_dir):
+        threshold = gitdir.gc_auto(self.git, self.facts.common_dir, self.facts.git_dir,
+                                   self.local.folder / "gc-auto")
+        if gitdir.loose_objects_due(self.facts.common_dir, threshold):
             self._tidy()
         return rels
 
@@ -274,6 +288,8 @@ class Engine:
                 f"this checkout as {before[:12]}), then sync")
         remote = repo.diff(self.git, base, theirs)
         self._check_history(remote, base, theirs, "on the remote")
+        incoming.check(self.git, remote, self._rel, self.where, theirs)
+        self._config_came_in(remote, head, theirs)
         if base == head:
             self._move(head, theirs)
             self._came_in(remote)
@@ -295,10 +311,39 @@ class Engine:
             rel = self._rel(path) or path
             self.tally.collisions.append(drafts.keep(
                 self.record, rel, repo.blob_bytes(self.git, head, path),
-                repo.blob_bytes(self.git, theirs, path)))
+                repo.blob_start(self.git, theirs, path, drafts.META_LIMIT)))
         new = rebuild(self.git, self.facts.git_dir, base, head, theirs, lost, self.where)
         self._move(head, new)
         self._came_in(remote)
+
+    def _config_came_in(self, changes: list[repo.Change], head: str, theirs: str) -> None:
+        """Say what an atlas.yaml from the remote changes, and what of it waits for a
+        person here; refuse one atlas cannot read (every command here would stop)."""
+        path = self.facts.prefix + CONFIG_NAME
+        if not any(c.path == path and c.xy != "D" for c in changes):
+            return
+        after = self._parsed_config(theirs, path)
+        if after is None:
+            raise UnsafeContent(
+                f"{self.where} brings in an atlas.yaml that atlas cannot read; nothing was "
+                "integrated, checked out or pushed",
+                hint=f"see who changed it (`git log -p {theirs[:12]} -- {path}`); whoever "
+                "can push there should fix it, then sync again")
+        before = self._parsed_config(head, path) or {}
+        self.tally.config_changes += accepted.config_changes(before, after)
+
+    def _parsed_config(self, commit: str, path: str) -> dict[str, Any] | None:
+        """atlas.yaml of ``commit`` as a mapping atlas can act on; None if it cannot be
+        read as one (or the commit has none)."""
+        try:
+            text = repo.blob_bytes(self.git, commit, path).decode("utf-8")
+            data = load_yaml(text)
+            if not isinstance(data, dict):
+                return None
+            from_mapping(data, Path(path))
+        except (GitFailed, UnicodeDecodeError, YamlError, AtlasError):
+            return None
+        return data
 
     def _came_in(self, changes: list[repo.Change]) -> None:
         for c in changes:

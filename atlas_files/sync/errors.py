@@ -7,13 +7,9 @@ race and is kept as a draft) and LeaseHeld (exit 4: a lease change lost the race
 from __future__ import annotations
 
 from atlas_files.errors import AtlasError
+from atlas_files.gitcmd import GitFailed
 
-
-class GitFailed(AtlasError):
-    """git refused or could not reach the remote (network, credentials, a damaged
-    repository): an environment problem, not a bug and not a lost race."""
-
-    exit_code = 2
+__all__ = ["Busy", "GitFailed", "NotPushed", "SyncRefused", "UnsafeContent"]
 
 
 class SyncRefused(AtlasError):
@@ -21,6 +17,11 @@ class SyncRefused(AtlasError):
     rewrote its history) or a config file changed on both sides: nothing is pushed."""
 
     exit_code = 1
+
+
+class UnsafeContent(SyncRefused):
+    """The remote brings in what a record never holds and git (or a tool run in the
+    record) would act on: a symbolic link, a submodule, git attributes, a git folder."""
 
 
 class NotPushed(GitFailed):

@@ -1,93 +1,85 @@
-"""Where a record at the top of its own work tree keeps its git folders, read from the
-files as git's own discovery reads them: one `git rev-parse` fewer on every sync and every
-synced write (about 4 ms of a 45 ms synced `atlas put`; bench/bench_sync.py).
+"""Whether git's automatic tidying could find work, read from git's own files: the same
+sample git's own test takes, so a synced write runs no `git maintenance run --auto` child
+(about 3 ms) after a commit that leaves nothing to tidy.
 
-Only the plain layouts are read here: a ``.git`` folder in the record's root, or a ``.git``
-file pointing to a linked worktree's folder. Anything git might judge otherwise is left to
-git (``None``): a record deeper inside a repository, a ``GIT_*`` variable that moves the
-folders, a config that could move the work tree (``core.worktree``, ``core.bare``,
-includes, per-worktree config), folders owned by another user (git's ``safe.directory``
-check), the reftable format, or a ``.git`` git would not take for a repository.
-
-Also read here: whether git's automatic tidying could find work, the same sample git's
-own test takes, so a synced write runs no `git maintenance run --auto` child (about 3 ms)
-after a commit that leaves nothing to tidy.
+git's test: more than gc.auto / 256 loose objects in the one folder objects/17, taken as a
+sample of all 256 (gc.auto 0 turns it off). gc.auto is git's to say: it is asked once
+(`git config --get gc.auto`), and the answer kept in the checkout's sync folder for as
+long as every config file git reads is the same file, unchanged.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-import stat
 from pathlib import Path
 
-# Variables that change where git looks, or what it will take for a repository.
-_MOVED_BY = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
-             "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
-# Config words after which only git can say where the work tree is.
-_ASK_GIT_IF = ("worktree", "bare = true", "bare=true", "include")
-_SMALL = 64 * 1024
-# git's own test for too many loose objects: more than gc.auto / 256 (6700 by default) in
-# the one folder objects/17, taken as a sample of all 256.
+from atlas_files.gitcmd import Git
+
 _LOOSE_SAMPLE = "17"
-_LOOSE_DUE = (6700 + 255) // 256
+# What git uses when gc.auto is not set.
+GC_AUTO_DEFAULT = 6700
+# Variables that add config, or move the files git reads it from.
+_CONFIG_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+                     "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "HOME",
+                     "XDG_CONFIG_HOME", "GIT_DIR", "GIT_COMMON_DIR")
 
 
-def _read(path: str) -> str | None:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(_SMALL + 1)
-    except OSError:
-        return None
-    if len(data) > _SMALL:
-        return None
-    return data.decode("utf-8", "surrogateescape")
-
-
-def _mine(path: str) -> bool:
-    try:
-        return os.stat(path).st_uid == os.getuid()
-    except OSError:
-        return False
-
-
-def find(root: Path) -> tuple[Path, Path, Path] | None:
-    """(work tree top, this work tree's git dir, the common dir) when the record's root is
-    the top of a work tree of a plain layout; None when git must be asked."""
-    if not hasattr(os, "getuid") or any(name in os.environ for name in _MOVED_BY):
-        return None
-    top = os.path.realpath(root)
-    dotgit = os.path.join(top, ".git")
-    try:
-        info = os.lstat(dotgit)
-    except OSError:
-        return None  # no repository here: the record lies deeper in one, or in none
-    if stat.S_ISDIR(info.st_mode):
-        git_dir = dotgit
-    elif stat.S_ISREG(info.st_mode):
-        text = _read(dotgit)
-        if text is None or not text.startswith("gitdir: "):
-            return None
-        git_dir = os.path.realpath(os.path.join(top, text[len("gitdir: "):].strip()))
+def _config_files(common_dir: Path, git_dir: Path) -> list[str]:
+    """The files git reads its config from here, as git finds them."""
+    env = os.environ
+    files = [str(common_dir / "config"), str(git_dir / "config.worktree")]
+    if "GIT_CONFIG_GLOBAL" in env:
+        files.append(env["GIT_CONFIG_GLOBAL"])
     else:
-        return None
-    common = _read(os.path.join(git_dir, "commondir"))
-    common_dir = git_dir if common is None else os.path.realpath(
-        os.path.join(git_dir, common.strip()))
-    config = _read(os.path.join(common_dir, "config"))
-    if config is None or any(word in config.lower() for word in _ASK_GIT_IF):
-        return None
-    if not (all(map(_mine, (top, git_dir, common_dir)))
-            and os.path.isfile(os.path.join(git_dir, "HEAD"))
-            and os.path.isdir(os.path.join(common_dir, "objects"))
-            and os.path.isdir(os.path.join(common_dir, "refs"))
-            and not os.path.exists(os.path.join(common_dir, "reftable"))):
-        return None
-    return Path(top), Path(git_dir), Path(common_dir)
+        home = env.get("HOME", "")
+        xdg = env.get("XDG_CONFIG_HOME") or (os.path.join(home, ".config") if home else "")
+        files += [os.path.join(xdg, "git", "config")] if xdg else []
+        files += [os.path.join(home, ".gitconfig")] if home else []
+    if not env.get("GIT_CONFIG_NOSYSTEM"):
+        files.append(env.get("GIT_CONFIG_SYSTEM", "/etc/gitconfig"))
+    return files
 
 
-def loose_objects_due(common_dir: Path) -> bool:
-    """Whether git's automatic gc (at its default threshold) could find work among the
+def _key(common_dir: Path, git_dir: Path) -> str | None:
+    """What the answer depends on: each config file's identity and age, and the variables;
+    None when a file includes others (their changes would not show here)."""
+    seen = []
+    for path in _config_files(common_dir, git_dir):
+        try:
+            st = os.stat(path)
+            with open(path, "rb") as fh:
+                if b"include" in fh.read(1 << 20).lower():
+                    return None
+        except OSError:
+            continue
+        seen.append([path, st.st_ino, st.st_mtime_ns, st.st_size])
+    return json.dumps([seen, [os.environ.get(v) for v in _CONFIG_VARIABLES]])
+
+
+def gc_auto(git: Git, common_dir: Path, git_dir: Path, cache: Path) -> int:
+    """git's gc.auto for this checkout (its default when unset)."""
+    key = _key(common_dir, git_dir)
+    if key is not None:
+        with contextlib.suppress(OSError, ValueError):
+            kept_key, _, kept = cache.read_text().rpartition("\t")
+            if kept_key == key:
+                return int(kept)
+    done = git.run("config", "--int", "--get", "gc.auto", ok=(0, 1))
+    value = int(done.text) if done.code == 0 and done.text.lstrip("-").isdigit() \
+        else GC_AUTO_DEFAULT
+    if key is not None:
+        with contextlib.suppress(OSError):
+            cache.write_text(f"{key}\t{value}")
+    return value
+
+
+def loose_objects_due(common_dir: Path, gc_auto: int) -> bool:
+    """Whether git's automatic gc (at threshold ``gc_auto``) could find work among the
     loose objects; True when the folder cannot be read, so that git is asked."""
+    if gc_auto <= 0:
+        return False
     try:
         with os.scandir(os.path.join(common_dir, "objects", _LOOSE_SAMPLE)) as entries:
             loose = sum(1 for e in entries if len(e.name) >= 38)
@@ -95,4 +87,4 @@ def loose_objects_due(common_dir: Path) -> bool:
         return False
     except OSError:
         return True
-    return loose > _LOOSE_DUE
+    return loose > (gc_auto + 255) // 256

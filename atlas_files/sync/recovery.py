@@ -12,10 +12,10 @@ stops the sync for a person to look at.
 
 from __future__ import annotations
 
+from atlas_files.gitcmd import Git
 from atlas_files.record import Record
 from atlas_files.sync import drafts, repo
 from atlas_files.sync.errors import SyncRefused
-from atlas_files.sync.git import Git
 from atlas_files.sync.paths import kind
 from atlas_files.sync.state import Local
 

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
+from atlas_files import gitcmd
 from atlas_files.errors import BadInput
-from atlas_files.sync import gitdir
-from atlas_files.sync.git import Git, split_z
+from atlas_files.gitcmd import Git, NotARepository, split_z
 
 ZERO = "0" * 40
 # New untracked folders named on ls-files' command line, in bytes, at most.
@@ -33,26 +33,16 @@ class Facts(NamedTuple):
         return git_path[len(self.prefix):] if git_path.startswith(self.prefix) else None
 
 
-def _ask_git(git: Git, root: Path) -> tuple[str, str, str, str]:
-    done = git.run("rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
-                   "--git-common-dir", "--show-prefix", ok=(0, 128))
-    if done.code != 0:
+def read_facts(git: Git, root: Path) -> Facts:
+    try:
+        where = gitcmd.locate(root, git)
+    except NotARepository:
         raise BadInput(
             f"the record at {root} is not in a git work tree, so it cannot sync",
             hint="give the record its own repository (`git init` in it, then `git remote add "
             "origin URL`), or check out a dedicated branch as a worktree; see docs/sync.md",
-        )
-    lines = done.out.decode("utf-8", "surrogateescape").split("\n")
-    top, git_dir, common_dir, prefix = (lines + ["", "", "", ""])[:4]
-    return top, git_dir, common_dir, prefix
-
-
-def read_facts(git: Git, root: Path) -> Facts:
-    found = gitdir.find(root)
-    if found is not None:
-        top, git_dir, common_dir, prefix = (*map(str, found), "")
-    else:
-        top, git_dir, common_dir, prefix = _ask_git(git, root)
+        ) from None
+    top, git_dir, common_dir, prefix = where
     # HEAD read as git writes it (`ref: refs/heads/NAME`, or a bare commit id when
     # detached): one process fewer than asking git. The reftable format keeps a dummy
     # HEAD file, so there git is asked.
@@ -73,6 +63,48 @@ def read_facts(git: Git, root: Path) -> Facts:
         )
     return Facts(Path(top), prefix, Path(git_dir), Path(common_dir),
                  ref[len("refs/heads/"):])
+
+
+# A section header of git's config naming a remote: [remote "NAME"] (the subsection is
+# quoted, with \" and \\ escaped; the section name is case-insensitive).
+_REMOTE_SECTION = re.compile(r'\s*\[\s*remote\s+"((?:[^"\\\n]|\\.)*)"\s*\]\s*(?:[#;].*)?',
+                             re.IGNORECASE)
+_SECTION = re.compile(r"\s*\[")
+_URL_LINE = re.compile(r"\s*url\s*=\s*\S", re.IGNORECASE)
+
+
+def _url_in_file(common_dir: Path, name: str) -> bool:
+    """Whether the repository's own config file gives ``remote.NAME.url`` plainly (a
+    ``[remote "NAME"]`` section with a ``url =`` line); False whenever only git can tell."""
+    try:
+        text = (common_dir / "config").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    inside = False
+    for line in text.splitlines():
+        if line.rstrip().endswith("\\"):
+            return False  # a value continued on the next line: git's parser decides
+        if _SECTION.match(line):
+            m = _REMOTE_SECTION.fullmatch(line)
+            inside = m is not None and re.sub(r"\\(.)", r"\1", m.group(1)) == name
+        elif inside and _URL_LINE.match(line):
+            return True
+    return False
+
+
+def remote_defined(git: Git, common_dir: Path, name: str) -> bool:
+    """Whether this clone's git config gives the remote ``name`` a URL. git takes a remote
+    name it does not know for a path or a URL, so a name from atlas.yaml must never reach
+    it unchecked: the shared remote could otherwise point a push at a repository of its
+    own making inside the record, whose hooks git would run. Read from the config file
+    when it says so plainly (no process); otherwise git is asked."""
+    return _url_in_file(common_dir, name) or remote_url(git, name) is not None
+
+
+def remote_url(git: Git, name: str) -> str | None:
+    """``remote.NAME.url`` as git's config gives it (every file git reads); None if unset."""
+    done = git.run("config", "--get", f"remote.{name}.url", ok=(0, 1))
+    return done.text if done.code == 0 and done.text else None
 
 
 def heads(git: Git, common_dir: Path, refs: list[str]) -> dict[str, str]:
@@ -213,6 +245,19 @@ def is_ancestor(git: Git, a: str, b: str) -> bool:
 
 def blob_bytes(git: Git, commit: str, path: str) -> bytes:
     return git.run("cat-file", "blob", f"{commit}:{path}").out
+
+
+def blob_start(git: Git, commit: str, path: str, limit: int) -> bytes:
+    """At most the first ``limit`` bytes of a file of ``commit``: what a remote holds is
+    read only as far as it is needed (its front matter), whatever its size."""
+    return git.head("cat-file", "blob", f"{commit}:{path}", limit=limit)
+
+
+def blob_sizes(git: Git, blobs: list[str]) -> list[int]:
+    """The size of each blob, in bytes (0 for one the object store lacks)."""
+    out = git.run("cat-file", "--batch-check=%(objectsize)",
+                  input="".join(f"{b}\n" for b in blobs).encode()).text
+    return [int(line) if line.isdigit() else 0 for line in out.splitlines()]
 
 
 def tree_of(git: Git, commit: str) -> str:

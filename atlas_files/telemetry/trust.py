@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,9 +28,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from atlas_files import config as configmod
-from atlas_files import fsio, privatepath, timeutil
+from atlas_files import fsio, timeutil
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, NotFound
 from atlas_files.names import check_name
+from atlas_files.ownfiles import config_dir, read_small, refuse_unsafe
 
 if TYPE_CHECKING:
     from atlas_files.config import Machine
@@ -40,77 +40,6 @@ if TYPE_CHECKING:
 LOCAL = "local"
 PROBES_NAME = "probes.yaml"
 APPROVALS_NAME = "approved-probes.json"
-MAX_FILE_BYTES = 1 << 20  # both files are a few lines; a bigger one is not ours
-
-
-def config_dir(env: Mapping[str, str] | None = None) -> Path | None:
-    """``$XDG_CONFIG_HOME/atlas`` (absolute values only, as the XDG spec says), else
-    ``~/.config/atlas``; None when there is no home folder to speak of."""
-    environ = os.environ if env is None else env
-    xdg = environ.get("XDG_CONFIG_HOME", "")
-    if xdg and os.path.isabs(xdg):
-        return Path(xdg) / "atlas"
-    home = environ.get("HOME") or ""
-    if not home:
-        try:
-            home = str(Path.home())
-        except (RuntimeError, KeyError):
-            return None
-    return Path(home) / ".config" / "atlas"
-
-
-def _inside(path: Path, root: str) -> bool:
-    real = os.path.realpath(path)
-    return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
-
-
-def refuse_unsafe(path: Path, record_root: str, what: str) -> None:
-    """BadInput if the file at ``path`` (or the folder holding it) is no safer than the
-    record: inside it, writable by other users, or owned by someone else."""
-    if _inside(path, record_root) or _inside(path.parent, record_root):
-        raise BadInput(
-            f"{what} {path} is inside the record at {record_root}: anyone who can write the "
-            "record could change it, so it cannot say what this prober trusts",
-            hint=f"move it out of the record, e.g. to {config_dir() or '~/.config/atlas'}",
-        )
-    # A folder further up that others may write could be swapped, with all below it,
-    # between this look and the read.
-    why = privatepath.unsafe_way(str(path))
-    if why is not None:
-        raise BadInput(f"the {what} {path} could be replaced by another user: {why}",
-                       hint=f"keep the {what} in a folder reached only through folders of "
-                       "yours or root's")
-    me = os.geteuid()
-    for target, word in ((path, "file"), (path.parent, "folder")):
-        try:
-            st = os.stat(target)
-        except FileNotFoundError:
-            continue
-        if st.st_uid not in (me, 0):
-            raise BadInput(f"the {word} of the {what}, {target}, belongs to another user "
-                           f"(uid {st.st_uid}), who could change it",
-                           hint=f"keep the {what} in a folder of your own")
-        # A sticky folder (/tmp) lets others create files, not replace ours.
-        sticky = word == "folder" and st.st_mode & stat.S_ISVTX
-        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky:
-            raise BadInput(
-                f"the {word} of the {what}, {target}, can be written by other users "
-                f"(mode {stat.S_IMODE(st.st_mode):o}), who could change what this prober runs",
-                hint=f"run `chmod go-w {target}`, then try again")
-
-
-def _read_small(path: Path, what: str) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except IsADirectoryError:
-        raise BadInput(f"the {what} {path} is a folder, not a file") from None
-    except PermissionError:
-        raise BadInput(f"the {what} {path} cannot be read: permission denied") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise BadInput(f"the {what} {path} is over {MAX_FILE_BYTES // 1024} KiB; it should "
-                       "be a few lines", hint="check that it is the right file")
-    return data
 
 
 def load_probes(path: Path, record_root: str) -> dict[str, Machine]:
@@ -123,7 +52,7 @@ def load_probes(path: Path, record_root: str) -> dict[str, Machine]:
     refuse_unsafe(path, record_root, what)
     try:
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        data = yaml.load(_read_small(path, what).decode("utf-8"), Loader=loader)  # noqa: S506
+        data = yaml.load(read_small(path, what).decode("utf-8"), Loader=loader)  # noqa: S506
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise BadInput(f"the {what} {path} is not valid YAML: {str(exc).splitlines()[0]}",
                        hint="fix it by hand") from None
@@ -161,7 +90,7 @@ def _load_approvals(path: Path, record_root: str) -> list[dict[str, Any]]:
         return []
     refuse_unsafe(path, record_root, "approvals file")
     try:
-        data = json.loads(_read_small(path, "approvals file"))
+        data = json.loads(read_small(path, "approvals file"))
     except (ValueError, UnicodeDecodeError):
         raise DamagedFile(f"the approvals file {path} is not JSON",
                           hint="delete it and approve the probes again") from None
