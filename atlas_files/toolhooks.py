@@ -246,16 +246,6 @@ def _person(verdict: Any) -> str:
             "anyway; then tell the holder through the record.")
 
 
-def refresh(record: Any, identity: str | None) -> None:
-    """Before the guard reads a record that syncs: the remote's latest first, at most once
-    per ``fetch_every`` (the sync switch loads nothing for a record that does not sync)."""
-    if record.config.sync is None:
-        return
-    from atlas_files import sync as syncswitch  # noqa: PLC0415
-
-    syncswitch.refresh(record, identity)  # acts only on accepted settings that say auto
-
-
 def guard_hook(harness: str, record_path: str | None, identity: str | None,
                project: str | None) -> None:
     """Answer harness ``harness``'s pre-tool hook for the call on stdin."""
@@ -276,7 +266,7 @@ def _guard(harness: str, event: dict[str, Any], record_path: str | None,
     from atlas_files.api import editguard as eg  # noqa: PLC0415 - only for an edit
 
     verdict = eg.check_edit(files, identity=identity, record=record_path,
-                            cwd=event_folder(event), refresh=refresh)
+                            cwd=event_folder(event))
     for note in verdict.notes:
         _say(note)
     decision = verdict.decision

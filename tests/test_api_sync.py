@@ -71,6 +71,22 @@ LOCAL = {
     "leases.covering": "asked by the commit and edit guards on every commit and tool "
                        "call, from what this clone holds",
     "guard.guard": "the edit-time guard of a harness: answers at once from this clone",
+    "editguard.check_edit": "refreshes a record that syncs itself (sync.refresh, at most "
+                            "once per fetch_every) and fetches the code repository: "
+                            "test_guard_hooks.py",
+    "editguard.find_record": "finds a record by the files of an edit; reads no record",
+    "editguard.inside": "compares two paths",
+    "editguard.record_file": "judges a path inside the record; reads nothing",
+    "editguard.remember": "notes in the session row what the guard told",
+    "editguard.repository_root": "finds a code repository; no record",
+    "news.after_tool": "the post-tool hook: what changed, from this clone, as begin's "
+                       "briefing already fetched",
+    "codextrust.trust_hooks": "writes the person's Codex config; no record",
+    "setup.inside": "compares two paths",
+    "setup.settings_path": "a path; reads nothing",
+    "versions.body_to_write": "reads a body the caller gave; no record",
+    "briefing.told_line": "renders a line",
+    "briefing.told_section": "a part of begin",
     "stop.stop_check": "the turn-end hook: answers at once from this clone",
     "activity.activity": "the code repository's commits, not the record",
     "activity.repository_status": "the same",

@@ -19,7 +19,7 @@ import pytest
 from conftest import Result
 from conftest import run_atlas as run_in_process_or_child
 from gitrepo import GitRepo, git_env
-from gitteam import bare_remote, git
+from gitteam import accept_sync, bare_remote, git
 
 from atlas_files.api import Worker, ritual
 from atlas_files.record import Record
@@ -261,13 +261,18 @@ def test_only_commits_by_another_author_within_the_window_count(repo: GitRepo) -
     assert "alice" not in text.split("Another session")[0]
 
 
+@pytest.mark.parametrize("accepted", [True, False], ids=["accepted", "not-accepted"])
 def test_a_record_that_syncs_fetches_first_at_most_once_per_fetch_every(
-        repo: GitRepo, tmp_path: Path) -> None:
+        repo: GitRepo, tmp_path: Path, accepted: bool) -> None:
+    """Only settings the person on this clone accepted make the guard fetch: atlas.yaml
+    arrives from the shared remote, which must not choose what this clone runs."""
     remote = bare_remote(tmp_path / "remote.git")
     repo.git("remote", "add", "origin", str(remote))
     repo.git("push", "-q", "origin", "main")
     with open(repo.path / "atlas.yaml", "a", encoding="utf-8") as fh:
         fh.write("sync:\n  auto: true\n  fetch_every: 1h\n")
+    if accepted:
+        accept_sync(repo.path)  # as the person on this clone does once
     repo.commit("Sync on", author="alice", ago_s=3 * 3600)
     repo.git("push", "-q", "origin", "main")
     bob = GitRepo.__new__(GitRepo)
@@ -280,6 +285,9 @@ def test_a_record_that_syncs_fetches_first_at_most_once_per_fetch_every(
     ev = event("claude", repo.path, METRICS)
     doc = answer("claude", guard(repo, "claude", ev, env=git_env()))
     text = doc["hookSpecificOutput"]["additionalContext"] if doc else ""
+    if not accepted:
+        assert "bob/export" not in text
+        return
     assert "committed to src/metrics.py 11m ago on origin/bob/export" in text
     bob.commit("Another one", METRICS, author="bob", ago_s=60)
     bob.git("push", "-q", "origin", "bob/export")

@@ -25,7 +25,7 @@ from __future__ import annotations
 import binascii
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -405,14 +405,13 @@ def _configured_identity(repo: str) -> str | None:
 
 def check_edit(files: Sequence[str], *, identity: str | None = None,
                record: str | None = None, cwd: str | None = None,
-               env: Mapping[str, str] | None = None,
-               refresh: Callable[[Record, str | None], None] | None = None) -> Verdict:
+               env: Mapping[str, str] | None = None) -> Verdict:
     """The guard's verdict on an edit that would change ``files`` (absolute paths, or
     relative to ``cwd``). ``identity`` and ``record`` are what the caller was given
     (--as, --record); ``$ATLAS_AS``/``$ATLAS_RECORD``, then the repository's git config,
-    fill in the rest. ``refresh(record, identity)`` runs once the record is known and
-    before it is read (a front end's sync of a record that syncs). Never raises for what
-    it finds: what it could not check is a note."""
+    fill in the rest. A record that syncs is refreshed once the identity is known and
+    before it is read, as every read of the API is (at most once per ``fetch_every``).
+    Never raises for what it finds: what it could not check is a note."""
     environ = os.environ if env is None else env
     base = cwd or os.getcwd()
     real = [os.path.realpath(os.path.join(base, f)) for f in files]
@@ -449,8 +448,10 @@ def check_edit(files: Sequence[str], *, identity: str | None = None,
     if by_repo:
         if who is None:
             who = _configured_identity(next(iter(by_repo)))
-        if refresh is not None:
-            refresh(rec, who)
+        if config.sync is not None:
+            from atlas_files import sync  # noqa: PLC0415 - only a record that syncs
+
+            sync.refresh(rec, who)
         _fetch_first(rec, list(by_repo), notes)
         for repo, rels in by_repo.items():
             found = (_lease_findings(rec, who, rels, notes)

@@ -51,8 +51,7 @@ def guard(ctx: Invocation, paths: tuple[str, ...], hook: str | None, as_json: bo
     from atlas_files.api import editguard  # noqa: PLC0415
 
     verdict = editguard.check_edit(list(paths), identity=ctx.identity,
-                                   record=ctx.record_path, cwd=os.getcwd(),
-                                   refresh=toolhooks.refresh)
+                                   record=ctx.record_path, cwd=os.getcwd())
     for note in verdict.notes:
         print_warning(note)
     if as_json:
