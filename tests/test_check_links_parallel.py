@@ -4,6 +4,7 @@ plainly and through a command server; a child that dies costs time, never a find
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from atlas_files.check import check_links, renderearly, renderpool
+from atlas_files.check import check_links, rendercache, renderearly, renderpool
 from atlas_files.check.sitepages import Renderer
 from atlas_files.server import wire
 from tests.conftest import run_atlas
@@ -89,7 +90,10 @@ def _findings(folder: Path) -> list[tuple[str, str, str, int, str]]:
 def _cache(root: Path) -> dict[str, object]:
     """The render cache the run left, less when each entry was used and where the site
     lies (which the setup's key includes)."""
-    kept = next((root / ".atlas-cache" / "links").glob("*.json")).read_text()
+    where = rendercache.folder()
+    assert where is not None
+    key = hashlib.sha256(str(root / "mkdocs.yml").encode()).hexdigest()[:16]
+    kept = next(where.glob(f"{key}-*.json")).read_text()
     data = json.loads(kept.replace(str(root), "ROOT"))
     for entry in data["pages"].values():
         entry.pop("t")

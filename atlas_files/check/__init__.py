@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from atlas_files.check.boundary import Boundary, root_of
 from atlas_files.check.findings import CODES, ERROR, WARNING, Finding, Report
 from atlas_files.check.links import is_markdown
 from atlas_files.check.routing import Links
@@ -83,7 +84,8 @@ def check_record(
     from atlas_files.check.walk import Scope, check_tree  # noqa: PLC0415
 
     report = Report(base=base, on_finding=on_finding)
-    check_tree(start_run(root, report, DiskSource(nofollow=True), fix),
+    within = Boundary([root_of(root)])
+    check_tree(start_run(root, report, DiskSource(nofollow=True, within=within), fix),
                Scope(wanted or None))
     machines.check_worktree(report, root, wanted)
     return report
@@ -110,8 +112,11 @@ def check_links(paths: Sequence[str | os.PathLike[str]] = (), *, on_finding: OnF
     the current folder's tree), record or not; in a MkDocs site's docs_dir, as the site
     (its mkdocs.yml found upward, or ``mkdocs``) will build them."""
     report = Report(base=base, on_finding=on_finding)
-    files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_markdown)
-    Links(report, mkdocs=_site_config(mkdocs)).check_files(f for f in files if is_markdown(f))
+    given = [_abs(p) for p in paths] or [Path.cwd().resolve()]
+    files = _expand(given, is_markdown)
+    source = DiskSource(within=Boundary(root_of(p) for p in given))
+    Links(report, source, mkdocs=_site_config(mkdocs)).check_files(
+        f for f in files if is_markdown(f))
     return report
 
 
@@ -131,8 +136,9 @@ def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
     from atlas_files.check.families import check_families, is_versioned  # noqa: PLC0415
 
     report = Report(base=base, on_finding=on_finding)
-    files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_versioned)
-    check_families(report, DiskSource(), files)
+    given = [_abs(p) for p in paths] or [Path.cwd().resolve()]
+    files = _expand(given, is_versioned)
+    check_families(report, DiskSource(within=Boundary(root_of(p) for p in given)), files)
     return report
 
 

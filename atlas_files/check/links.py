@@ -140,11 +140,14 @@ class LinkChecker:
             if not candidate or os.path.isabs(candidate):
                 continue
             folder = path.parent
+            within = getattr(self.source, "within", None)
             for _ in range(_MAX_SNIPPET_CLIMB):
                 target = Path(os.path.normpath(folder / candidate))
                 if self.source.is_file(target):
                     return target
-                if folder.parent == folder:
+                # Never above the repository checked (boundary.py), nor past the root.
+                if folder.parent == folder or (within is not None
+                                               and not within.holds(folder.parent)):
                     break
                 folder = folder.parent
         return None

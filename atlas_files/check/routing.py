@@ -50,12 +50,17 @@ class Links:
         # meets a mkdocs.yml pays for them.
         from atlas_files.check.sitelinks import SiteLinks  # noqa: PLC0415 - see above
 
+        within = getattr(self.fast.source, "within", None)
         try:
-            site = siteconfig.load(config)
+            site = siteconfig.load(config, within)
         except (OSError, ValueError, RecursionError) as exc:
             self.report.add(config, 1, "ATL018", f"this MkDocs configuration cannot be read "
-                            f"({exc}); the links of its pages were checked without it"[:400])
+                            f"({exc}); the links of its pages were checked without it"[:400],
+                            "make it a file MkDocs can read, naming only files inside the "
+                            "repository (atlas check reads nothing else)")
             return None
+        if within is not None:  # the site's own folder may be read, as far as its repository
+            within.add(site.repository)
         return SiteLinks(site, self.report, self.fast.source, self.fast)
 
     def check_file(self, path: Path) -> None:

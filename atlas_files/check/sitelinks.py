@@ -32,14 +32,21 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from atlas_files.check import anchors, markdown
+from atlas_files.check.boundary import Boundary
 from atlas_files.check.findings import WARNING, Report
 from atlas_files.check.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
-from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
+from atlas_files.check.siteconfig import (
+    NOT_NEEDED,
+    SiteConfig,
+    Unresolved,
+    read_file,
+    resolve_relative,
+)
 from atlas_files.check.siteplan import (
     BUILTIN,
     DIRECTIVE_MAKERS,
-    NOT_RUN,
     Rendered,
+    refusal,
     unresolved_message,
 )
 from atlas_files.check.siterender import Renderings
@@ -107,28 +114,25 @@ class SiteLinks:
     def contains(self, path: Path) -> bool:
         return path.is_relative_to(self.site.docs_dir)
 
-    def _problem(self, key: str, message: str) -> None:
+    def _problem(self, key: str, message: str, line: int | None = None) -> None:
         if key not in self._said:  # each said once per run
             self._said.add(key)
-            self.report.add(self.site.path, self.site.line_of(key.split(":")[0]), "ATL018",
-                            message)
+            self.report.add(self.site.path, line or self.site.line_of(key.split(":")[0]),
+                            "ATL018", message, _hint(message))
 
     def _missing_extensions(self) -> None:
-        """Say at once which configured extensions are not installed (importing none of
-        them: a site whose renderings are all cached never needs them)."""
+        """Say at once which configured extensions are not loaded, and why (importing none
+        of them: a site whose renderings are all cached never needs them), and which tags
+        of mkdocs.yml are left out."""
         for name, _ in self.site.extensions:
-            if name in NOT_RUN:
+            refused = refusal(name, self.site.root)
+            if refused is not None:
+                self._problem(name, refused)
                 continue
-            # Asked in order of cost: a module (found, not imported), one of
-            # Python-Markdown's own (`toc`: found with its package, not imported: a run
-            # whose renderings are all cached never imports it), another short name
-            # (its package is imported), and only then the entry points
-            # (importlib.metadata: 20 ms at import).
-            module = name.split(":")[0].split(".")[0]
-            short = "." not in name and ":" not in name
-            if not (_findable(module) or (name in BUILTIN and _findable("markdown"))
-                    or (short and _findable(f"markdown.extensions.{name}"))
-                    or name in self._entry_points):
+            # Looked for, not imported: its package (Python-Markdown's, for one of its own
+            # short names: a run whose renderings are all cached never imports it).
+            module = "markdown" if name in BUILTIN else name.split(".")[0]
+            if name not in NOT_NEEDED and not _findable(module):
                 self._problem(name, f"markdown extension {name} is not installed here: pages "
                               "are read without it (install it where atlas runs to check them "
                               "as built)")
@@ -138,6 +142,11 @@ class SiteLinks:
                 self._problem(f"{name}:{value.what}", unresolved_message(name, value))
 
             resolve_relative(raw, self.site.root, self.site.docs_dir, unresolved)
+        for tag in self.site.unresolved:
+            self._problem(f"tag:{tag.what}:{tag.line}", f"{tag.said()} is a tag atlas check "
+                          "constructs nothing for (a `!!python/...` tag names code to import "
+                          "and call, which a check never does): that value is left out",
+                          tag.line)
 
     def _toc(self) -> anchors.Toc:
         config = dict(self.site.extensions).get("toc", {})
@@ -146,18 +155,14 @@ class SiteLinks:
         return anchors.Toc(slugify if callable(slugify) else None,
                            separator if isinstance(separator, str) else "-")
 
-    @cached_property
-    def _entry_points(self) -> set[str]:
-        from importlib import metadata  # noqa: PLC0415 - 20 ms; see _missing_extensions
-
-        return {e.name for e in metadata.entry_points(group="markdown.extensions")}
-
     def _page_hooks(self) -> str | None:
+        within = Boundary(map(Path, self.site.readable))
         for hook in self.site.hooks:
             try:
-                text = hook.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
+                text = read_file(hook, within, "hook")
+            except ValueError:
+                return f"the site's hook {hook.name} (not read) may change pages as the " \
+                       "site is built"
             if any(event in text for event in _PAGE_EVENTS):
                 return f"the site's hook {hook.name} changes pages as the site is built"
         return None
@@ -240,11 +245,46 @@ class SiteLinks:
             return "the macros plugin expands it as the site is built"
         if "include-markdown" in self.site.plugins and "{%" in body:
             return "include-markdown includes files into it as the site is built"
+        for line, name in page.snippets:
+            beyond = self._snippet_beyond(name)
+            if beyond is not None:
+                return f"it includes the snippet {cut(name)!r} (line {line}), {beyond}"
         if page.snippets and ("pymdownx.snippets" not in names
                               or "pymdownx.snippets" in self._said):
             line, name = page.snippets[0]
             return f"it includes the snippet {cut(name)!r} (line {line}), and the site's " \
                    "snippets extension is not loaded here"
+        return None
+
+    @cached_property
+    def _snippets(self) -> tuple[list[str], bool] | None:
+        """The folders (or files) pymdownx.snippets looks in, as configured, and whether it
+        downloads URLs; None if the site does not use it."""
+        raw = dict(self.site.extensions).get("pymdownx.snippets")
+        if raw is None:
+            return None
+        config = resolve_relative(raw, self.site.root, self.site.docs_dir, lambda u: None)
+        bases = config.get("base_path", ["."])
+        bases = [bases] if isinstance(bases, str) else bases if isinstance(bases, list) else []
+        return ([str(self.site.root / b) for b in bases if isinstance(b, str)],
+                config.get("url_download") is True)
+
+    def _snippet_beyond(self, name: str) -> str | None:
+        """Why the site's build includes snippet ``name`` from where atlas never reads (a
+        URL it downloads, a file outside the repository), if it does."""
+        if self._snippets is None:
+            return None
+        bases, downloads = self._snippets
+        if name.lower().startswith(("http://", "https://")):
+            return "which the site's build downloads; atlas check fetches nothing" \
+                if downloads else None
+        within = Boundary(map(Path, self.site.readable))
+        file = name.split(":")[0] if not os.path.exists(name) else name
+        for base in bases:
+            for candidate in (os.path.join(base, file),
+                              os.path.join(os.path.dirname(base), file)):
+                if os.path.exists(candidate) and not within.holds(candidate):
+                    return "from outside the repository, which atlas check never reads"
         return None
 
     def check_file(self, path: Path) -> None:
@@ -420,6 +460,20 @@ class SiteLinks:
         return Suspect(link, "ATL011", self.site.levels["anchors"],
                        f"broken anchor '{cut(link.target)}': {where} has no anchor "
                        f"#{cut(fragment)}", suggestion(fragment, ids), target, fragment)
+
+
+def _hint(message: str) -> str:
+    """ATL018's hint for what ``message`` says (the code's own, for an extension that is
+    not installed)."""
+    if "is not installed here" in message:
+        return ""
+    if "is a tag atlas check constructs nothing for" in message:
+        return ("write that setting as a plain value if atlas should read it; what the tag "
+                "makes stays a build check (`mkdocs build --strict`)")
+    if "lies outside the repository" in message:
+        return "keep what the site reads inside the repository; atlas check reads nothing else"
+    return ("atlas check never runs it: what it makes stays a build check (`mkdocs build "
+            "--strict` with validation set)")
 
 
 def _findable(module: str) -> bool:

@@ -17,6 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from atlas_files.check.boundary import OUTSIDE, Boundary
+
 
 class Source(Protocol):
     def read(self, path: Path) -> bytes:
@@ -50,10 +52,12 @@ def why_unreadable(exc: OSError) -> str:
 
 class DiskSource:
     """Files on disk. ``nofollow``: refuse a symlink as the last part of a path, as the
-    record's readers do (a record never follows a symlink out of itself)."""
+    record's readers do (a record never follows a symlink out of itself). ``within``:
+    refuse a file that lies outside those folders (boundary.py)."""
 
-    def __init__(self, nofollow: bool = False) -> None:
+    def __init__(self, nofollow: bool = False, within: Boundary | None = None) -> None:
         self.nofollow = nofollow
+        self.within = within
 
     def read(self, path: Path) -> bytes:
         return self.read_limited(path, sys.maxsize)[0]
@@ -88,7 +92,10 @@ class DiskSource:
         fd = os.open(path, flags)
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):
-            return fd
+            if self.within is None or self.within.holds_open(fd, path):
+                return fd
+            os.close(fd)
+            raise PermissionError(errno.EACCES, OUTSIDE, str(path))
         os.close(fd)
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
