@@ -259,8 +259,9 @@ class RenderCache:
             pass
 
     def _prepare(self) -> None:
-        if self.folder is None or self.path is None:
-            raise OSError("this user has no cache folder")
+        if self.folder is None or self.path is None \
+                or not _private(self.folder.parent.parent):
+            raise OSError("this user has no cache folder of their own")
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
         if not _trusted_folder(self.folder):
             raise OSError("the cache folder is not this user's alone")
