@@ -16,9 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from atlas_files import artifacts, leases
 from atlas_files.record import Record
+from tests import hostile_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None,
@@ -233,6 +235,41 @@ def test_the_links_hook_fetches_nothing_and_quotes_nothing_from_outside(
         server.close()
         thread.join(5)
     assert seen == []
+
+
+@settings(max_examples=int(os.environ.get("HOSTILE_HOOK_EXAMPLES", "3")), deadline=None,
+          derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                   HealthCheck.too_slow])
+@given(spec=hostile_repo.specs())
+def test_the_hooks_on_a_hostile_repository_reach_nowhere(
+        hooks: tuple[Path, str, Path], tmp_path: Path, spec: hostile_repo.Spec) -> None:
+    """The adversarial suite's repositories (test_hostile_repository.py), committed through
+    the real pre-commit framework: each hook's atlas is watched as there."""
+    src, sha, home = hooks
+    spec.fsmonitor = False  # pre-commit's own git would run it; atlas's never does
+    listener = hostile_repo.Listener()
+    try:
+        audit = hostile_repo.audit_folder(tmp_path)
+        built = hostile_repo.build(spec, tmp_path / "example", listener.port)
+        (built.repo / ".pre-commit-config.yaml").write_text(_config(src, sha))
+        log = tmp_path / "hooks-audit.log"
+        log.unlink(missing_ok=True)
+        env = {**_env(home), **hostile_repo.watched_env(built, audit, log),
+               "PRE_COMMIT_HOME": str(home)}
+        shown = []
+        for argv in (["pre-commit", "run"], ["pre-commit", "run", "--all-files"]):
+            proc = run(argv, built.repo, env, check=False, timeout=600)
+            shown.append(output(proc))
+            watch = hostile_repo.Watch(argv, 0, "{\"findings\": []}", "", [])
+            watch.events = hostile_repo.events(log)
+            said = hostile_repo.problems(watch, built, listener)
+            assert said == [], "\n".join([*spec.config, *said])
+            assert ["process", "git"] in watch.events  # the hooks' atlas was watched
+            assert hostile_repo.SECRET not in output(proc)
+            assert "Traceback" not in output(proc), output(proc)
+        assert any("atlas links" in text for text in shown)
+    finally:
+        listener.close()
 
 
 def test_record_checks_run_on_what_the_commit_changes(repo: Repo) -> None:

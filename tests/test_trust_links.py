@@ -12,10 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ import pytest
 from atlas_files.check import rendercache, siteconfig
 from atlas_files.check.siteplan import plan
 from tests.gitrepo import GitRepo
+from tests.hostile_repo import Listener
 
 MODES = ["tree", "staged"]
 SECRET = "s3cr3t-7f3a"  # in files outside the repository: no output may hold it
@@ -147,31 +146,6 @@ def test_yaml_aliases_that_expand_a_billion_times_are_refused(repo: GitRepo) -> 
 
 
 # -- item 5: nothing fetched, nothing read outside --------------------------------------------
-
-
-class Listener:
-    """A TCP listener on 127.0.0.1 that counts the connections made to it."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.connections = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections += 1
-            conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 20\r\n\r\n## Fetched heading\n")
-            conn.close()
-
-    def close(self) -> None:
-        self.sock.close()
-        self._thread.join(5)
 
 
 @pytest.fixture

@@ -107,15 +107,17 @@ def _expand(paths: Iterable[Path], keep: Callable[[str], bool]) -> list[Path]:
 
 
 def check_links(paths: Sequence[str | os.PathLike[str]] = (), *, on_finding: OnFinding = None,
-                base: Path | None = None, mkdocs: Path | None = None) -> Report:
+                base: Path | None = None, mkdocs: Path | None = None,
+                run_site_hooks: bool = False) -> Report:
     """Broken relative links and anchors in the Markdown files among ``paths`` (default:
     the current folder's tree), record or not; in a MkDocs site's docs_dir, as the site
-    (its mkdocs.yml found upward, or ``mkdocs``) will build them."""
+    (its mkdocs.yml found upward, or ``mkdocs``) will build them. ``run_site_hooks``: run
+    the sites' hooks' page events, as MkDocs does (the caller's decision, sitehooks.py)."""
     report = Report(base=base, on_finding=on_finding)
     given = [_abs(p) for p in paths] or [Path.cwd().resolve()]
     files = _expand(given, is_markdown)
     source = DiskSource(within=Boundary(root_of(p) for p in given))
-    Links(report, source, mkdocs=_site_config(mkdocs)).check_files(
+    Links(report, source, mkdocs=_site_config(mkdocs), run_hooks=run_site_hooks).check_files(
         f for f in files if is_markdown(f))
     return report
 
@@ -145,7 +147,7 @@ def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
 def check_staged(
     cwd: Path | None = None, *, mode: str = "record", record_path: str | None = None,
     paths: Sequence[str | os.PathLike[str]] = (), on_finding: OnFinding = None,
-    base: Path | None = None, mkdocs: Path | None = None,
+    base: Path | None = None, mkdocs: Path | None = None, run_site_hooks: bool = False,
 ) -> Report:
     """What the commit being made (git's index) gets wrong. ``mode``: "record" (the record
     checks on changed files, immutable files, moved links), "links" (links in ``paths`` or
@@ -158,7 +160,8 @@ def check_staged(
     changes = staged.staged_changes(repo)
     given = [_abs(p) for p in paths]
     if mode == "links":
-        gitmodes.staged_links(report, repo, changes, given, _site_config(mkdocs))
+        gitmodes.staged_links(report, repo, changes, given, _site_config(mkdocs),
+                              run_site_hooks)
     elif mode == "versions":
         gitmodes.staged_versions(report, repo, changes, given)
     else:

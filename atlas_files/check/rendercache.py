@@ -41,7 +41,7 @@ from typing import Any
 from atlas_files import __version__, fsio, yamlcache
 from atlas_files.check.boundary import Boundary
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import Planned, Rendered, trusted
+from atlas_files.check.siteplan import Planned, Rendered, autorefs, trusted
 from atlas_files.check.sources import DiskSource
 
 FORMAT = 2
@@ -128,7 +128,7 @@ def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
     here = Path(__file__).parent
     described = json.dumps({
         "format": FORMAT, "python": sys.version, "atlas": __version__, "root": str(site.root),
-        "docs": str(site.docs_dir), "extensions": extensions,
+        "docs": str(site.docs_dir), "extensions": extensions, "autorefs": autorefs(site),
         "packages": [_package(t) for t in sorted(tops)],
         "renderer": [_stamp(str(here / f)) for f in _RENDERER],
     }, sort_keys=True, default=str)

@@ -23,8 +23,9 @@ class Links:
 
     def __init__(self, report: Report, source: Source | None = None,
                  on_target: TargetHook | None = None, mkdocs: Path | None = None,
-                 sites: bool = True) -> None:
+                 sites: bool = True, run_hooks: bool = False) -> None:
         self.report = report
+        self.run_hooks = run_hooks
         self.fast = LinkChecker(report, source, on_target)
         self.mkdocs = mkdocs
         self.sites = sites or mkdocs is not None
@@ -61,7 +62,7 @@ class Links:
             return None
         if within is not None:  # the site's own folder may be read, as far as its repository
             within.add(site.repository)
-        return SiteLinks(site, self.report, self.fast.source, self.fast)
+        return SiteLinks(site, self.report, self.fast.source, self.fast, self.run_hooks)
 
     def check_file(self, path: Path) -> None:
         site = self.site_for(path)

@@ -38,10 +38,12 @@ from atlas_files.check.sources import DiskSource
 
 NAMES = ("mkdocs.yml", "mkdocs.yaml")
 BUILTIN_EXTENSIONS = ("toc", "tables", "fenced_code")
-# Extensions whose output holds no id and no relative link, left out for speed (the emoji
-# index alone takes longer to load than most pages take to render) or because what they
-# do is read files (b64 embeds images, after MkDocs has collected the links): siteplan.py.
-NOT_NEEDED = frozenset({"pymdownx.emoji", "pymdownx.b64"})
+# Extensions whose output holds no id and no relative link, left out: for speed (the emoji
+# index alone takes longer to load than most pages take to render), because what they do
+# is read files (b64 embeds images, after MkDocs has collected the links), or because
+# they need MkDocs' own processors around them to run at all (Material's preview adds a
+# data-preview attribute to links, reading MkDocs' `relpath` processor): siteplan.py.
+NOT_NEEDED = frozenset({"pymdownx.emoji", "pymdownx.b64", "material.extensions.preview"})
 # MkDocs' validation levels, as findings: warn fails a strict build, info is only logged.
 _LEVELS = {"warn": ERROR, "info": WARNING, "ignore": None, "debug": None}
 # Unset: what atlas reports (anchors are always checked; a broken one is an error).
@@ -327,6 +329,17 @@ def read_file(path: Path, within: Boundary, what: str) -> str:
     if size > MAX_BYTES:
         raise ValueError(f"{what} is larger than {MAX_BYTES >> 20} MiB: it was not read")
     return data.decode("utf-8", "replace")
+
+
+def safe_load(text: str) -> Any:
+    """YAML ``text`` read as mkdocs.yml is (nothing constructed, aliases bounded);
+    ValueError if it is not readable."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - constructs nothing, see above
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not readable YAML: {exc}") from None
+    except RecursionError:
+        raise ValueError("nested too deep to read") from None
 
 
 def _load_yaml(path: Path, within: Boundary, depth: int = 0,

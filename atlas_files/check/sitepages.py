@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import stat
 from dataclasses import dataclass
 from html import escape
@@ -44,13 +45,14 @@ from typing import Any
 from xml.etree.ElementTree import Element
 
 import markdown
+from markdown.inlinepatterns import REFERENCE_RE, ReferenceInlineProcessor
 from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
 from atlas_files.check.boundary import Boundary
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import BUILTIN, Problem, Rendered, plan, trusted
+from atlas_files.check.siteplan import BUILTIN, Problem, Rendered, autorefs, plan, trusted
 
 _PLAIN_BLOCKS = frozenset({"p", "li", "td", "th", "dd", "dt"})
 # Elements whose text no extension makes an id of (toc takes headings', tabbed its
@@ -181,6 +183,25 @@ def _unhighlighted(real: type[Any], inline: _Inline) -> type[Any]:
     return Unhighlighted
 
 
+class _Autoref(ReferenceInlineProcessor):  # type: ignore[misc]
+    """What autorefs' inline processor makes of a reference link to no definition
+    (``[Foo][foo]``, ``[Foo][]``), as far as ids and links go: an element holding its text
+    (autorefs' ``<autoref>``, resolved to a link only after MkDocs has validated the
+    page). Registered where autorefs registers its own: right after Python-Markdown's
+    reference links, so a defined reference is still a link."""
+
+    def handleMatch(self, m: re.Match[str], data: str) -> tuple[Any, Any, Any]:  # noqa: N802
+        text, index, handled = self.getText(data, m.end(0))
+        if not handled:
+            return None, None, None
+        ref = self.RE_LINK.match(data, pos=index)
+        if not ref:
+            return None, None, None
+        element = Element("autoref")
+        element.text = text
+        return element, m.start(0), ref.end(0)
+
+
 @dataclass(frozen=True)
 class Snippet:
     """A file a page asked pymdownx.snippets for, and the file it got (None: none)."""
@@ -246,6 +267,9 @@ class Renderer:
                 problem(name, f"markdown extension {name} failed to set itself up: "
                         f"{type(exc).__name__}: {exc}"[:300] + "; pages are read without "
                         "what it did not add")
+        if autorefs(site):
+            self.md.inlinePatterns.register(_Autoref(REFERENCE_RE, self.md), "mkdocs-autorefs",
+                                            168)
         self.md.reset()
         self._raw = _RawHtml()
         self.md.preprocessors.register(self._raw, "atlas_raw_ids", 21)

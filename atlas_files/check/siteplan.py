@@ -80,6 +80,13 @@ def local(name: str, root: Path) -> bool:
     return bool(origin) and Path(str(origin)).resolve().is_relative_to(root.resolve())
 
 
+def autorefs(site: SiteConfig) -> bool:
+    """Whether the site's build has autorefs' Markdown (the autorefs plugin, or
+    mkdocstrings, which brings it): a reference link to no definition, ``[Foo][foo]``,
+    is then an autoref whose text alone shows (and makes a heading's id)."""
+    return bool(site.plugins & {"autorefs", "mkdocstrings"})
+
+
 def trusted(name: str) -> bool:
     """Whether atlas loads extension ``name``: one of Python-Markdown's, pymdown-extensions'
     or Material's, named by its module (ALLOWED)."""

@@ -38,6 +38,7 @@ class Source(Protocol):
 
 
 NOT_REGULAR = "it is not a regular file (a pipe, a socket or a device)"
+MAX_PAGE = 16 << 20  # bytes: a larger Markdown file is not read (no page is that large)
 
 
 def why_unreadable(exc: OSError) -> str:
@@ -48,6 +49,16 @@ def why_unreadable(exc: OSError) -> str:
     if exc.errno == errno.ENAMETOOLONG:
         return "its name is too long"
     return str(exc.strerror or exc)
+
+
+def read_page(source: Source, path: Path) -> bytes:
+    """The bytes of a Markdown file to check: OSError (EFBIG) past MAX_PAGE, measured
+    without loading it (a sparse file of gigabytes costs nothing to make)."""
+    data, size = source.read_limited(path, MAX_PAGE)
+    if size > MAX_PAGE:
+        raise OSError(errno.EFBIG, f"it is larger than {MAX_PAGE >> 20} MiB, more than any "
+                      "page a check reads", str(path))
+    return data
 
 
 class DiskSource:
@@ -89,6 +100,10 @@ class DiskSource:
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
         if self.nofollow:
             flags |= getattr(os, "O_NOFOLLOW", 0)
+        # Judged before opening (opening a device may do something) and after (the path
+        # may have changed in between).
+        if self.within is not None and not self.within.holds(path):
+            raise PermissionError(errno.EACCES, OUTSIDE, str(path))
         fd = os.open(path, flags)
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):
@@ -118,10 +133,15 @@ class DiskSource:
         return os.path.isdir(path)
 
 
+# The repository's own git config may name a program for git to run (core.fsmonitor runs
+# on `git diff --cached`): a check runs git alone.
+GIT = ("git", "-c", "core.fsmonitor=false")
+
+
 def git(args: list[str], cwd: Path, *, input: bytes | None = None) -> bytes:
     """Run git; raises subprocess.CalledProcessError (with stderr) if it fails."""
     proc = subprocess.run(
-        ["git", *args], cwd=cwd, input=input, capture_output=True, check=True,
+        [*GIT, *args], cwd=cwd, input=input, capture_output=True, check=True,
         env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
     )
     return proc.stdout
@@ -183,7 +203,7 @@ class IndexSource:
             return data[:limit], len(data)
         if self._batch is None:
             self._batch = subprocess.Popen(
-                ["git", "cat-file", "--batch"], cwd=self.root, stdin=subprocess.PIPE,
+                [*GIT, "cat-file", "--batch"], cwd=self.root, stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
             )
