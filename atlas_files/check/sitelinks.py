@@ -407,11 +407,13 @@ class SiteLinks:
 
     def _makes_links(self, page: Page) -> bool:
         """Whether the site's parser may make links the page's source does not show that
-        could be broken: a footnote's way back (to a reference that may not exist), and a
+        could be broken: those of the snippets it includes (a partial is judged where it is
+        included), a footnote's way back (to a reference that may not exist), and a
         heading's permalink where the heading sets its own id with more than letters,
         digits and ``_.:-`` in it (an escape, a ``%``: the link is ``#`` and the id as
         written, which such a character may make another)."""
-        return any(label.startswith("fn:") for label in page.read.ids) or any(
+        return bool(page.read.snippets) or any(
+            label.startswith("fn:") for label in page.read.ids) or any(
             "{" in raw and "#" in raw and not all(
                 _PLAIN_ID.fullmatch(ident) for ident in _SET_ID.findall(raw[raw.rfind("{"):]))
             for _, raw in page.read.headings)
@@ -422,11 +424,14 @@ class SiteLinks:
             return []
         written = {link.target for link in page.read.links}
         out = []
+        included = page.read.snippets[0][0] if page.read.snippets else None
         for url in dict.fromkeys(rendered.links):
-            if url in written or not url.startswith("#"):
+            if url in written or not (url.startswith("#") or included is not None):
                 continue
-            at = page.body.find(url[1:])
-            line = page.first + page.body.count("\n", 0, at) if at >= 0 else page.first
+            at = page.body.find(url[1:] if url.startswith("#") else url)
+            # A link a snippet brought in is reported on the line that includes it.
+            line = page.first + page.body.count("\n", 0, at) if at >= 0 \
+                else included or page.first
             suspect = self._judge(uri, markdown.Link(line, url), page)
             if suspect is not None:
                 out.append(suspect)
