@@ -303,3 +303,15 @@ def test_an_installed_extension_outside_the_toolkits_is_never_loaded(
     assert found == {("ATL018", "warning"), ("ATL011", ERROR)}, result.stdout
     said = [f for f in result.json()["findings"] if f["code"] == "ATL018"]
     assert "brokenext is not loaded" in said[0]["message"]
+
+
+def test_an_extension_of_the_toolkits_that_loads_its_own_helpers_is_set_up(
+        tmp_path: Path) -> None:
+    # superfences with preserve_tabs loads pymdownx._bypassnorm itself: one of the
+    # toolkit's own modules, loaded; and an extension that fails halfway through its set-up
+    # is taken out, not left to fail again as each page starts.
+    folder = site(tmp_path, ["attr_list", {"pymdownx.superfences": {"preserve_tabs": True}}])
+    found = findings(folder.parent / "docs" if folder.exists() else folder,
+                     {"index.md": "# Top\n\n```\n# code\n```\n\n*x*{ #here }\n\n"
+                                  "[a](#here) [b](#code) [c](#top)\n"})
+    assert found == [("ATL011", ERROR, 9, "index.md")]

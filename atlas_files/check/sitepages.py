@@ -264,6 +264,9 @@ class Renderer:
             try:
                 self.md.registerExtensions([extension], {})
             except Exception as exc:  # noqa: BLE001 - whatever the site's code raises
+                # Half set up, it may fail again as each page starts (its reset): out.
+                while extension in self.md.registeredExtensions:
+                    self.md.registeredExtensions.remove(extension)
                 problem(name, f"markdown extension {name} failed to set itself up: "
                         f"{type(exc).__name__}: {exc}"[:300] + "; pages are read without "
                         "what it did not add")

@@ -47,7 +47,7 @@ BUILTIN = frozenset({
 })
 # The extensions atlas loads: a module of these toolkits, named as its package names it.
 ALLOWED = re.compile(r"(?:markdown\.extensions|pymdownx(?:\.blocks)?|material\.extensions)"
-                     r"\.[a-z][a-z0-9_]*")
+                     r"\.(?!__)[a-z_][a-z0-9_]*")  # _bypassnorm is superfences' own
 TOOLKITS = "Python-Markdown, pymdown-extensions and Material"
 
 Problem = Callable[[str, str], None]  # (key said once, message)
