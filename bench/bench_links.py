@@ -301,7 +301,9 @@ def timed(argv: list[str], cwd: Path, before: Any = None, server: str | None = N
 
 def mkdocs_warnings(root: Path, out: Path, config: str = "mkdocs.yml",
                     ) -> tuple[float, set[tuple[str, str]], str]:
-    wall, proc = timed([sys.executable, "-m", "mkdocs", "build", "-f", config, "-d",
+    # -P: the corpus's own folder is not put on sys.path (Material's sources hold a
+    # `material/` folder that would hide the installed theme).
+    wall, proc = timed([sys.executable, "-P", "-m", "mkdocs", "build", "-f", config, "-d",
                         str(out)], root)
     found = {(m["page"], m["link"]) for m in WARNING_RE.finditer(proc.stderr)}
     return wall, found, proc.stderr if proc.returncode else ""
@@ -418,7 +420,7 @@ def buildable(root: Path, config: dict[str, Any], names: list[str], left: list[s
                                            sort_keys=False))
 
     plugins = list(config["plugins"])
-    argv = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", name, "-d",
+    argv = [sys.executable, "-P", "-m", "mkdocs", "build", "-q", "-f", name, "-d",
             str(root.parent / f"{root.name}-probe")]
     while True:
         write(plugins)
@@ -505,6 +507,10 @@ def bench_plugins(kind: str, project: str, version: str, sub: str, cache: Path, 
     hooks = [h for h in data.get("hooks") or [] if isinstance(h, str) and (root / h).is_file()]
     if hooks:
         config["hooks"] = hooks
+    theme = data.get("theme")
+    custom = theme.get("custom_dir") if isinstance(theme, dict) else None
+    if isinstance(custom, str) and (root / custom).is_dir():  # templates its hooks render
+        config["theme"] = {**config["theme"], "custom_dir": custom}
     for key in ("exclude_docs", "draft_docs", "not_in_nav", "extra"):
         if key in data:
             config[key] = _clean(data[key])
@@ -638,7 +644,7 @@ def main() -> None:
     try:
         if args.plugins:
             for kind, project, version, sub in PLUGIN_CORPORA:
-                if not args.only or project in args.only:
+                if not args.only or project in args.only or f"{project}@{version}" in args.only:
                     bench_plugins(kind, project, version, sub, cache, work, mirror,
                                   args.verbose)
             return

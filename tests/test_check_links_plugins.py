@@ -108,6 +108,14 @@ CASES = {
         {"index.md": "# I\n\n*x*{ #here }\n\n[a](b.md#nope) [b](#here) [c](b.md#real)\n",
          "b.md": "# B\n\n```\n# not a heading\n````\n\n## Real\n"},
         {("index.md", "b.md#nope")}),
+    # (found on Material's own docs) Emoji in a heading make no text of its id.
+    "emoji": Case(
+        "site_name: t\ntheme: material\nmarkdown_extensions:\n  - attr_list\n"
+        "  - pymdownx.emoji:\n      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
+        "      emoji_generator: !!python/name:material.extensions.emoji.to_svg\n",
+        {"index.md": "# I\n\n## :material-tag-outline: Version\n\n## :smile: Smiles :nope:\n\n"
+                     "[a](#version) [b](#smiles-nope) [c](#material-tag-outline-version)\n"},
+        {("index.md", "#material-tag-outline-version")}),
     # 8. A bare markdown attribute in md_in_html.
     "md-in-html": Case(
         "site_name: t\nmarkdown_extensions: [md_in_html, attr_list]\n",

@@ -41,7 +41,7 @@ from typing import Any
 from atlas_files import __version__, fsio, yamlcache
 from atlas_files.check.boundary import Boundary
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import Planned, Rendered, autorefs, trusted
+from atlas_files.check.siteplan import Planned, Rendered, autorefs, emoji, trusted
 from atlas_files.check.sources import DiskSource
 
 FORMAT = 2
@@ -120,7 +120,8 @@ def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
     that cannot be known from here (an extension from outside the trusted toolkits)."""
     if not all(trusted(p.name) for p in planned):
         return None
-    tops = {"markdown"} | {p.name.split(".")[0] for p in planned if "." in p.name}
+    tops = {"markdown"} | {p.name.split(".")[0] for p in planned if "." in p.name} | (
+        {"pymdownx", "material"} if emoji(site) else set())
     try:
         extensions = [[p.name, _canon(p.config)] for p in planned]
     except _Uncacheable:
@@ -129,6 +130,7 @@ def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
     described = json.dumps({
         "format": FORMAT, "python": sys.version, "atlas": __version__, "root": str(site.root),
         "docs": str(site.docs_dir), "extensions": extensions, "autorefs": autorefs(site),
+        "emoji": emoji(site),
         "packages": [_package(t) for t in sorted(tops)],
         "renderer": [_stamp(str(here / f)) for f in _RENDERER],
     }, sort_keys=True, default=str)

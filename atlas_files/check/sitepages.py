@@ -34,6 +34,7 @@ are skipped, each because nothing collected can depend on it:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import re
 import stat
@@ -45,14 +46,22 @@ from typing import Any
 from xml.etree.ElementTree import Element
 
 import markdown
-from markdown.inlinepatterns import REFERENCE_RE, ReferenceInlineProcessor
+from markdown.inlinepatterns import REFERENCE_RE, InlineProcessor, ReferenceInlineProcessor
 from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
 from atlas_files.check.boundary import Boundary
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import BUILTIN, Problem, Rendered, autorefs, plan, trusted
+from atlas_files.check.siteplan import (
+    BUILTIN,
+    Problem,
+    Rendered,
+    autorefs,
+    emoji,
+    plan,
+    trusted,
+)
 
 _PLAIN_BLOCKS = frozenset({"p", "li", "td", "th", "dd", "dt"})
 # Elements whose text no extension makes an id of (toc takes headings', tabbed its
@@ -183,6 +192,43 @@ def _unhighlighted(real: type[Any], inline: _Inline) -> type[Any]:
     return Unhighlighted
 
 
+class _Emoji(InlineProcessor):  # type: ignore[misc]
+    """What pymdownx.emoji makes of a shortcode it knows (``:smile:``, Material's
+    ``:material-tag-outline:``), as far as ids go: an element with no text (an SVG, an
+    image, a character toc's slugify drops), so a heading's id is made of the rest. The
+    extension itself is left out (its index takes longer to load than a site takes to
+    check); known are the emoji of pymdown-extensions' databases and the icons Material
+    ships (a file of its `.icons` folder, looked for, never read)."""
+
+    def __init__(self, md: markdown.Markdown) -> None:
+        super().__init__(r"(:[+\-\w]+:)", md)
+        from pymdownx import emoji1_db, gemoji_db, twemoji_db  # noqa: PLC0415 - emoji sites'
+
+        self.known: set[str] = set()
+        for db in (twemoji_db, gemoji_db, emoji1_db):
+            self.known.update(db.emoji, db.aliases)
+        spec = importlib.util.find_spec("material")
+        origin = getattr(spec, "origin", None) if spec is not None else None
+        self.icons = Path(origin).parent / "templates" / ".icons" if origin else None
+
+    def _icon(self, name: str) -> bool:
+        if self.icons is None:
+            return False
+        parts = name.split("-")
+        # material-tag-outline: material/tag-outline.svg; fontawesome-brands-github:
+        # fontawesome/brands/github.svg (a name's dashes are its folders, or its own).
+        for cut in range(1, min(len(parts), 3)):
+            if (self.icons.joinpath(*parts[:cut]) / ("-".join(parts[cut:]) + ".svg")).is_file():
+                return True
+        return False
+
+    def handleMatch(self, m: re.Match[str], data: str) -> tuple[Any, Any, Any]:  # noqa: N802
+        code = m.group(1)
+        if code not in self.known and not self._icon(code[1:-1]):
+            return None, None, None
+        return Element("span"), m.start(0), m.end(0)
+
+
 class _Autoref(ReferenceInlineProcessor):  # type: ignore[misc]
     """What autorefs' inline processor makes of a reference link to no definition
     (``[Foo][foo]``, ``[Foo][]``), as far as ids and links go: an element holding its text
@@ -273,6 +319,8 @@ class Renderer:
         if autorefs(site):
             self.md.inlinePatterns.register(_Autoref(REFERENCE_RE, self.md), "mkdocs-autorefs",
                                             168)
+        if emoji(site):  # where pymdownx.emoji registers its own
+            self.md.inlinePatterns.register(_Emoji(self.md), "emoji", 75)
         self.md.reset()
         self._raw = _RawHtml()
         self.md.preprocessors.register(self._raw, "atlas_raw_ids", 21)

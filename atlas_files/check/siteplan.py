@@ -87,6 +87,12 @@ def autorefs(site: SiteConfig) -> bool:
     return bool(site.plugins & {"autorefs", "mkdocstrings"})
 
 
+def emoji(site: SiteConfig) -> bool:
+    """Whether the site's pages turn emoji shortcodes into emoji (pymdownx.emoji): the
+    renderer stands in for it (sitepages.py)."""
+    return any(name == "pymdownx.emoji" for name, _ in site.extensions)
+
+
 def trusted(name: str) -> bool:
     """Whether atlas loads extension ``name``: one of Python-Markdown's, pymdown-extensions'
     or Material's, named by its module (ALLOWED)."""
