@@ -556,6 +556,8 @@ def bench_plugins(kind: str, project: str, version: str, sub: str, cache: Path, 
                 print(f"        missed:      {page}: {link}")
             for page, link in sorted(errors - with_code):
                 print(f"        not MkDocs': {page}: {link}")
+            for warning in warnings:
+                print(f"        warning:     {warning[:300]}")
     if verbose:
         print(f"    left out for this machine: {', '.join(left) or 'nothing'}")
 
