@@ -152,13 +152,16 @@ class Git:
                     **(env or {})}
         self.identity = identity
         self._ident_env: dict[str, str] = {}
+        # A repository's own config may name a program for git to run (core.fsmonitor runs
+        # on a status or `diff --cached`): one that is only asked runs git alone.
+        self.prefix = ("-c", "core.fsmonitor=false") if read_only else ()
 
     def run(self, *args: str, input: bytes | None = None, ok: Sequence[int] = (0,),
             timeout: float = LOCAL_TIMEOUT_S, env: dict[str, str] | None = None) -> Done:
         """Run ``git ARGS``; GitFailed unless it exits with a code in ``ok``."""
         try:
             proc = subprocess.run(
-                [self.exe, *args], cwd=self.cwd, input=input, capture_output=True,
+                [self.exe, *self.prefix, *args], cwd=self.cwd, input=input, capture_output=True,
                 stdin=None if input is not None else subprocess.DEVNULL,
                 env={**self.env, **env} if env else self.env, timeout=timeout, check=False,
             )
@@ -208,7 +211,7 @@ class Git:
         """Start ``git ARGS`` and return at once (``finish`` collects it): a fetch runs
         while the checkout's own changes are committed. ``talk``: a long-lived command
         that reads questions on stdin (its stderr is dropped, never left to fill a pipe)."""
-        proc = subprocess.Popen([self.exe, *args], cwd=self.cwd, env=self.env,
+        proc = subprocess.Popen([self.exe, *self.prefix, *args], cwd=self.cwd, env=self.env,
                                 stdin=subprocess.PIPE if talk else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL if talk else subprocess.PIPE)

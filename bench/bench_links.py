@@ -21,16 +21,28 @@ server's first run (it has what it imports at its start), and a later run of a s
 that ran the same check once before (it has learned that run's imports). Targets:
 recall 1.0, precision >= 0.95, atlas at least 5x faster than `mkdocs build`.
 
-`--plugins` adds a build with the plugins the project's own configuration names, those
-installed here (pip install mkdocstrings-python mkdocs-git-revision-date-localized-plugin
-...), less those that reach the network or need what a source distribution lacks (a git
-host's API, a coverage report, social cards' image libraries), the corpus made a git
-repository of one commit for the git-based ones. That is the build a project really
-runs; the plugin-less one, the same site for both tools, is what the target is judged on.
+`--plugins` judges the sites as their projects build them: with the plugins their own
+configuration names that are installed here and run offline (pip install mkdocs-redirects
+mkdocs-macros-plugin mkdocs-exclude mkdocs-autorefs mkdocstrings-python
+mkdocs-git-revision-date-localized-plugin mkdocs-minify-plugin ...; not those that reach
+the network, run the docs' code or need what a source distribution lacks: a git host's
+API, a coverage report, social cards' image libraries), their hooks and their Markdown
+extensions, the corpus made a git repository of one commit. MkDocs' warnings are judged
+twice: with the hooks (and a macros module) running, and without; a verdict that differs
+between the two depends on running repository code, and the truth atlas's errors are
+judged against is what the two builds agree on (recall), while an atlas error counts as
+right if the real build (with its hooks) reports it (precision). atlas runs as a
+pre-commit hook would (no --run-site-hooks), and again with --run-site-hooks, judged
+against the real build. Targets: recall and precision >= 0.95, at most one warning per
+cause per site, a warm check >= 5x faster than `mkdocs build` with the plugins.
+`PLUGIN_CORPORA` adds sites chosen for their plugins (the blog, redirects, macros,
+exclude, autorefs and mkdocstrings, page hooks, Material's preview extension): from PyPI
+as above, or from a git repository at a tag (`git clone` at bench time, or `--mirror DIR`
+holding `OWNER+NAME/repo` git folders), never vendored.
 
     python bench/bench_links.py                 # all corpora (a few minutes)
     python bench/bench_links.py --cache DIR -v  # keep the downloads; list every mismatch
-    python bench/bench_links.py --plugins --repeat 5
+    python bench/bench_links.py --plugins --repeat 5 --mirror DIR
 """
 
 from __future__ import annotations
@@ -62,6 +74,16 @@ CORPORA = [  # (PyPI project, version): its sdist holds docs/ and a MkDocs confi
     ("griffe", "2.4.1"),
     ("mkdocstrings", "1.0.8"),
     ("mkdocs-autorefs", "1.4.5"),
+]
+# Sites chosen for their plugins, hooks and extensions, judged with them (--plugins):
+# ("git", OWNER/NAME, tag, folder of mkdocs.yml in it) or ("pypi", project, version, "").
+PLUGIN_CORPORA = [
+    ("git", "squidfunk/mkdocs-material", "9.7.6", ""),  # blog, page hooks (shortcodes)
+    ("git", "squidfunk/mkdocs-material", "9.0.0", ""),  # blog, redirects
+    ("git", "fralau/mkdocs-macros-plugin", "v1.5.0", "test/simple"),  # macros, extra:
+    ("pypi", "mkdocstrings-python", "2.0.11", ""),  # autorefs, mkdocstrings, a page hook
+    ("pypi", "mkdocs-autorefs", "1.4.5", ""),  # autorefs, mkdocstrings
+    ("pypi", "cibuildwheel", "4.3.5", ""),
 ]
 CONFIGS = ("mkdocs.yml", "mkdocs.yaml", "zensical.yml", "properdocs.yml", "zensical.toml")
 STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn",
@@ -279,28 +301,33 @@ def timed(argv: list[str], cwd: Path, before: Any = None, server: str | None = N
 
 def mkdocs_warnings(root: Path, out: Path, config: str = "mkdocs.yml",
                     ) -> tuple[float, set[tuple[str, str]], str]:
-    wall, proc = timed([sys.executable, "-m", "mkdocs", "build", "-f", config, "-d",
+    # -P: the corpus's own folder is not put on sys.path (Material's sources hold a
+    # `material/` folder that would hide the installed theme).
+    wall, proc = timed([sys.executable, "-P", "-m", "mkdocs", "build", "-f", config, "-d",
                         str(out)], root)
     found = {(m["page"], m["link"]) for m in WARNING_RE.finditer(proc.stderr)}
     return wall, found, proc.stderr if proc.returncode else ""
 
 
 def atlas_findings(root: Path, docs: Path, warm: bool = False, server: str | None = None,
-                   repeat: int | None = None) -> tuple[float, set[tuple[str, str]], int]:
+                   repeat: int | None = None, run_hooks: bool = False,
+                   ) -> tuple[float, set[tuple[str, str]], list[str]]:
     # Run from outside the corpus: `python -m` puts its folder first on sys.path, and a
     # project that is itself a Markdown extension (pymdown-extensions) must not be imported
     # from its own sources (atlas refuses to run a project's own code).
-    def cold() -> None:
-        shutil.rmtree(root / ".atlas-cache", ignore_errors=True)
+    def cold() -> None:  # the renderings kept (in the user's cache folder) go
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        shutil.rmtree(cache / "atlas-files" / "links", ignore_errors=True)
 
+    hooks = ["--run-site-hooks"] if run_hooks else []
     wall, proc = timed([sys.executable, "-m", "atlas_files", "check", "--links-only",
-                        "--json", str(docs)], root.parent, None if warm else cold, server,
-                          repeat)
+                        "--json", *hooks, str(docs)], root.parent, None if warm else cold,
+                       server, repeat)
     found: set[tuple[str, str]] = set()
-    warnings = 0
+    warnings: list[str] = []
     for f in json.loads(proc.stdout)["findings"]:
         if f["severity"] != "error":
-            warnings += 1
+            warnings.append(f"{f['code']} {f['message']}")
             continue
         page = Path(f["path"])
         page = page if page.is_absolute() else root.parent / page
@@ -369,39 +396,42 @@ def with_plugins(data: dict[str, Any], reduced: dict[str, Any],
     return {**reduced, **site, "plugins": kept or ["search"]}, names, left
 
 
-def plugin_build(root: Path, data: dict[str, Any], reduced: dict[str, Any],
-                 out: Path, atlas: float) -> str:
-    """The --plugins column: a build with the project's plugins, timed."""
-    config, names, left = with_plugins(data, reduced)
-    if not [n for n in names if n != "search"]:
-        return "with plugins: none of its plugins can run here"
-    if not (root / ".git").exists():
-        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
-        for argv in (["git", "init", "-q"], ["git", "add", "-A"],
-                     [*git, "commit", "-q", "-m", "sdist"]):
-            subprocess.run(argv, cwd=root, check=True, capture_output=True)
-    # A plugin may fail on what the sdist lacks (a module a macro or griffe extension
-    # names, an example package): the one whose absence lets the site build is left out
-    # (or, if no single one, the last ones, until it builds).
-    def write(plugins: list[Any]) -> None:
-        (root / "mkdocs-plugins.yml").write_text(yaml.dump(
-            {**config, "plugins": plugins}, Dumper=_Dumper, sort_keys=False))
+def _git_init(root: Path) -> None:
+    if (root / ".git").exists():
+        return
+    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.invalid"]
+    for argv in (["git", "init", "-q"], ["git", "add", "-A"],
+                 [*git, "commit", "-q", "--no-verify", "-m", "corpus"]):
+        subprocess.run(argv, cwd=root, check=True, capture_output=True)
 
-    def named(p: Any) -> str:
-        return str(p if isinstance(p, str) else next(iter(p)))
+
+def _named(p: Any) -> str:
+    return str(p if isinstance(p, str) else next(iter(p)))
+
+
+def buildable(root: Path, config: dict[str, Any], names: list[str], left: list[str],
+              name: str = "mkdocs-plugins.yml") -> str | None:
+    """Write ``config`` as ``name`` with the plugins that let the site build here (a
+    plugin may fail on what the corpus lacks: a module a macro or griffe extension names,
+    an example package; the one whose absence lets it build is left out, or the last ones
+    until it builds); None, or why it cannot be built."""
+    def write(plugins: list[Any]) -> None:
+        (root / name).write_text(yaml.dump({**config, "plugins": plugins}, Dumper=_Dumper,
+                                           sort_keys=False))
 
     plugins = list(config["plugins"])
+    argv = [sys.executable, "-P", "-m", "mkdocs", "build", "-q", "-f", name, "-d",
+            str(root.parent / f"{root.name}-probe")]
     while True:
         write(plugins)
-        argv = [sys.executable, "-m", "mkdocs", "build", "-q", "-f", "mkdocs-plugins.yml",
-                "-d", str(out)]
         tried = subprocess.run(argv, cwd=root, capture_output=True, text=True)
         if tried.returncode == 0:
-            break
-        droppable = [p for p in plugins if named(p) != "search"]
-        if len(droppable) <= 1:
-            return f"with its plugins: the build fails here " \
-                   f"({tried.stderr.strip().splitlines()[-1][:160]})"
+            config["plugins"] = plugins
+            return None
+        droppable = [p for p in plugins if _named(p) != "search"]
+        if not droppable:
+            lines = tried.stderr.strip().splitlines() or ["?"]
+            return f"the build fails here ({lines[-1][:160]})"
         culprit = droppable[-1]
         for candidate in droppable:
             write([p for p in plugins if p is not candidate])
@@ -409,23 +439,148 @@ def plugin_build(root: Path, data: dict[str, Any], reduced: dict[str, Any],
                 culprit = candidate
                 break
         plugins.remove(culprit)
-        names.remove(named(culprit))
-        left.append(f"{named(culprit)} (fails here)")
-    write(plugins)
-    wall, _, _ = mkdocs_warnings(root, out, "mkdocs-plugins.yml")
-    return f"with its plugins: mkdocs build {wall:6.2f} s, atlas {wall / atlas:4.1f}x faster " \
-           f"({', '.join(names)}; left out: {', '.join(left) or 'none'})"
+        if _named(culprit) in names:
+            names.remove(_named(culprit))
+        left.append(f"{_named(culprit)} (fails here)")
 
 
-def bench(project: str, version: str, cache: Path, work: Path, verbose: bool,
-          plugins: bool = False) -> None:
-    root = fetch(project, version, cache, work / project)
+def _without_code(root: Path, config: dict[str, Any]) -> Path:
+    """A copy of the corpus whose build runs no code of its own: no hooks, no macros
+    module (its main.py or package removed)."""
+    bare = root.parent / f"{root.name}-nocode"
+    shutil.rmtree(bare, ignore_errors=True)
+    shutil.copytree(root, bare, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+    for plugin in config["plugins"]:
+        if _named(plugin) == "macros":
+            module = (plugin.get("macros") or {}).get("module_name", "main") \
+                if isinstance(plugin, dict) else "main"
+            for found in (bare / f"{module}.py", bare / module):
+                if found.is_dir():
+                    shutil.rmtree(found)
+                else:
+                    found.unlink(missing_ok=True)
+    (bare / "mkdocs-plugins.yml").write_text(yaml.dump(
+        {k: v for k, v in config.items() if k != "hooks"}, Dumper=_Dumper, sort_keys=False))
+    return bare
+
+
+def _causes(warnings: list[str]) -> tuple[int, int]:
+    """(warnings, the largest number said of one cause)."""
+    seen: dict[str, int] = {}
+    for message in warnings:
+        cause = re.sub(r"'[^']*'|\d+", "", message)
+        seen[cause] = seen.get(cause, 0) + 1
+    return len(warnings), max(seen.values(), default=0)
+
+
+def fetch_git(repo: str, tag: str, mirror: Path | None, into: Path) -> Path:
+    """The tree of ``repo`` at ``tag`` in ``into``: from ``mirror`` (OWNER+NAME/repo git
+    folders), else cloned from GitHub."""
+    dest = into / f"{repo.replace('/', '+')}-{tag}"
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    local = mirror / repo.replace("/", "+") / "repo" if mirror else None
+    if local is not None and local.exists():
+        tar = subprocess.run(["git", "--git-dir", str(local), "archive", tag],
+                             check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
+    else:
+        subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", tag,
+                        f"https://github.com/{repo}", str(dest)], check=True)
+        shutil.rmtree(dest / ".git")
+    return dest
+
+
+def bench_plugins(kind: str, project: str, version: str, sub: str, cache: Path, work: Path,
+                  mirror: Path | None, verbose: bool) -> None:
+    """One site judged as its project builds it (see the module's docstring)."""
+    label = f"{project} {version}" + (f" ({sub})" if sub else "")
+    top = fetch_git(project, version, mirror, work / "git") if kind == "git" \
+        else fetch(project, version, cache, work / f"{project}-plugins")
+    root = top / sub if sub else top
+    found = configured(root, label)
+    if found is None:
+        return
+    data, reduced, left = found
+    config, names, left_plugins = with_plugins(data, reduced)
+    left += left_plugins
+    hooks = [h for h in data.get("hooks") or [] if isinstance(h, str) and (root / h).is_file()]
+    if hooks:
+        config["hooks"] = hooks
+    theme = data.get("theme")
+    custom = theme.get("custom_dir") if isinstance(theme, dict) else None
+    if isinstance(custom, str) and (root / custom).is_dir():  # templates its hooks render
+        config["theme"] = {**config["theme"], "custom_dir": custom}
+    for key in ("exclude_docs", "draft_docs", "not_in_nav", "extra"):
+        if key in data:
+            config[key] = _clean(data[key])
+    if not ({n.split("/")[-1] for n in names} - {"search"}) and not hooks:
+        print(f"{label}: none of its plugins or hooks can run here; skipped")
+        return
+    for name in CONFIGS:
+        (root / name).unlink(missing_ok=True)
+    why = buildable(root, config, names, left)
+    if why is not None:
+        print(f"{label}: {why}")
+        return
+    (root / "mkdocs.yml").write_text((root / "mkdocs-plugins.yml").read_text())
+    _git_init(top)
+    docs = root / config["docs_dir"]
+    bare = _without_code(root, config)
+    m_wall, with_code, _ = mkdocs_warnings(root, work / f"{root.name}-built")
+    _, without_code, _ = mkdocs_warnings(bare, work / f"{root.name}-bare", "mkdocs-plugins.yml")
+    truth = with_code & without_code
+    results = {}
+    for hooked in (False, True):
+        wall, errors, warnings = atlas_findings(root, docs, run_hooks=hooked)
+        w_wall, _, _ = atlas_findings(root, docs, warm=True, run_hooks=hooked)
+        judged = with_code if hooked else truth
+        hit = errors & judged
+        results[hooked] = (len(hit) / len(judged) if judged else 1.0,
+                           len(errors & with_code) / len(errors) if errors else 1.0,
+                           wall, w_wall, errors, warnings)
+    pages = sum(1 for _ in docs.rglob("*.md"))
+    print(f"{label} ({pages} pages; plugins {', '.join(names)}"
+          f"{'; hooks ' + ', '.join(hooks) if hooks else ''}): MkDocs {len(with_code)} link "
+          f"warnings ({len(with_code) - len(truth)} depend on the repository's code)")
+    for hooked, (recall, precision, wall, w_wall, errors, warnings) in results.items():
+        said, most = _causes(warnings)
+        print(f"    {'--run-site-hooks' if hooked else 'as a hook runs it'}: recall "
+              f"{recall:.2f}  precision {precision:.2f}  ({len(errors)} errors, {said} "
+              f"warnings, at most {most} of one cause)  |  mkdocs build {m_wall:6.2f} s  "
+              f"atlas {wall:5.2f} s ({m_wall / wall:4.1f}x), warm {w_wall:5.2f} s "
+              f"({m_wall / w_wall:4.1f}x)")
+        if verbose:
+            judged = with_code if hooked else truth
+            for page, link in sorted(judged - errors):
+                print(f"        missed:      {page}: {link}")
+            for page, link in sorted(errors - with_code):
+                print(f"        not MkDocs': {page}: {link}")
+            for warning in warnings:
+                print(f"        warning:     {warning[:300]}")
+    if verbose:
+        print(f"    left out for this machine: {', '.join(left) or 'nothing'}")
+
+
+def configured(root: Path, label: str) -> tuple[dict[str, Any], dict[str, Any], list[str]] | None:
+    """The corpus's configuration, as this machine can build it, and what was left out;
+    None (said) if it has none."""
     config = next((root / c for c in CONFIGS if (root / c).is_file()), None)
     if config is None:
-        print(f"{project} {version}: no MkDocs configuration in its sdist; skipped")
-        return
+        print(f"{label}: no MkDocs configuration; skipped")
+        return None
     data = read_config(config)
     reduced, left = reduce_config(data, root)
+    return data, reduced, left
+
+
+def bench(project: str, version: str, cache: Path, work: Path, verbose: bool) -> None:
+    root = fetch(project, version, cache, work / project)
+    found = configured(root, f"{project} {version}")
+    if found is None:
+        return
+    data, reduced, left = found
+    config = next(root / c for c in CONFIGS if (root / c).is_file())
     for name in CONFIGS:
         (root / name).unlink(missing_ok=True)
     (root / "mkdocs.yml").write_text(yaml.dump(reduced, Dumper=_Dumper, sort_keys=False))
@@ -453,7 +608,7 @@ def bench(project: str, version: str, cache: Path, work: Path, verbose: bool,
     recall = len(hit) / len(truth) if truth else 1.0
     precision = len(hit) / len(errors) if errors else 1.0
     print(f"{project} {version} ({config.name}, {pages} pages): MkDocs {len(truth)} link "
-          f"warnings, atlas {len(errors)} errors (+{warnings} warnings)"
+          f"warnings, atlas {len(errors)} errors (+{len(warnings)} warnings)"
           + ("" if warm_errors == errors else "; A WARM RUN SAID OTHERWISE")
           + ("" if served_errors == learned_errors == errors
              else "; THE COMMAND SERVER SAID OTHERWISE"))
@@ -463,8 +618,6 @@ def bench(project: str, version: str, cache: Path, work: Path, verbose: bool,
     print(f"    through the command server (ATLAS_SERVER), cold {s_wall:5.2f} s "
           f"({m_wall / s_wall:4.1f}x faster); a later run, its imports learned "
           f"{l_wall:5.2f} s ({m_wall / l_wall:4.1f}x)")
-    if plugins:
-        print(f"    {plugin_build(root, data, reduced, work / f'{project}-site-plugins', a_wall)}")
     if verbose:
         print(f"    left out for this machine: {', '.join(left) or 'nothing'}")
         for page, link in sorted(truth - errors):
@@ -482,16 +635,25 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=REPEAT, metavar="N",
                         help=f"time each command N times, keep the best (default {REPEAT})")
     parser.add_argument("--plugins", action="store_true",
-                        help="also time a build with the project's own plugins (see above)")
+                        help="judge the sites with their own plugins and hooks (see above)")
+    parser.add_argument("--mirror", metavar="DIR",
+                        help="git mirrors of the git corpora (DIR/OWNER+NAME/repo)")
     args = parser.parse_args()
     globals()["REPEAT"] = max(1, args.repeat)
     work = Path(tempfile.mkdtemp(prefix="atlas-bench-links-"))
     cache = Path(args.cache) if args.cache else work / "sdists"
+    mirror = Path(args.mirror) if args.mirror else None
     try:
+        if args.plugins:
+            for kind, project, version, sub in PLUGIN_CORPORA:
+                if not args.only or project in args.only or f"{project}@{version}" in args.only:
+                    bench_plugins(kind, project, version, sub, cache, work, mirror,
+                                  args.verbose)
+            return
         for project, version in CORPORA:
             if args.only and project not in args.only:
                 continue
-            bench(project, version, cache, work, args.verbose, args.plugins)
+            bench(project, version, cache, work, args.verbose)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -236,7 +236,10 @@ def test_a_missing_extension_is_said_once_and_code_is_never_run(tmp_path: Path) 
     found = findings(folder, {"a.md": "# A\n[x](b.md#b)\n", "b.md": "# B\n[y](a.md#a)\n"})
     assert not marker.exists()
     said = [f for f in found if f[0] == "ATL018"]
-    assert len(said) == 3 and all(f[3] == "mkdocs.yml" for f in said), found
+    # The extension not installed, the two python names in its settings, and the one in
+    # `extra:`, each on its own line.
+    assert len(said) == 4 and all(f[3] == "mkdocs.yml" for f in said), found
+    assert [f[2] for f in said] == [3, 4, 6, 11]
     assert errors(found) == []
 
 
@@ -273,10 +276,12 @@ def test_a_longer_fence_does_not_close_a_code_block(tmp_path: Path, mode: str) -
         ("ATL011", ERROR, 11, "index.md")]
 
 
-def test_an_extension_that_fails_to_set_itself_up_is_said_not_a_traceback(
+def test_an_installed_extension_outside_the_toolkits_is_never_loaded(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    marker = tmp_path / "imported"
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "brokenext.py").write_text(
+        f"open({str(marker)!r}, 'w').close()\n"
         "from markdown.extensions import Extension\n"
         "class Broken(Extension):\n"
         "    def extendMarkdown(self, md):\n"
@@ -284,6 +289,7 @@ def test_an_extension_that_fails_to_set_itself_up_is_said_not_a_traceback(
         "def makeExtension(**kwargs):\n"
         "    return Broken(**kwargs)\n")
     monkeypatch.syspath_prepend(str(tmp_path / "lib"))  # installed: not the project's own
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
     (tmp_path / "project").mkdir()
     folder = site(tmp_path / "project", ["attr_list", "brokenext"])
     folder.mkdir()
@@ -291,8 +297,21 @@ def test_an_extension_that_fails_to_set_itself_up_is_said_not_a_traceback(
     (folder / "b.md").write_text("# B\n[a](a.md#here)\n")
     result = run_atlas("check", "--links-only", "--json", str(folder), cwd=tmp_path / "project")
     assert "Traceback" not in result.stderr
+    assert not marker.exists()  # not even imported
     found = {(f["code"], f["severity"]) for f in result.json()["findings"]}
     # Said once, as a warning on mkdocs.yml; the pages are still judged with attr_list.
     assert found == {("ATL018", "warning"), ("ATL011", ERROR)}, result.stdout
     said = [f for f in result.json()["findings"] if f["code"] == "ATL018"]
-    assert "failed to set itself up" in said[0]["message"]
+    assert "brokenext is not loaded" in said[0]["message"]
+
+
+def test_an_extension_of_the_toolkits_that_loads_its_own_helpers_is_set_up(
+        tmp_path: Path) -> None:
+    # superfences with preserve_tabs loads pymdownx._bypassnorm itself: one of the
+    # toolkit's own modules, loaded; and an extension that fails halfway through its set-up
+    # is taken out, not left to fail again as each page starts.
+    folder = site(tmp_path, ["attr_list", {"pymdownx.superfences": {"preserve_tabs": True}}])
+    found = findings(folder.parent / "docs" if folder.exists() else folder,
+                     {"index.md": "# Top\n\n```\n# code\n```\n\n*x*{ #here }\n\n"
+                                  "[a](#here) [b](#code) [c](#top)\n"})
+    assert found == [("ATL011", ERROR, 9, "index.md")]

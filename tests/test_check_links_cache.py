@@ -1,8 +1,8 @@
-"""A MkDocs site's links checked again: the renderings kept in ``.atlas-cache/links/`` make
-the second run fast, and never change a verdict (a page, a snippet it includes, the
-site's Markdown setup: whatever changed is rendered again). And the shortcuts a rendering
-takes (no block-code highlighting, no inline patterns on text that can make no link or id)
-collect exactly what the whole rendering does."""
+"""A MkDocs site's links checked again: the renderings kept in the user's cache folder
+(``atlas-files/links/``) make the second run fast, and never change a verdict (a page, a
+snippet it includes, the site's Markdown setup: whatever changed is rendered again). And
+the shortcuts a rendering takes (no block-code highlighting, no inline patterns on text
+that can make no link or id) collect exactly what the whole rendering does."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atlas_files.check import check_links, siteconfig
+from atlas_files.check import check_links, rendercache, siteconfig
 from atlas_files.check.findings import ERROR
 from atlas_files.check.sitepages import Renderer
 
@@ -27,6 +27,21 @@ EXTENSIONS: list[object] = [
     {"toc": {"permalink": True}},
 ]
 STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn"}}
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A user cache folder of this test's own (the renderings of its sites alone)."""
+    base = tmp_path / "user-cache"
+    base.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base))
+    return base / "atlas-files" / "links"
+
+
+def kept_files() -> list[Path]:
+    where = rendercache.folder()
+    assert where is not None
+    return sorted(where.glob("*.json"))
 
 
 def site(root: Path, extensions: list[object] | None = None, **more: object) -> Path:
@@ -69,7 +84,7 @@ def test_a_second_run_renders_nothing_and_says_the_same(tmp_path: Path,
     cold = found(folder)
     assert ("ATL011", ERROR, 3, "index.md") in cold and ("ATL010", ERROR, 3, "index.md") in cold
     assert ("ATL018", "warning", 1, "mkdocs.yml") in [(f[0], f[1], 1, f[3]) for f in cold]
-    assert (tmp_path / ".atlas-cache" / ".gitignore").read_text().strip().endswith("*")
+    assert len(kept_files()) == 1 and not (tmp_path / ".atlas-cache").exists()
     no_rendering(monkeypatch)
     assert found(folder) == cold  # every verdict (and what the setup said) from the cache
 
@@ -121,19 +136,24 @@ def test_a_damaged_cache_is_no_cache(tmp_path: Path) -> None:
     folder = site(tmp_path)
     write(folder, PAGES)
     cold = found(folder)
-    kept = list((tmp_path / ".atlas-cache" / "links").glob("*.json"))
+    kept = kept_files()
     assert len(kept) == 1
     for damage in (b"{not json", b'{"setup": 1}', kept[0].read_bytes()[:-40]):
         kept[0].write_bytes(damage)
         assert found(folder) == cold
 
 
-def test_a_site_with_an_extension_atlas_does_not_know_is_rendered_every_time(
-        tmp_path: Path) -> None:
-    folder = site(tmp_path, [*EXTENSIONS, "no_such_extension_here"])
+def test_an_extension_atlas_does_not_load_is_said_again_from_the_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never loaded, it cannot change a rendering: the site's renderings are kept, and
+    # what was said of it is said again by a run that renders nothing.
+    folder = site(tmp_path, [*EXTENSIONS, "no_such_extension_here", "subprocess:run"])
     write(folder, PAGES)
-    assert [f[0] for f in found(folder)].count("ATL011") == 1
-    assert not (tmp_path / ".atlas-cache").exists()
+    cold = found(folder)
+    assert [f[0] for f in cold].count("ATL011") == 1
+    assert [f[0] for f in cold].count("ATL018") == 2
+    no_rendering(monkeypatch)
+    assert found(folder) == cold
 
 
 SHORTCUT_PAGE = """\

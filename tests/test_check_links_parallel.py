@@ -4,13 +4,14 @@ plainly and through a command server; a child that dies costs time, never a find
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 
 import pytest
 
-from atlas_files.check import check_links, renderpool
+from atlas_files.check import check_links, rendercache, renderpool
 from atlas_files.server import wire
 from tests.conftest import run_atlas
 from tests.test_check_links_cache import site, write
@@ -87,7 +88,10 @@ def _findings(folder: Path) -> list[tuple[str, str, str, int, str]]:
 def _cache(root: Path) -> dict[str, object]:
     """The render cache the run left, less when each entry was used and where the site
     lies (which the setup's key includes)."""
-    kept = next((root / ".atlas-cache" / "links").glob("*.json")).read_text()
+    where = rendercache.folder()
+    assert where is not None
+    key = hashlib.sha256(str(root / "mkdocs.yml").encode()).hexdigest()[:16]
+    kept = next(where.glob(f"{key}-*.json")).read_text()
     data = json.loads(kept.replace(str(root), "ROOT"))
     for entry in data["pages"].values():
         entry.pop("t")

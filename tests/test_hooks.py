@@ -16,9 +16,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from atlas_files import artifacts, leases
 from atlas_files.record import Record
+from tests import hostile_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None,
@@ -167,6 +169,107 @@ def test_broken_links_and_anchors_in_committed_markdown(repo: Repo) -> None:
     repo.write("docs/c.md", "# C\n\n[A](a.md#section)\n")
     good = repo.commit("links fixed")
     assert good.returncode == 0, output(good)
+
+
+# -- atlas-links on a repository whose mkdocs.yml a teammate wrote (issue 25) ------------------
+
+HOSTILE_SITES = {
+    # a call of mkdocs' own YAML loader, which constructs anything
+    "python-call": "site_name: t\nmarkdown_extensions:\n  - toc:\n      permalink: "
+                   "!!python/object/apply:mkdocs.utils.yaml.yaml_load "
+                   "[\"!!python/object/apply:os.system ['id > {marker}']\"]\n",
+    # Python-Markdown's module:Class form: import subprocess, call run(...)
+    "module-class": "site_name: t\nmarkdown_extensions:\n  - subprocess:run:\n"
+                    "      args: \"id > {marker}\"\n      shell: true\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_SITES))
+def test_the_links_hook_runs_no_code_that_mkdocs_yml_names(repo: Repo, case: str) -> None:
+    marker = repo.path.parent / "FILE"
+    repo.write("mkdocs.yml", HOSTILE_SITES[case].format(marker=marker))
+    repo.write("docs/c.md", "# C\n\n[A](a.md#section) [nope](a.md#nope)\n")
+    bad = repo.commit("a teammate's site")
+    assert not marker.exists(), output(bad)
+    assert bad.returncode != 0 and "docs/c.md:3: ATL011" in output(bad)
+    assert "mkdocs.yml:3: ATL018" in output(bad)
+    assert "Traceback" not in output(bad)
+
+
+def test_the_links_hook_fetches_nothing_and_quotes_nothing_from_outside(
+        repo: Repo, tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    server = socket.create_server(("127.0.0.1", 0))
+    seen: list[object] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            seen.append(conn)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    secret = "s3cr3t-7f3a"
+    (tmp_path / "secret.ini").write_text(f"[x]\ntoken = {secret}: : : not yaml\n")
+    try:
+        port = server.getsockname()[1]
+        repo.write("mkdocs.yml", "site_name: t\nmarkdown_extensions:\n"
+                   "  - pymdownx.snippets:SnippetExtension:\n      url_download: true\n"
+                   "      base_path: ['/']\n  - pymdownx.snippets:\n"
+                   "      url_download: true\n      base_path: ['/']\n")
+        repo.write("docs/c.md", f"# C\n\n--8<-- \"http://127.0.0.1:{port}/x.md\"\n\n"
+                   "[x](#from-the-server) [nope](a.md#nope)\n")
+        bad = repo.commit("a site that would fetch")
+        assert bad.returncode != 0 and "docs/c.md:5: ATL011" in output(bad)
+        repo.write("mkdocs.yml", f"site_name: t\nINHERIT: {tmp_path / 'secret.ini'}\n")
+        inherits = repo.commit("a site that would read a file of the user's")
+        assert "INHERIT" in output(inherits) and "outside the repository" in output(inherits)
+        assert secret not in output(inherits)
+    finally:
+        server.close()
+        thread.join(5)
+    assert seen == []
+
+
+@settings(max_examples=int(os.environ.get("HOSTILE_HOOK_EXAMPLES", "3")), deadline=None,
+          derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                   HealthCheck.too_slow])
+@given(spec=hostile_repo.specs())
+def test_the_hooks_on_a_hostile_repository_reach_nowhere(
+        hooks: tuple[Path, str, Path], tmp_path: Path, spec: hostile_repo.Spec) -> None:
+    """The adversarial suite's repositories (test_hostile_repository.py), committed through
+    the real pre-commit framework: each hook's atlas is watched as there."""
+    src, sha, home = hooks
+    spec.fsmonitor = False  # pre-commit's own git would run it; atlas's never does
+    listener = hostile_repo.Listener()
+    try:
+        audit = hostile_repo.audit_folder(tmp_path)
+        built = hostile_repo.build(spec, tmp_path / "example", listener.port)
+        (built.repo / ".pre-commit-config.yaml").write_text(_config(src, sha))
+        log = tmp_path / "hooks-audit.log"
+        log.unlink(missing_ok=True)
+        env = {**_env(home), **hostile_repo.watched_env(built, audit, log),
+               "PRE_COMMIT_HOME": str(home)}
+        shown = []
+        for argv in (["pre-commit", "run"], ["pre-commit", "run", "--all-files"]):
+            proc = run(argv, built.repo, env, check=False, timeout=600)
+            shown.append(output(proc))
+            watch = hostile_repo.Watch(argv, 0, "{\"findings\": []}", "", [])
+            watch.events = hostile_repo.events(log)
+            said = hostile_repo.problems(watch, built, listener)
+            assert said == [], "\n".join([*spec.config, *said])
+            assert ["process", "git"] in watch.events  # the hooks' atlas was watched
+            assert hostile_repo.SECRET not in output(proc)
+            assert "Traceback" not in output(proc), output(proc)
+        assert any("atlas links" in text for text in shown)
+    finally:
+        listener.close()
 
 
 def test_record_checks_run_on_what_the_commit_changes(repo: Repo) -> None:

@@ -21,6 +21,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from atlas_files.check.boundary import Boundary, root_of
 from atlas_files.check.findings import CODES, ERROR, WARNING, Finding, Report
 from atlas_files.check.links import is_markdown
 from atlas_files.check.routing import Links
@@ -83,7 +84,8 @@ def check_record(
     from atlas_files.check.walk import Scope, check_tree  # noqa: PLC0415
 
     report = Report(base=base, on_finding=on_finding)
-    check_tree(start_run(root, report, DiskSource(nofollow=True), fix),
+    within = Boundary([root_of(root)])
+    check_tree(start_run(root, report, DiskSource(nofollow=True, within=within), fix),
                Scope(wanted or None))
     machines.check_worktree(report, root, wanted)
     return report
@@ -105,13 +107,18 @@ def _expand(paths: Iterable[Path], keep: Callable[[str], bool]) -> list[Path]:
 
 
 def check_links(paths: Sequence[str | os.PathLike[str]] = (), *, on_finding: OnFinding = None,
-                base: Path | None = None, mkdocs: Path | None = None) -> Report:
+                base: Path | None = None, mkdocs: Path | None = None,
+                run_site_hooks: bool = False) -> Report:
     """Broken relative links and anchors in the Markdown files among ``paths`` (default:
     the current folder's tree), record or not; in a MkDocs site's docs_dir, as the site
-    (its mkdocs.yml found upward, or ``mkdocs``) will build them."""
+    (its mkdocs.yml found upward, or ``mkdocs``) will build them. ``run_site_hooks``: run
+    the sites' hooks' page events, as MkDocs does (the caller's decision, sitehooks.py)."""
     report = Report(base=base, on_finding=on_finding)
-    files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_markdown)
-    Links(report, mkdocs=_site_config(mkdocs)).check_files(f for f in files if is_markdown(f))
+    given = [_abs(p) for p in paths] or [Path.cwd().resolve()]
+    files = _expand(given, is_markdown)
+    source = DiskSource(within=Boundary(root_of(p) for p in given))
+    Links(report, source, mkdocs=_site_config(mkdocs), run_hooks=run_site_hooks).check_files(
+        f for f in files if is_markdown(f))
     return report
 
 
@@ -131,15 +138,16 @@ def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
     from atlas_files.check.families import check_families, is_versioned  # noqa: PLC0415
 
     report = Report(base=base, on_finding=on_finding)
-    files = _expand([_abs(p) for p in paths] or [Path.cwd().resolve()], is_versioned)
-    check_families(report, DiskSource(), files)
+    given = [_abs(p) for p in paths] or [Path.cwd().resolve()]
+    files = _expand(given, is_versioned)
+    check_families(report, DiskSource(within=Boundary(root_of(p) for p in given)), files)
     return report
 
 
 def check_staged(
     cwd: Path | None = None, *, mode: str = "record", record_path: str | None = None,
     paths: Sequence[str | os.PathLike[str]] = (), on_finding: OnFinding = None,
-    base: Path | None = None, mkdocs: Path | None = None,
+    base: Path | None = None, mkdocs: Path | None = None, run_site_hooks: bool = False,
 ) -> Report:
     """What the commit being made (git's index) gets wrong. ``mode``: "record" (the record
     checks on changed files, immutable files, moved links), "links" (links in ``paths`` or
@@ -152,7 +160,8 @@ def check_staged(
     changes = staged.staged_changes(repo)
     given = [_abs(p) for p in paths]
     if mode == "links":
-        gitmodes.staged_links(report, repo, changes, given, _site_config(mkdocs))
+        gitmodes.staged_links(report, repo, changes, given, _site_config(mkdocs),
+                              run_site_hooks)
     elif mode == "versions":
         gitmodes.staged_versions(report, repo, changes, given)
     else:

@@ -28,7 +28,10 @@ _FENCE_CHARS = frozenset("`~")
 _LIST_CHARS = frozenset("-*+0123456789")
 _CONTAINER_CHARS = frozenset("!?=")
 _TAG_RE = re.compile(r"<([a-zA-Z][a-zA-Z0-9]*)(?=[\s/>]|$)")
-_MARKDOWN_ATTR_RE = re.compile(r"""\smarkdown\s*=\s*["']?(?:1|block|span)""")
+# md_in_html: `markdown="1"`, "block" or "span", or the attribute alone (`<div markdown>`,
+# which Python-Markdown takes for "1").
+_MARKDOWN_ATTR_RE = re.compile(
+    r"""\smarkdown(?:\s*=\s*["']?(?:1|block|span)|(?=[\s/>]|$))""", re.IGNORECASE)
 # Python-Markdown's block-level elements: a line starting with one opens a raw HTML block.
 BLOCK_TAGS = frozenset("""
 address article aside blockquote body canvas center colgroup dd details dialog div dl dt
@@ -142,6 +145,10 @@ def scan(text: str, first_line: int = 1) -> Iterator[Line]:
             content, quoted = _strip_quotes(content)
         first = content[:1]
         m = _FENCE_RE.match(content) if first in _FENCE_CHARS else None
+        # A backtick after a fence of backticks on its line (```text one line```) makes it
+        # no fence for Python-Markdown (fenced_code and superfences alike): inline code.
+        if m and first == "`" and "`" in content[m.end():]:
+            m = None
         if m:
             fence = (m.group(1), len(stack))
             yield Line(number, content, CODE, not stack, blank)

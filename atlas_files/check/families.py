@@ -17,7 +17,7 @@ from pathlib import Path
 
 from atlas_files import frontmatter
 from atlas_files.check.findings import Report
-from atlas_files.check.sources import Source
+from atlas_files.check.sources import Source, read_page
 
 MAX_NAME = 255
 FAMILY_RE = re.compile(r"^(?P<stem>.+)\.v(?P<num>\d+)(?P<ext>(?:\.[^./\\]+)*)$")
@@ -89,7 +89,7 @@ def _renamed(example: str, stem: str, ext: str, number: int) -> str:
 
 def _check_digest(report: Report, source: Source, path: Path) -> None:
     try:
-        parsed = frontmatter.parse(source.read(path))
+        parsed = frontmatter.parse(read_page(source, path))
     except (OSError, ValueError, RecursionError, OverflowError):
         return  # not every versioned Markdown file carries front matter, or a readable one
     stated = parsed.meta.get("digest")

@@ -61,8 +61,9 @@ _TABLE = (
          "build the site to check it (`mkdocs build --strict` with validation set); a "
          "plugin, hook or directive makes that page's anchors or file"),
     Code("ATL018", WARNING, "mkdocs.yml names what atlas check cannot load or run",
-         "install the extension where atlas runs (its pages are read without it meanwhile); "
-         "what atlas never runs (plugins, hooks, code-running extensions) stays a build check"),
+         "an extension of Python-Markdown, pymdown-extensions or Material that is not "
+         "installed: install it where atlas runs; what atlas never runs (other extensions, "
+         "`module:Class` names, python tags, plugins, hooks) stays a build check"),
     Code("ATL019", WARNING, "link to a folder or an unrecognized path, not to a page",
          "link the page itself (the folder's index.md or README.md): a site has no page at a "
          "folder's path, and MkDocs leaves such a link as it is"),

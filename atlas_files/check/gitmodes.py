@@ -90,11 +90,13 @@ def staged_record(report: Report, repo: Path, changes: list[staged.Change], give
 
 
 def staged_links(report: Report, repo: Path, changes: list[staged.Change],
-                 given: list[Path], mkdocs: Path | None = None) -> None:
+                 given: list[Path], mkdocs: Path | None = None,
+                 run_site_hooks: bool = False) -> None:
     source = staged.index_source(repo, changes)
     files = given or _present(repo, changes, [])
     try:
-        Links(report, source, mkdocs=mkdocs).check_files(f for f in files if is_markdown(f))
+        Links(report, source, mkdocs=mkdocs, run_hooks=run_site_hooks).check_files(
+            f for f in files if is_markdown(f))
         moves.check_moves(report, repo, changes, source)
     finally:
         source.close()

@@ -26,7 +26,7 @@ from urllib.parse import unquote
 
 from atlas_files.check import anchors, markdown
 from atlas_files.check.findings import CODES, Report
-from atlas_files.check.sources import DiskSource, Source, why_unreadable
+from atlas_files.check.sources import DiskSource, Source, read_page, why_unreadable
 
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -97,7 +97,7 @@ class LinkChecker:
         self._reading: set[Path] = set()  # snippets being followed (a cycle stops here)
 
     def _read_uncached(self, path: Path) -> markdown.Page:
-        data = self.source.read(path)
+        data = read_page(self.source, path)
         body, first = markdown.split_front_matter(data.decode("utf-8", "replace"))
         return markdown.read(body, first)
 
@@ -140,11 +140,14 @@ class LinkChecker:
             if not candidate or os.path.isabs(candidate):
                 continue
             folder = path.parent
+            within = getattr(self.source, "within", None)
             for _ in range(_MAX_SNIPPET_CLIMB):
                 target = Path(os.path.normpath(folder / candidate))
                 if self.source.is_file(target):
                     return target
-                if folder.parent == folder:
+                # Never above the repository checked (boundary.py), nor past the root.
+                if folder.parent == folder or (within is not None
+                                               and not within.holds(folder.parent)):
                     break
                 folder = folder.parent
         return None

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from atlas_files.check import markdown
 from atlas_files.check.findings import Report
 from atlas_files.check.links import is_markdown, resolve, split_target
-from atlas_files.check.sources import IndexSource
+from atlas_files.check.sources import IndexSource, read_page
 from atlas_files.check.staged import Change, index_source
 from atlas_files.gitcmd import Git
 
@@ -48,7 +48,7 @@ def check_moves(report: Report, repo: Path, changes: list[Change],
     for rel in _candidates(repo, names):
         linking = repo / rel
         try:
-            data = source.read(linking)
+            data = read_page(source, linking)
         except OSError:
             continue
         report.files += 1

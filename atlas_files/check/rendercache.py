@@ -1,19 +1,27 @@
-"""Renderings of a MkDocs site's pages kept between runs, in ``<site>/.atlas-cache/links/``.
+"""Renderings of a MkDocs site's pages kept between runs, in the user's own cache folder.
 
 A pre-commit hook checks links on every commit, and most pages have not changed since the
 last one. What rendering a page yields (its ids and links, or its ids alone for a page
-rendered only as the target of anchors: sitepages.py) is kept, keyed by the page's path
-and text, in one file per *setup*: the extensions atlas loads and their configuration
-(siteplan.py), where the installed Python-Markdown and extension packages lie and their
-stamps, atlas's own renderer, and Python's version. A rendering
-holds only while every file it included with pymdownx.snippets is byte for byte the same
-and every file the snippets extension looked for in vain is still missing.
+rendered only as the target of anchors: sitepages.py) is kept, keyed by a digest of the
+page's path and text, in one file per site and *setup*: the extensions atlas loads and
+their configuration (siteplan.py), where the installed Python-Markdown and extension
+packages lie and their stamps, atlas's own version and renderer, and Python's version. A
+rendering holds only while every file it included with pymdownx.snippets is byte for byte
+the same and every file the snippets extension looked for in vain is still missing.
 
-Only setups made of Python-Markdown's, pymdown-extensions' and Material's extensions are
-kept: of those, only snippets reads files, and its reads are traced; an extension from
-elsewhere may read anything, so such a site is rendered every time. The cache only ever
-saves time: a file that cannot be read, or reads as anything but what this module wrote,
-is as good as none, and one that cannot be written is not.
+The files live outside every repository: ``$XDG_CACHE_HOME/atlas-files/links/`` (else
+``~/.cache/atlas-files/links/``), used only while that folder and the two above it are
+real folders that nobody but this user (or root) can write. A rendering says what a page
+holds, so whoever can write one can make a check lie; a cache committed into the checked
+repository (``.atlas-cache/links/``, as older versions kept it) is never read. What is read
+is a regular file of bounded size (a pipe, a device or a link where the cache should be is
+no cache), and a snippet is hashed only if it is a regular file of the repository.
+
+Only setups atlas loads are kept, and atlas loads only Python-Markdown's,
+pymdown-extensions' and Material's extensions: of those, only snippets reads files, and
+its reads are traced. The cache only ever saves time: a file that cannot be read, or reads
+as anything but what this module wrote, is as good as none, and one that cannot be
+written is not.
 """
 
 from __future__ import annotations
@@ -23,22 +31,48 @@ import hashlib
 import importlib.util
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from atlas_files import fsio, layout
+from atlas_files import __version__, fsio, yamlcache
+from atlas_files.check.boundary import Boundary
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import Planned, Rendered, trusted
+from atlas_files.check.siteplan import Planned, Rendered, autorefs, emoji, trusted
+from atlas_files.check.sources import DiskSource
 
-FORMAT = 1
+FORMAT = 2
 FOLDER = "links"
 _RENDERER = ("siteplan.py", "sitepages.py", "rendercache.py")
 _MAX_BYTES = 64 << 20
+_MAX_SNIPPET = 2 << 20  # as sitepages.MAX_SNIPPET: a larger one was never included
 _KEEP_S = 30 * 86400  # an entry no run has used for this long goes at the next write
-_KEEP_SETUPS = 4  # files of other setups kept (a branch with another mkdocs.yml)
+_KEEP_SETUPS = 4  # files of other setups of a site kept (a branch with another mkdocs.yml)
+_KEEP_FILES = 64  # files of all sites kept
+
+
+def folder() -> Path | None:
+    """Where renderings are kept; None when the user has no cache folder of their own."""
+    where = yamlcache.folder()
+    return None if where is None else Path(where).parent / FOLDER
+
+
+def _private(path: Path) -> bool:
+    """A real folder (not a link) that only this user, or root, can write."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid in (os.getuid(), 0)
+            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+
+
+def _trusted_folder(where: Path) -> bool:
+    """The cache folder, the one above it and its base are private (``_private``)."""
+    return all(_private(p) for p in (where.parent.parent, where.parent, where))
 
 
 class _Uncacheable(Exception):
@@ -86,27 +120,31 @@ def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
     that cannot be known from here (an extension from outside the trusted toolkits)."""
     if not all(trusted(p.name) for p in planned):
         return None
-    tops = {"markdown"} | {p.name.split(".")[0] for p in planned if "." in p.name}
+    tops = {"markdown"} | {p.name.split(".")[0] for p in planned if "." in p.name} | (
+        {"pymdownx", "material"} if emoji(site) else set())
     try:
         extensions = [[p.name, _canon(p.config)] for p in planned]
     except _Uncacheable:
         return None
     here = Path(__file__).parent
     described = json.dumps({
-        "format": FORMAT, "python": sys.version, "root": str(site.root),
-        "docs": str(site.docs_dir), "extensions": extensions,
+        "format": FORMAT, "python": sys.version, "atlas": __version__, "root": str(site.root),
+        "docs": str(site.docs_dir), "extensions": extensions, "autorefs": autorefs(site),
+        "emoji": emoji(site),
         "packages": [_package(t) for t in sorted(tops)],
-        "atlas": [_stamp(str(here / f)) for f in _RENDERER],
+        "renderer": [_stamp(str(here / f)) for f in _RENDERER],
     }, sort_keys=True, default=str)
     return hashlib.sha256(described.encode()).hexdigest()
 
 
-def _sha(path: str) -> str | None:
+def _sha(path: str, within: Boundary) -> str | None:
+    """The digest of a snippet file: a regular file of the repository, of a size that
+    was included (else None: the rendering that included it no longer holds)."""
     try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
+        data, size = DiskSource(within=within).read_limited(Path(path), _MAX_SNIPPET + 1)
     except OSError:
         return None
+    return hashlib.sha256(data).hexdigest() if size <= _MAX_SNIPPET else None
 
 
 def candidates(asked: str, bases: Iterable[str]) -> set[str]:
@@ -123,9 +161,14 @@ class RenderCache:
     """The renderings of one setup of one site (see the module's docstring)."""
 
     def __init__(self, site: SiteConfig, setup: str) -> None:
-        self.folder = site.root / layout.CACHE / FOLDER
-        self.path = self.folder / f"{setup[:32]}.json"
+        where = folder()
+        self.folder = where
+        # One site's files start with the same name: its other setups are pruned apart.
+        self.site_key = hashlib.sha256(str(site.path).encode("utf-8", "surrogatepass")
+                                       ).hexdigest()[:16]
+        self.path = None if where is None else where / f"{self.site_key}-{setup[:32]}.json"
         self.setup = setup
+        self._within = Boundary(map(Path, site.readable))
         self.problems: list[tuple[str, str]] | None = None  # said as the renderer was made
         self._pages: dict[str, dict[str, Any]] = {}
         self._used: set[str] = set()
@@ -133,11 +176,11 @@ class RenderCache:
         self._load()
 
     def _load(self) -> None:
+        if self.folder is None or self.path is None or not _trusted_folder(self.folder):
+            return
         try:
-            if self.folder.is_symlink() or self.folder.parent.is_symlink():
-                return
             data = json.loads(fsio.read_nofollow(self.path, _MAX_BYTES))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return
         if not isinstance(data, dict) or data.get("setup") != self.setup:
             return
@@ -167,7 +210,7 @@ class RenderCache:
         try:
             ids, links = entry["ids"], entry["links"]
             holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
-                _sha(path) == sha for path, sha in entry["included"])
+                _sha(path, self._within) == sha for path, sha in entry["included"])
             rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links),
                                 entry.get("partial") is not True)
         except (KeyError, TypeError, ValueError):
@@ -185,7 +228,7 @@ class RenderCache:
         missing: set[str] = set()
         for asked, got in included:
             if got is not None:
-                found[got] = _sha(got)
+                found[got] = _sha(got, self._within)
             missing |= candidates(asked, bases)
         missing = {p for p in missing if not os.path.exists(p)}
         key = self.key(uri, text)
@@ -211,21 +254,22 @@ class RenderCache:
                 "pages": self._pages}
         try:
             self._prepare()
+            assert self.path is not None  # _prepare refuses otherwise
             fsio.replace_atomic(self.path, json.dumps(data).encode(), durable=False)
             self._dirty = False
         except OSError:
             pass
 
     def _prepare(self) -> None:
-        cache = self.folder.parent
-        if cache.is_symlink() or self.folder.is_symlink():
-            raise OSError("the cache folder is a symbolic link")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        ignore = cache / ".gitignore"
-        if not ignore.exists():
-            fsio.replace_atomic(ignore, b"# derived by atlas; safe to delete\n*\n",
-                                durable=False)
-        others = sorted((p for p in self.folder.glob("*.json") if p != self.path),
-                        key=lambda p: p.stat().st_mtime, reverse=True)
-        for old in others[_KEEP_SETUPS:]:
+        if self.folder is None or self.path is None \
+                or not _private(self.folder.parent.parent):
+            raise OSError("this user has no cache folder of their own")
+        os.makedirs(self.folder, mode=0o700, exist_ok=True)
+        if not _trusted_folder(self.folder):
+            raise OSError("the cache folder is not this user's alone")
+        kept = sorted(((p.stat().st_mtime, p) for p in self.folder.glob("*.json")
+                       if p != self.path), reverse=True)
+        mine = [p for _, p in kept if p.name.startswith(self.site_key + "-")]
+        others = [p for _, p in kept if not p.name.startswith(self.site_key + "-")]
+        for old in mine[_KEEP_SETUPS:] + others[_KEEP_FILES:]:
             old.unlink(missing_ok=True)

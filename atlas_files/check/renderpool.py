@@ -19,7 +19,7 @@ from __future__ import annotations
 import gc
 import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -116,31 +116,47 @@ def render_all(renderer: Renderer, texts: Mapping[str, Job]) -> dict[str, Outcom
     return out
 
 
+def fork_child(run: Callable[[], None], child_closes: Sequence[int],
+               parent_closes: Sequence[int]) -> int | None:
+    """Fork a child that closes ``child_closes``, runs ``run()`` and exits (0 if it
+    returned); in the parent, close ``parent_closes`` and return the child's pid (None,
+    every descriptor closed, where fork fails)."""
+    try:
+        # Python 3.12 warns of fork in a process with threads (a test runner, a program
+        # embedding atlas, a server's worker): the child only computes and writes to its
+        # pipe.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        for fd in (*child_closes, *parent_closes):
+            os.close(fd)
+        return None
+    if pid == 0:  # pragma: no cover - the child; what it answers is what tests compare
+        code = 1
+        try:
+            for fd in child_closes:
+                os.close(fd)
+            run()
+            code = 0
+        finally:
+            os._exit(code)  # nothing of the parent's (buffers, atexit) runs twice
+    for fd in parent_closes:
+        os.close(fd)
+    return pid
+
+
 def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
           ) -> tuple[int, int] | None:
     """A child rendering ``share``, and the pipe its outcomes come back on; None (and
     the pipe closed) where fork fails."""
     reader, writer = os.pipe()
-    try:
-        # Python 3.12 warns of fork in a process with threads (a test runner, a program
-        # embedding atlas): the child only renders and writes to its pipe.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
-    except OSError:
-        os.close(reader)
-        os.close(writer)
-        return None
-    if pid == 0:  # pragma: no cover - the child; what it answers is what tests compare
-        code = 1
-        try:
-            os.close(reader)
-            frames.write(writer, flat({uri: render(renderer, *texts[uri]) for uri in share}))
-            code = 0
-        finally:
-            os._exit(code)  # nothing of the parent's (buffers, atexit) runs twice
-    os.close(writer)
-    return pid, reader
+
+    def child() -> None:
+        frames.write(writer, flat({uri: render(renderer, *texts[uri]) for uri in share}))
+
+    pid = fork_child(child, [reader], [writer])
+    return None if pid is None else (pid, reader)
 
 
 def flat(outcomes: Mapping[str, Outcome]) -> list[tuple[Any, ...]]:

@@ -23,8 +23,9 @@ class Links:
 
     def __init__(self, report: Report, source: Source | None = None,
                  on_target: TargetHook | None = None, mkdocs: Path | None = None,
-                 sites: bool = True) -> None:
+                 sites: bool = True, run_hooks: bool = False) -> None:
         self.report = report
+        self.run_hooks = run_hooks
         self.fast = LinkChecker(report, source, on_target)
         self.mkdocs = mkdocs
         self.sites = sites or mkdocs is not None
@@ -50,13 +51,18 @@ class Links:
         # meets a mkdocs.yml pays for them.
         from atlas_files.check.sitelinks import SiteLinks  # noqa: PLC0415 - see above
 
+        within = getattr(self.fast.source, "within", None)
         try:
-            site = siteconfig.load(config)
+            site = siteconfig.load(config, within)
         except (OSError, ValueError, RecursionError) as exc:
             self.report.add(config, 1, "ATL018", f"this MkDocs configuration cannot be read "
-                            f"({exc}); the links of its pages were checked without it"[:400])
+                            f"({exc}); the links of its pages were checked without it"[:400],
+                            "make it a file MkDocs can read, naming only files inside the "
+                            "repository (atlas check reads nothing else)")
             return None
-        return SiteLinks(site, self.report, self.fast.source, self.fast)
+        if within is not None:  # the site's own folder may be read, as far as its repository
+            within.add(site.repository)
+        return SiteLinks(site, self.report, self.fast.source, self.fast, self.run_hooks)
 
     def check_file(self, path: Path) -> None:
         site = self.site_for(path)

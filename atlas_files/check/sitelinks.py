@@ -24,30 +24,36 @@ import os
 import posixpath
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import util
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from atlas_files.check import anchors, markdown
+from atlas_files.check.boundary import Boundary
 from atlas_files.check.findings import WARNING, Report
 from atlas_files.check.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
-from atlas_files.check.siteconfig import SiteConfig, Unresolved, resolve_relative
+from atlas_files.check.siteconfig import (
+    NOT_NEEDED,
+    SiteConfig,
+    Unresolved,
+    resolve_relative,
+    safe_load,
+)
+from atlas_files.check.sitemacros import Macros, plain_data
 from atlas_files.check.siteplan import (
     BUILTIN,
     DIRECTIVE_MAKERS,
-    NOT_RUN,
     Rendered,
+    refusal,
     unresolved_message,
 )
+from atlas_files.check.siteplugins import PAGE_SYNTAX, Cause, Plugins
 from atlas_files.check.siterender import Renderings
-from atlas_files.check.sources import Source
+from atlas_files.check.sources import Source, read_page
 
-# Plugins that add pages (a link to a file not in docs_dir may be to one of them).
-_FILE_MAKERS = frozenset({"gen-files", "blog", "mkdocs-gen-files", "redirects"})
-_PAGE_EVENTS = ("on_page_markdown", "on_page_content", "on_post_page", "on_page_read_source")
 _MAX_RENDERED = 2 << 20  # bytes: past this a page is read by atlas's own reader (linear)
 _MAX_FOUND = 200  # suspect links confirmed by rendering, per page; past that, as read
 _AMP_SUBSTITUTE = "\x02amp\x03"
@@ -63,7 +69,7 @@ class Page:
     body: str
     first: int  # the body's first line in the file
     read: markdown.Page
-    why: str | None  # why some of its anchors cannot be seen from source
+    why: Cause | None  # why some of its anchors cannot be seen from source
 
 
 class Where(NamedTuple):
@@ -84,11 +90,22 @@ class Suspect:
     hint: str = ""
     target: str | None = None  # for an anchor: the page that should have it
     fragment: str = ""
+    cause: Cause | None = None  # for ATL017: why it cannot be checked from source
+
+
+@dataclass
+class _Unverified:
+    """The links one cause leaves unchecked: said once, with their number."""
+
+    cause: Cause
+    first: tuple[Path, int, str]  # page, line, the link as written
+    count: int = 0
+    pages: set[Path] = field(default_factory=set)
 
 
 class SiteLinks:
     def __init__(self, site: SiteConfig, report: Report, source: Source,
-                 fast: LinkChecker) -> None:
+                 fast: LinkChecker, run_hooks: bool = False) -> None:
         self.site = site
         self.report = report
         self.source = source
@@ -98,8 +115,17 @@ class SiteLinks:
         self._anchors: dict[str, Anchors] = {}
         self._wheres: dict[tuple[str, str], Where | None] = {}
         self._said: set[str] = set()
+        self._unverified: dict[str, _Unverified] = {}
         self.renderings = Renderings(site, self._problem, self._text)
-        self._hooks = self._page_hooks()
+        self.hooks = None
+        if run_hooks and site.hooks:  # the user's word, never mkdocs.yml's (sitehooks.py)
+            from atlas_files.check.sitehooks import SiteHooks  # noqa: PLC0415 - imports MkDocs
+
+            self.hooks = SiteHooks(site, self._problem)
+        self.plugins = Plugins(site, self._problem, self.hooks is not None and self.hooks.ready)
+        self.macros = Macros(site) if "macros" in site.plugins else None
+        self._macros_batched = False
+        self._macro_uris: set[str] = set()
         self._missing_extensions()
         # Its own reader, with the site's toc (the ids it proposes are the site's).
         self.reader = LinkChecker(report, source, toc=self._toc())
@@ -107,28 +133,25 @@ class SiteLinks:
     def contains(self, path: Path) -> bool:
         return path.is_relative_to(self.site.docs_dir)
 
-    def _problem(self, key: str, message: str) -> None:
+    def _problem(self, key: str, message: str, line: int | None = None) -> None:
         if key not in self._said:  # each said once per run
             self._said.add(key)
-            self.report.add(self.site.path, self.site.line_of(key.split(":")[0]), "ATL018",
-                            message)
+            self.report.add(self.site.path, line or self.site.line_of(key.split(":")[0]),
+                            "ATL018", message, _hint(message))
 
     def _missing_extensions(self) -> None:
-        """Say at once which configured extensions are not installed (importing none of
-        them: a site whose renderings are all cached never needs them)."""
+        """Say at once which configured extensions are not loaded, and why (importing none
+        of them: a site whose renderings are all cached never needs them), and which tags
+        of mkdocs.yml are left out."""
         for name, _ in self.site.extensions:
-            if name in NOT_RUN:
+            refused = refusal(name, self.site.root)
+            if refused is not None:
+                self._problem(name, refused)
                 continue
-            # Asked in order of cost: a module (found, not imported), one of
-            # Python-Markdown's own (`toc`: found with its package, not imported: a run
-            # whose renderings are all cached never imports it), another short name
-            # (its package is imported), and only then the entry points
-            # (importlib.metadata: 20 ms at import).
-            module = name.split(":")[0].split(".")[0]
-            short = "." not in name and ":" not in name
-            if not (_findable(module) or (name in BUILTIN and _findable("markdown"))
-                    or (short and _findable(f"markdown.extensions.{name}"))
-                    or name in self._entry_points):
+            # Looked for, not imported: its package (Python-Markdown's, for one of its own
+            # short names: a run whose renderings are all cached never imports it).
+            module = "markdown" if name in BUILTIN else name.split(".")[0]
+            if name not in NOT_NEEDED and not _findable(module):
                 self._problem(name, f"markdown extension {name} is not installed here: pages "
                               "are read without it (install it where atlas runs to check them "
                               "as built)")
@@ -138,6 +161,11 @@ class SiteLinks:
                 self._problem(f"{name}:{value.what}", unresolved_message(name, value))
 
             resolve_relative(raw, self.site.root, self.site.docs_dir, unresolved)
+        for tag in self.site.unresolved:
+            self._problem(f"tag:{tag.what}:{tag.line}", f"{tag.said()} is a tag atlas check "
+                          "constructs nothing for (a `!!python/...` tag names code to import "
+                          "and call, which a check never does): that value is left out",
+                          tag.line)
 
     def _toc(self) -> anchors.Toc:
         config = dict(self.site.extensions).get("toc", {})
@@ -146,32 +174,31 @@ class SiteLinks:
         return anchors.Toc(slugify if callable(slugify) else None,
                            separator if isinstance(separator, str) else "-")
 
-    @cached_property
-    def _entry_points(self) -> set[str]:
-        from importlib import metadata  # noqa: PLC0415 - 20 ms; see _missing_extensions
-
-        return {e.name for e in metadata.entry_points(group="markdown.extensions")}
-
-    def _page_hooks(self) -> str | None:
-        for hook in self.site.hooks:
-            try:
-                text = hook.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if any(event in text for event in _PAGE_EVENTS):
-                return f"the site's hook {hook.name} changes pages as the site is built"
-        return None
-
     @property
     def files(self) -> set[str]:
+        """The site's files, as MkDocs' link validation knows them: those of docs_dir, less
+        what a plugin takes out, and a README.md beside an index.md (MkDocs keeps one)."""
         if self._files is None:
             found: set[str] = set()
+            made = self.hooks.uris() if self.hooks is not None else None
+            if made is not None:  # as the site's hooks leave them
+                self._files = {u for u in made if not self.plugins.removed(u)}
+                return self._files
             for folder, _, names in os.walk(self.site.docs_dir):
                 rel = Path(folder).relative_to(self.site.docs_dir).as_posix()
                 prefix = "" if rel == "." else rel + "/"
-                found.update(prefix + n for n in names)
+                if "index.md" in names and "README.md" in names \
+                        and not self.plugins.excluded(prefix + "index.md"):
+                    names = [n for n in names if n != "README.md"]
+                found.update(prefix + n for n in names
+                             if not self.plugins.removed(prefix + n))
             self._files = found
         return self._files
+
+    def built(self, path: Path) -> bool:
+        """Whether MkDocs builds the page at ``path`` (and so judges its links)."""
+        uri = path.relative_to(self.site.docs_dir).as_posix()
+        return uri in self.files and not self.plugins.excluded(uri)
 
     def page(self, uri: str) -> Page | None:
         if uri not in self._pages:
@@ -180,13 +207,62 @@ class SiteLinks:
 
     def _read(self, path: Path) -> Page | None:
         try:
-            text = self.source.read(path).decode("utf-8", "replace")
+            text = read_page(self.source, path).decode("utf-8", "replace")
         except OSError:
             return None
         body, first = markdown.split_front_matter(text)
+        expanded, unexpanded = self._macros(path, text, body, first)
+        body = body if expanded is None else expanded
+        if self.hooks is not None:
+            hooked = self.hooks.markdown(path.relative_to(self.site.docs_dir).as_posix(),
+                                         text, body)
+            body = body if hooked is None else hooked
         read = markdown.read(body, first)
-        why = self._hooks or self._made_at_build(read, body)
+        changer = self.plugins.page_changers[0] if self.plugins.page_changers else None
+        why = changer or unexpanded or self._made_at_build(path, read, body)
         return Page(path, body, first, read, why)
+
+    def _macros(self, path: Path, text: str, body: str, first: int,
+                ) -> tuple[str | None, Cause | None]:
+        """The page's body as the macros plugin expands it (None: not expanded), and why
+        its anchors cannot be checked if that cannot be done here (sitemacros.py)."""
+        if self.macros is None or not self.macros.uses(body):
+            return None, None
+        front = _front_matter(text, first)
+        if not self.macros.renders(front):
+            return None, None
+        if not self._macros_batched:
+            self._macros_batched = True
+            self.macros.expand(self._macro_pages())
+        uri = path.relative_to(self.site.docs_dir).as_posix()
+        if uri not in self._macro_uris:
+            self.macros.expand({uri: (body, front)})
+        done, why = self.macros.result(uri)
+        if done is not None:
+            return done, None
+        return None, Cause("plugin:macros", "the macros plugin expands pages with what atlas "
+                           f"check does not run (for one, {path.name}: {why})",
+                           self.site.line_of("macros"))
+
+    def _macro_pages(self) -> dict[str, tuple[str, dict[str, Any]]]:
+        """Every page of the site the macros plugin renders: expanded in one go."""
+        assert self.macros is not None
+        out: dict[str, tuple[str, dict[str, Any]]] = {}
+        for uri in sorted(self.files):
+            if not uri.lower().endswith(PAGE_SUFFIXES) or self.plugins.excluded(uri):
+                continue
+            try:
+                text = read_page(self.source, self.site.docs_dir / uri).decode("utf-8",
+                                                                              "replace")
+            except OSError:
+                continue
+            body, first = markdown.split_front_matter(text)
+            if self.macros.uses(body):
+                front = _front_matter(text, first)
+                if self.macros.renders(front):
+                    out[uri] = (body, front)
+        self._macro_uris = set(out)
+        return out
 
     def reader_anchors(self, uri: str, page: Page) -> Anchors:
         """The ids atlas's reader finds on the page (snippets followed where it can): only
@@ -226,28 +302,92 @@ class SiteLinks:
             self.renderings.ahead(wanted)
 
     def finish(self) -> None:
-        """Keep this run's renderings for the next (rendercache.py)."""
+        """Say what could not be checked, once per cause; keep this run's renderings for
+        the next (rendercache.py)."""
         self.renderings.finish()
+        for unverified in self._unverified.values():
+            cause, (path, line, written) = unverified.cause, unverified.first
+            if unverified.count == 1:
+                self.report.add(path, line, "ATL017", f"link '{cut(written)}' cannot be "
+                                f"checked from source: {cause.text}")
+                continue
+            pages = len(unverified.pages)
+            at = (self.site.path, cause.line) if cause.line else (path, line)
+            self.report.add(*at, "ATL017", f"{unverified.count} links on {pages} "
+                            f"page{'' if pages == 1 else 's'} cannot be checked from source: "
+                            f"{cause.text} (the first: {self.report.show(path)}:{line} "
+                            f"'{cut(written)}')")
 
-    def _made_at_build(self, page: markdown.Page, body: str) -> str | None:
+    def _unverify(self, cause: Cause, path: Path, link: markdown.Link) -> None:
+        """Note that ``cause`` leaves ``link`` unchecked (said in ``finish``)."""
+        unverified = self._unverified.setdefault(
+            cause.key, _Unverified(cause, (path, link.line, link.target)))
+        unverified.count += 1
+        unverified.pages.add(path)
+
+    def _made_at_build(self, path: Path, page: markdown.Page, body: str) -> Cause | None:
+        """Why the build changes this page's anchors (None: it does not), if it does."""
         names = dict(self.site.extensions)
         makers = sorted(n for n in DIRECTIVE_MAKERS if n in self.site.plugins or n in names)
+        here = str(path)
         if page.directives and makers:
             line, what = page.directives[0]
-            return f"`::: {cut(what)}` (line {line}) is expanded by {makers[0]}"
-        if "macros" in self.site.plugins and ("{{" in body or "{%" in body):
-            return "the macros plugin expands it as the site is built"
-        if "include-markdown" in self.site.plugins and "{%" in body:
-            return "include-markdown includes files into it as the site is built"
+            return Cause(f"directive:{makers[0]}", f"`::: ...` directives (here `::: "
+                         f"{cut(what)}`, line {line}) are expanded by {makers[0]} as the "
+                         "site is built", self.site.line_of(makers[0]))
+        for plugin, syntax in PAGE_SYNTAX.items():
+            if plugin in self.site.plugins and syntax in body:
+                return Cause(f"plugin:{plugin}", f"the plugin {plugin} changes the pages "
+                             f"that use {syntax} as the site is built",
+                             self.site.line_of(plugin))
+        for line, name in page.snippets:
+            beyond = self._snippet_beyond(name)
+            if beyond is not None:
+                return Cause(f"snippet:{here}:{name}", f"it includes the snippet "
+                             f"{cut(name)!r} (line {line}), {beyond}")
         if page.snippets and ("pymdownx.snippets" not in names
                               or "pymdownx.snippets" in self._said):
             line, name = page.snippets[0]
-            return f"it includes the snippet {cut(name)!r} (line {line}), and the site's " \
-                   "snippets extension is not loaded here"
+            return Cause(f"snippet:{here}:{name}", f"it includes the snippet {cut(name)!r} "
+                         f"(line {line}), and the site's snippets extension is not loaded "
+                         "here")
+        return None
+
+    @cached_property
+    def _snippets(self) -> tuple[list[str], bool] | None:
+        """The folders (or files) pymdownx.snippets looks in, as configured, and whether it
+        downloads URLs; None if the site does not use it."""
+        raw = dict(self.site.extensions).get("pymdownx.snippets")
+        if raw is None:
+            return None
+        config = resolve_relative(raw, self.site.root, self.site.docs_dir, lambda u: None)
+        bases = config.get("base_path", ["."])
+        bases = [bases] if isinstance(bases, str) else bases if isinstance(bases, list) else []
+        return ([str(self.site.root / b) for b in bases if isinstance(b, str)],
+                config.get("url_download") is True)
+
+    def _snippet_beyond(self, name: str) -> str | None:
+        """Why the site's build includes snippet ``name`` from where atlas never reads (a
+        URL it downloads, a file outside the repository), if it does."""
+        if self._snippets is None:
+            return None
+        bases, downloads = self._snippets
+        if name.lower().startswith(("http://", "https://")):
+            return "which the site's build downloads; atlas check fetches nothing" \
+                if downloads else None
+        within = Boundary(map(Path, self.site.readable))
+        file = name.split(":")[0] if not os.path.exists(name) else name
+        for base in bases:
+            for candidate in (os.path.join(base, file),
+                              os.path.join(os.path.dirname(base), file)):
+                if os.path.exists(candidate) and not within.holds(candidate):
+                    return "from outside the repository, which atlas check never reads"
         return None
 
     def check_file(self, path: Path) -> None:
         uri = path.relative_to(self.site.docs_dir).as_posix()
+        if not self.built(path) and os.path.lexists(path):
+            return  # not a page of the built site (excluded): MkDocs judges none of it
         page = self.page(uri)
         if page is None:
             self.fast.check_file(path)
@@ -266,11 +406,13 @@ class SiteLinks:
 
     def _makes_links(self, page: Page) -> bool:
         """Whether the site's parser may make links the page's source does not show that
-        could be broken: a footnote's way back (to a reference that may not exist), and a
+        could be broken: those of the snippets it includes (a partial is judged where it is
+        included), a footnote's way back (to a reference that may not exist), and a
         heading's permalink where the heading sets its own id with more than letters,
         digits and ``_.:-`` in it (an escape, a ``%``: the link is ``#`` and the id as
         written, which such a character may make another)."""
-        return any(label.startswith("fn:") for label in page.read.ids) or any(
+        return bool(page.read.snippets) or any(
+            label.startswith("fn:") for label in page.read.ids) or any(
             "{" in raw and "#" in raw and not all(
                 _PLAIN_ID.fullmatch(ident) for ident in _SET_ID.findall(raw[raw.rfind("{"):]))
             for _, raw in page.read.headings)
@@ -281,11 +423,14 @@ class SiteLinks:
             return []
         written = {link.target for link in page.read.links}
         out = []
+        included = page.read.snippets[0][0] if page.read.snippets else None
         for url in dict.fromkeys(rendered.links):
-            if url in written or not url.startswith("#"):
+            if url in written or not (url.startswith("#") or included is not None):
                 continue
-            at = page.body.find(url[1:])
-            line = page.first + page.body.count("\n", 0, at) if at >= 0 else page.first
+            at = page.body.find(url[1:] if url.startswith("#") else url)
+            # A link a snippet brought in is reported on the line that includes it.
+            line = page.first + page.body.count("\n", 0, at) if at >= 0 \
+                else included or page.first
             suspect = self._judge(uri, markdown.Link(line, url), page)
             if suspect is not None:
                 out.append(suspect)
@@ -311,6 +456,9 @@ class SiteLinks:
 
     def _report(self, path: Path, suspect: Suspect, used: bool) -> None:
         if suspect.level is None:
+            return
+        if suspect.cause is not None and used:
+            self._unverify(suspect.cause, path, suspect.link)
             return
         if not used:  # a broken link nobody can follow: worth a warning, not an error
             self.report.add(path, suspect.link.line, "ATL016",
@@ -343,6 +491,8 @@ class SiteLinks:
                                                    unquote(parts.path))).lstrip("/")
         if target not in self.files:
             return Where("missing", target, parts.path, "")
+        if self.plugins.excluded(target) and not self.plugins.excluded(uri):
+            return Where("excluded", target, parts.path, "")
         if parts.fragment and target.lower().endswith(PAGE_SUFFIXES):
             return Where("anchor", target, parts.path, parts.fragment)
         return None
@@ -356,8 +506,14 @@ class SiteLinks:
                            f"absolute link '{cut(link.target)}': MkDocs leaves it as is")
         if where.kind == "missing":
             return self._missing(link, where.written, where.target)
+        if where.kind == "excluded":  # MkDocs says so at its INFO level, at most
+            level = self.site.levels["not_found"] and WARNING
+            return Suspect(link, "ATL010", level, f"link '{cut(link.target)}': "
+                           f"{cut(where.target)} is excluded from the built site")
         if not where.written:
             return self._anchor(link, where.fragment, uri, page, "this page")
+        if self.plugins.excluded(where.target):
+            return None  # not built: MkDocs has no ids of it to judge the anchor by
         found = self.page(where.target)
         if found is None:
             return None
@@ -387,11 +543,11 @@ class SiteLinks:
     def _missing(self, link: markdown.Link, written: str, target: str) -> Suspect | None:
         levels = self.site.levels
         url = link.target
-        if self.site.plugins & _FILE_MAKERS:
-            makers = ", ".join(sorted(self.site.plugins & _FILE_MAKERS))
+        maker = self.plugins.made(target)
+        if maker is not None:
             return Suspect(link, "ATL017", WARNING, f"link '{cut(url)}' cannot be checked from "
                            f"source: {cut(target)} is not among the documentation files, and "
-                           f"the site's plugins ({makers}) may make it as the site is built")
+                           f"{maker.text}", cause=maker)
         on_disk = self.site.docs_dir / target
         if target.startswith("../"):
             where = "lies outside docs_dir: it is not part of the site" \
@@ -415,10 +571,35 @@ class SiteLinks:
             return None
         if page.why is not None:
             return Suspect(link, "ATL017", WARNING, f"anchor '{cut(link.target)}' cannot be "
-                           f"checked from source: {page.why}")
+                           f"checked from source: {page.why.text}", cause=page.why)
         return Suspect(link, "ATL011", self.site.levels["anchors"],
                        f"broken anchor '{cut(link.target)}': {where} has no anchor "
                        f"#{cut(fragment)}", suggestion(fragment, ids), target, fragment)
+
+
+def _front_matter(text: str, first: int) -> dict[str, Any]:
+    """A page's front matter as plain data ({} if it has none, or none that reads)."""
+    if first == 1:
+        return {}
+    try:
+        data = plain_data(safe_load("\n".join(text.split("\n")[1:first - 2])))
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _hint(message: str) -> str:
+    """ATL018's hint for what ``message`` says (the code's own, for an extension that is
+    not installed)."""
+    if "is not installed here" in message:
+        return ""
+    if "is a tag atlas check constructs nothing for" in message:
+        return ("write that setting as a plain value if atlas should read it; what the tag "
+                "makes stays a build check (`mkdocs build --strict`)")
+    if "lies outside the repository" in message:
+        return "keep what the site reads inside the repository; atlas check reads nothing else"
+    return ("atlas check never runs it: what it makes stays a build check (`mkdocs build "
+            "--strict` with validation set)")
 
 
 def _findable(module: str) -> bool:

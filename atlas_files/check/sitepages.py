@@ -13,7 +13,7 @@ written out as HTML: so the rendering stops there. What comes after (serializing
 postprocessors that put stashed HTML such as highlighted code back) cannot change what is
 collected, and is a tenth of the time a page takes.
 
-Where every extension is one atlas knows (siteplan.TRUSTED), two more parts of the work
+Where every extension is one atlas knows (siteplan.ALLOWED), two more parts of the work
 are skipped, each because nothing collected can depend on it:
 
 - highlighting code: pymdownx.highlight's output goes to the stash whole, out of the
@@ -34,19 +34,34 @@ are skipped, each because nothing collected can depend on it:
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import re
+import stat
 from dataclasses import dataclass
 from html import escape
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import Element
 
 import markdown
+from markdown.inlinepatterns import REFERENCE_RE, InlineProcessor, ReferenceInlineProcessor
 from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
+from atlas_files.check.boundary import Boundary
 from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import BUILTIN, Problem, Rendered, plan, trusted
+from atlas_files.check.siteplan import (
+    BUILTIN,
+    Problem,
+    Rendered,
+    autorefs,
+    emoji,
+    plan,
+    trusted,
+)
 
 _PLAIN_BLOCKS = frozenset({"p", "li", "td", "th", "dd", "dt"})
 # Elements whose text no extension makes an id of (toc takes headings', tabbed its
@@ -58,6 +73,7 @@ _PROSE = frozenset({
 })
 _INLINE_MARKS = ("[", "<", "{")
 _ID_MARKS = ("{", "[^")  # a page rendered for its ids alone: attr_list, footnote references
+MAX_SNIPPET = 2 << 20  # bytes: a larger snippet is as if not found
 
 
 class _RawIds(HTMLParser):
@@ -176,6 +192,62 @@ def _unhighlighted(real: type[Any], inline: _Inline) -> type[Any]:
     return Unhighlighted
 
 
+class _Emoji(InlineProcessor):  # type: ignore[misc]
+    """What pymdownx.emoji makes of a shortcode it knows (``:smile:``, Material's
+    ``:material-tag-outline:``), as far as ids go: an element with no text (an SVG, an
+    image, a character toc's slugify drops), so a heading's id is made of the rest. The
+    extension itself is left out (its index takes longer to load than a site takes to
+    check); known are the emoji of pymdown-extensions' databases and the icons Material
+    ships (a file of its `.icons` folder, looked for, never read)."""
+
+    def __init__(self, md: markdown.Markdown) -> None:
+        super().__init__(r"(:[+\-\w]+:)", md)
+        from pymdownx import emoji1_db, gemoji_db, twemoji_db  # noqa: PLC0415 - emoji sites'
+
+        self.known: set[str] = set()
+        for db in (twemoji_db, gemoji_db, emoji1_db):
+            self.known.update(db.emoji, db.aliases)
+        spec = importlib.util.find_spec("material")
+        origin = getattr(spec, "origin", None) if spec is not None else None
+        self.icons = Path(origin).parent / "templates" / ".icons" if origin else None
+
+    def _icon(self, name: str) -> bool:
+        if self.icons is None:
+            return False
+        parts = name.split("-")
+        # material-tag-outline: material/tag-outline.svg; fontawesome-brands-github:
+        # fontawesome/brands/github.svg (a name's dashes are its folders, or its own).
+        for cut in range(1, min(len(parts), 3)):
+            if (self.icons.joinpath(*parts[:cut]) / ("-".join(parts[cut:]) + ".svg")).is_file():
+                return True
+        return False
+
+    def handleMatch(self, m: re.Match[str], data: str) -> tuple[Any, Any, Any]:  # noqa: N802
+        code = m.group(1)
+        if code not in self.known and not self._icon(code[1:-1]):
+            return None, None, None
+        return Element("span"), m.start(0), m.end(0)
+
+
+class _Autoref(ReferenceInlineProcessor):  # type: ignore[misc]
+    """What autorefs' inline processor makes of a reference link to no definition
+    (``[Foo][foo]``, ``[Foo][]``), as far as ids and links go: an element holding its text
+    (autorefs' ``<autoref>``, resolved to a link only after MkDocs has validated the
+    page). Registered where autorefs registers its own: right after Python-Markdown's
+    reference links, so a defined reference is still a link."""
+
+    def handleMatch(self, m: re.Match[str], data: str) -> tuple[Any, Any, Any]:  # noqa: N802
+        text, index, handled = self.getText(data, m.end(0))
+        if not handled:
+            return None, None, None
+        ref = self.RE_LINK.match(data, pos=index)
+        if not ref:
+            return None, None, None
+        element = Element("autoref")
+        element.text = text
+        return element, m.start(0), ref.end(0)
+
+
 @dataclass(frozen=True)
 class Snippet:
     """A file a page asked pymdownx.snippets for, and the file it got (None: none)."""
@@ -186,12 +258,12 @@ class Snippet:
 
 class _Markdown(markdown.Markdown):  # type: ignore[misc]
     def build_extension(self, ext_name: str, configs: Any) -> Any:
-        """Extension ``ext_name`` made as Python-Markdown makes it; Python-Markdown's own
-        and the trusted toolkits' (named as their packages register them), without asking
-        the entry points first (importlib.metadata: 20 ms of a cold check). Extensions
-        name others too (superfences loads pymdownx.highlight)."""
-        if not trusted(ext_name) or ":" in ext_name:
-            return super().build_extension(ext_name, configs)
+        """Extension ``ext_name`` made as Python-Markdown makes it, if it is one atlas loads
+        (siteplan.ALLOWED; refused otherwise, whoever names it), without asking the entry
+        points first (importlib.metadata: 20 ms of a cold check). Extensions name others
+        too (superfences loads pymdownx.highlight)."""
+        if not trusted(ext_name):
+            raise ValueError(f"{ext_name} is not an extension atlas check loads")
         module = importlib.import_module(
             f"markdown.extensions.{ext_name}" if ext_name in BUILTIN else ext_name)
         make = getattr(module, "makeExtension", None)
@@ -213,6 +285,7 @@ class Renderer:
         """``shortcuts=False``: the whole rendering, even where the module's docstring says
         what may be skipped (the tests compare the two)."""
         self.site = site
+        self._within = Boundary(map(Path, site.readable))
         self.snippet_bases: list[str] = []
         self.snippets: list[Snippet] = []  # those the last page asked for
         loaded: list[tuple[str, Any]] = []
@@ -221,8 +294,8 @@ class Renderer:
         for planned in planned_all:
             name = planned.name
             try:
-                loaded.append((name, base.build_extension(name,
-                                                          self._tuned(name, planned.config))))
+                loaded.append((name, base.build_extension(
+                    name, self._tuned(name, planned.config, problem))))
             except ImportError:
                 problem(name, f"markdown extension {name} is not installed here: pages are "
                         "read without it (install it where atlas runs to check them as built)")
@@ -237,9 +310,17 @@ class Renderer:
             try:
                 self.md.registerExtensions([extension], {})
             except Exception as exc:  # noqa: BLE001 - whatever the site's code raises
+                # Half set up, it may fail again as each page starts (its reset): out.
+                while extension in self.md.registeredExtensions:
+                    self.md.registeredExtensions.remove(extension)
                 problem(name, f"markdown extension {name} failed to set itself up: "
                         f"{type(exc).__name__}: {exc}"[:300] + "; pages are read without "
                         "what it did not add")
+        if autorefs(site):
+            self.md.inlinePatterns.register(_Autoref(REFERENCE_RE, self.md), "mkdocs-autorefs",
+                                            168)
+        if emoji(site):  # where pymdownx.emoji registers its own
+            self.md.inlinePatterns.register(_Emoji(self.md), "emoji", 75)
         self.md.reset()
         self._raw = _RawHtml()
         self.md.preprocessors.register(self._raw, "atlas_raw_ids", 21)
@@ -260,15 +341,28 @@ class Renderer:
                     cheap = _unhighlighted(ext.get_pymdownx_highlighter(), inline)
                     ext.get_pymdownx_highlighter = lambda cheap=cheap: cheap
 
-    def _tuned(self, name: str, config: dict[str, Any]) -> dict[str, Any]:
+    def _tuned(self, name: str, config: dict[str, Any], problem: Problem) -> dict[str, Any]:
         config = dict(config)
         if name == "pymdownx.snippets":
+            # Snippets come from the repository alone, and never from the network.
             bases = config.get("base_path", ["."])
             bases = [bases] if isinstance(bases, str) else bases
-            config["base_path"] = [str(self.site.root / b) for b in bases if isinstance(b, str)]
+            inside = []
+            for base in (b for b in bases if isinstance(b, str)) if isinstance(bases, list) \
+                    else ():
+                path = str(self.site.root / base)
+                if self._within.holds(path):
+                    inside.append(path)
+                else:
+                    problem(f"{name}:base_path:{base}", f"markdown extension {name}: its "
+                            f"base_path {base[:120]!r} lies outside the repository, which "
+                            "atlas check never reads beyond: snippets are not looked for "
+                            "there")
+            config["base_path"] = inside
+            config["restrict_base_path"] = True
             config["check_paths"] = False
             config["url_download"] = False
-            self.snippet_bases = list(config["base_path"])
+            self.snippet_bases = list(inside)
         if name == "pymdownx.superfences" and isinstance(config.get("custom_fences"), list):
             # A custom fence whose code atlas does not run is still a fence: its content
             # is shown as code (what it would make cannot be seen from source anyway).
@@ -282,7 +376,10 @@ class Renderer:
 
     def _trace_snippets(self) -> None:
         """Note each file a page includes with pymdownx.snippets: a rendering kept in the
-        cache holds only while those files (and those it looked for) stay as they were."""
+        cache holds only while those files (and those it looked for) stay as they were.
+        And include only a regular file of the repository, of a size to read: a snippet
+        that leads outside (through a symbolic link), a pipe that never ends or a device
+        is as if not found."""
         if "snippet" not in self.md.preprocessors:
             return
         snippets = self.md.preprocessors["snippet"]
@@ -292,10 +389,20 @@ class Renderer:
 
         def traced(path: str) -> Any:
             found = original(path)
+            if found is not None and not self._readable(str(found)):
+                found = None
             self.snippets.append(Snippet(str(path), None if found is None else str(found)))
             return found
 
         snippets.get_snippet_path = traced
+
+    def _readable(self, path: str) -> bool:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        return stat.S_ISREG(info.st_mode) and info.st_size <= MAX_SNIPPET \
+            and self._within.holds(path)
 
     def render(self, text: str, whole: bool = True) -> Rendered:
         """The page's ids and links; ``whole=False``: its ids alone, where the shortcuts

@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
+from atlas_files.check.boundary import OUTSIDE, Boundary
 from atlas_files.gitcmd import Git, GitFailed
 
 
@@ -38,6 +39,7 @@ class Source(Protocol):
 
 
 NOT_REGULAR = "it is not a regular file (a pipe, a socket or a device)"
+MAX_PAGE = 16 << 20  # bytes: a larger Markdown file is not read (no page is that large)
 
 
 def why_unreadable(exc: OSError) -> str:
@@ -50,12 +52,24 @@ def why_unreadable(exc: OSError) -> str:
     return str(exc.strerror or exc)
 
 
+def read_page(source: Source, path: Path) -> bytes:
+    """The bytes of a Markdown file to check: OSError (EFBIG) past MAX_PAGE, measured
+    without loading it (a sparse file of gigabytes costs nothing to make)."""
+    data, size = source.read_limited(path, MAX_PAGE)
+    if size > MAX_PAGE:
+        raise OSError(errno.EFBIG, f"it is larger than {MAX_PAGE >> 20} MiB, more than any "
+                      "page a check reads", str(path))
+    return data
+
+
 class DiskSource:
     """Files on disk. ``nofollow``: refuse a symlink as the last part of a path, as the
-    record's readers do (a record never follows a symlink out of itself)."""
+    record's readers do (a record never follows a symlink out of itself). ``within``:
+    refuse a file that lies outside those folders (boundary.py)."""
 
-    def __init__(self, nofollow: bool = False) -> None:
+    def __init__(self, nofollow: bool = False, within: Boundary | None = None) -> None:
         self.nofollow = nofollow
+        self.within = within
 
     def read(self, path: Path) -> bytes:
         return self.read_limited(path, sys.maxsize)[0]
@@ -87,10 +101,17 @@ class DiskSource:
         flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
         if self.nofollow:
             flags |= getattr(os, "O_NOFOLLOW", 0)
+        # Judged before opening (opening a device may do something) and after (the path
+        # may have changed in between).
+        if self.within is not None and not self.within.holds(path):
+            raise PermissionError(errno.EACCES, OUTSIDE, str(path))
         fd = os.open(path, flags)
         mode = os.fstat(fd).st_mode
         if stat.S_ISREG(mode):
-            return fd
+            if self.within is None or self.within.holds_open(fd, path):
+                return fd
+            os.close(fd)
+            raise PermissionError(errno.EACCES, OUTSIDE, str(path))
         os.close(fd)
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))

@@ -37,10 +37,15 @@ def _print(finding: Any) -> None:
 @click.option("--mkdocs", "mkdocs", metavar="FILE", type=click.Path(),
               help="With --links-only: judge links as the MkDocs site of this mkdocs.yml will "
               "build them (default: the mkdocs.yml found upward from each file, if any).")
+@click.option("--run-site-hooks", is_flag=True,
+              help="With --links-only: run the MkDocs site's hooks (its hooks: files) as "
+              "MkDocs does before it checks links, so pages they change are judged as built. "
+              "This runs the repository's code: give it only for a repository whose hooks "
+              "you trust (in its own pre-commit config), never on someone else's.")
 @json_option
 @pass_ctx
 def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
-          versions_only: bool, mkdocs: str | None, as_json: bool) -> None:
+          versions_only: bool, mkdocs: str | None, run_site_hooks: bool, as_json: bool) -> None:
     """Check the record (or PATHs in it) for what a hand edit gets wrong.
 
     Each finding is one line `path:line: CODE message`, then its severity and a hint.
@@ -58,7 +63,8 @@ def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, link
                        hint="run the two checks one after the other")
     mode = "links" if links_only else "versions" if versions_only else "record"
     report = api.check(ctx.record_path, paths, mode=mode, staged=staged, fix=fix,
-                       on_finding=None if as_json else _print, mkdocs=mkdocs)
+                       on_finding=None if as_json else _print, mkdocs=mkdocs,
+                       run_site_hooks=run_site_hooks)
     if as_json:
         emit_json(report.to_json())
     else:
