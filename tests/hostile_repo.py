@@ -54,6 +54,10 @@ if _log and (os.environ.get("HOSTILE_WATCH_ALL") or any(
     _readable = tuple(p for p in os.environ.get("HOSTILE_READABLE", "").split(os.pathsep) if p)
     _WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
     _busy = []
+    # Each event's (path argument, its dir_fd argument), as CPython's audit events give them.
+    _AT = {"os.mkdir": [(0, 2)], "os.rename": [(0, 2), (1, 3)], "os.replace": [(0, 2), (1, 3)],
+           "os.remove": [(0, 1)], "os.rmdir": [(0, 1)], "os.link": [(0, 2), (1, 3)],
+           "os.symlink": [(1, 2)], "os.truncate": [(0, None)], "shutil.rmtree": [(0, 1)]}
 
     def _say(*parts):
         import json
@@ -76,16 +80,28 @@ if _log and (os.environ.get("HOSTILE_WATCH_ALL") or any(
                 mode, flags = args[1], args[2] if len(args) > 2 else 0
                 writing = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
                     isinstance(flags, int) and flags & _WRITE)
-                if writing:
+                relative = isinstance(args[0], (str, bytes)) and not os.path.isabs(args[0])
+                if writing and relative:
+                    # The open event does not say its dir_fd: a name atlas opens in a
+                    # folder it holds (a temp file) is judged where it is published (a
+                    # rename or link below names its folders), and one left in the
+                    # working folder is found there after the run.
+                    _say("write-relative", path)
+                elif writing:
                     _say("write", path)
                 elif not path.startswith(_readable):
                     _say("read", path)
-            elif event in ("os.mkdir", "os.rename", "os.replace", "os.remove", "os.rmdir",
-                           "os.link", "os.symlink", "os.truncate", "shutil.rmtree"):
-                for value in args:
-                    path = _path(value) if isinstance(value, (str, bytes)) else None
-                    if path is not None:
-                        _say("write", path)
+            elif event in _AT:
+                for at, fd_at in _AT[event]:
+                    value = args[at] if at < len(args) else None
+                    if not isinstance(value, (str, bytes)):
+                        continue
+                    fd = args[fd_at] if fd_at is not None and fd_at < len(args) else None
+                    if isinstance(fd, int) and fd >= 0 and not os.path.isabs(value):
+                        base = os.readlink(f"/proc/self/fd/{fd}")
+                        _say("write", os.path.join(base, os.fsdecode(value)))
+                    else:
+                        _say("write", _path(value))
             elif event == "subprocess.Popen":
                 _say("process", os.path.basename(str(args[0] or (args[1] or [""])[0])))
             elif event in ("os.system", "os.exec", "os.posix_spawn", "os.spawn",
@@ -485,6 +501,9 @@ def problems(watch: Watch, built: Built, listener: Listener) -> list[str]:
     for event in watch.events:
         kind = event[0]
         if kind == "write" and not event[1].startswith(allowed):
+            out.append(f"{where}: wrote {event[1]}")
+        elif kind == "write-relative" and os.path.lexists(event[1]) \
+                and not event[1].startswith(allowed):
             out.append(f"{where}: wrote {event[1]}")
         elif kind == "read" and event[1].startswith((str(built.outside), "/etc/", "/dev/",
                                                      "/home", "/root")):
