@@ -238,12 +238,25 @@ class Ran:
     err: str
     seconds: float
     max_rss_kb: int
+    inherited_kb: int  # this test process's own resident memory when it started the child
+
+
+def _own_rss_kb() -> int:
+    """This process's resident memory now. Linux counts the memory a child had before its
+    exec (this process's, shared) in the child's ru_maxrss, so a reading up to this much
+    says nothing of the command's own peak."""
+    with open("/proc/self/status", encoding="ascii") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
 
 
 def _atlas(scene: Scene, args: list[str], extra: dict[str, str]) -> Ran:
     """One `atlas` process, timed, with its peak memory (wait4's, which covers what it
     waited for too); killed past TIME_LIMIT_S."""
     start = time.monotonic()
+    inherited = _own_rss_kb()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen([sys.executable, "-m", "atlas_files", *args],
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -263,7 +276,7 @@ def _atlas(scene: Scene, args: list[str], extra: dict[str, str]) -> Ran:
         err.seek(0)
         return Ran(child.returncode, out.read().decode(errors="replace"),
                    err.read().decode(errors="replace"), time.monotonic() - start,
-                   usage.ru_maxrss)
+                   usage.ru_maxrss, inherited)
 
 
 def _run(scene: Scene, command: str) -> Ran:
@@ -327,7 +340,10 @@ def _check(scene: Scene, intruder: Intruder, heard_before: int, command: str, ra
     assert all(d == b"" for d in data) and all(h["fds"] == 0 for h in heard), heard
 
     assert ran.seconds < TIME_LIMIT_S
-    assert ran.max_rss_kb < MEMORY_LIMIT_KB, f"{ran.max_rss_kb} KB"
+    # A long run grows this test's worker, whose memory each child starts with: a reading
+    # within it (plus the interpreter's own) is that, not the command's.
+    bound = max(MEMORY_LIMIT_KB, ran.inherited_kb + 64 * 1024)
+    assert ran.max_rss_kb < bound, f"{ran.max_rss_kb} KB (this process: {ran.inherited_kb} KB)"
     assert "Traceback" not in ran.err, ran.err
     assert all(line.startswith("atlas") for line in ran.err.splitlines()), ran.err
     if command.startswith("run-"):

@@ -22,7 +22,7 @@ import os
 from markdown.extensions import Extension
 
 with open(os.environ["PROBE_LOG"], "a") as log:
-    log.write(f"{os.getpid()}\\n")
+    log.write(f"extension {os.getpid()}\\n")
 
 
 class Probe(Extension):
@@ -34,9 +34,20 @@ def makeExtension(**kwargs):
     return Probe(**kwargs)
 """
 
+# The site's own hook, with no events: it notes each process that imports it.
+HOOK = """\
+import os
+
+with open(os.environ["PROBE_LOG"], "a") as log:
+    log.write(f"hook {os.getpid()}\\n")
+"""
+
 
 def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
         sock: Path, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+    # Two modules from outside every install: an extension the site names, which the links
+    # check never imports (it is on no toolkit's list), and the site's own hook, which
+    # --run-site-hooks imports in each worker, the one way a check runs a repository's code.
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "atlas_probe_ext.py").write_text(PROBE)
@@ -44,24 +55,37 @@ def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
     env = {"PYTHONPATH": str(outside), "PROBE_LOG": str(log)}
     site = tmp_path / "site"
     (site / "docs").mkdir(parents=True)
+    (site / "probe_hook.py").write_text(HOOK)
     (site / "mkdocs.yml").write_text(yaml.safe_dump({
-        "site_name": "t", "markdown_extensions": ["sane_lists", "atlas_probe_ext"]}))
+        "site_name": "t", "markdown_extensions": ["sane_lists", "atlas_probe_ext"],
+        "hooks": ["probe_hook.py"]}))
     (site / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
     started = run_atlas("server", "start", "--socket", str(sock), env=env, process=True)
     assert started.returncode == 0, started.stderr
     server_pid = int(_status(sock)["pid"])  # type: ignore[call-overload]
     assert _status(sock)["learned"] == 0
 
+    plain = run_atlas("check", "--links-only", "--json", str(site / "docs"),
+                      env={**env, "ATLAS_SERVER": str(sock)}, process=True)
+    assert plain.returncode == 1, plain.stderr
+    assert served(sock) == 1
+    assert any("atlas_probe_ext" in f["message"] for f in json.loads(plain.stdout)["findings"])
+    assert not log.exists()  # without --run-site-hooks no module of the site is imported
+
     outputs = []
-    for run in (1, 2):
-        result = run_atlas("check", "--links-only", "--json", str(site / "docs"),
-                           env={**env, "ATLAS_SERVER": str(sock)}, process=True)
+    for run in (2, 3):
+        result = run_atlas("check", "--links-only", "--run-site-hooks", "--json",
+                           str(site / "docs"), env={**env, "ATLAS_SERVER": str(sock)},
+                           process=True)
         assert result.returncode == 1, result.stderr
         outputs.append(json.loads(result.stdout))
         assert served(sock) == run
         _wait_for(lambda: int(_status(sock)["learned"]) > 0)  # type: ignore[call-overload]
     assert outputs[0] == outputs[1]
-    assert [f["code"] for f in outputs[0]["findings"]] == ["ATL011"]
-    # Each worker imported the probe itself: the server never did, nor gave it to them.
-    importers = [int(pid) for pid in log.read_text().split()]
-    assert len(importers) == 2 and server_pid not in importers
+    assert "ATL011" in [f["code"] for f in outputs[0]["findings"]]  # the broken anchor
+    # With --run-site-hooks MkDocs' own machinery imports the site's hook and extension, in
+    # each worker itself: the server never did, nor gave them to the second worker.
+    importers = [line.split() for line in log.read_text().splitlines()]
+    pids = {int(pid) for _, pid in importers}
+    assert len(pids) == 2 and server_pid not in pids
+    assert sorted(kind for kind, _ in importers) == ["extension", "extension", "hook", "hook"]
