@@ -21,11 +21,14 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                "frames")),
     ("storage", ("fsio", "bodies", "jsonfile", "frontmatter", "yamlcache", "usercache",
                  "config", "documents", "entries", "record", "schemas", "receipts",
-                 "volclock", "ownfiles")),
+                 "volclock", "ownfiles", "gitcmd")),
+    # The links check of MkDocs sites, a product of its own, and what it shares with the
+    # record checks above it: findings and the files a check reads.
+    ("link checker", ("linkcheck", "findings", "filesources")),
     ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
                     "decisions", "leases",
                     "telemetry", "check", "sitegen", "search", "sessions", "activity",
-                    "gitcmd", "sync", "volume", "gitrefs", "pathleases")),
+                    "sync", "volume", "gitrefs", "pathleases")),
     ("api", ("api",)),
     ("front ends", ("cli", "mcp", "server", "__main__", "launch", "hookio",
                     "doctor", "toolhooks")),

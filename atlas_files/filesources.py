@@ -17,8 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from atlas_files.check.boundary import OUTSIDE, Boundary
 from atlas_files.gitcmd import Git, GitFailed
+from atlas_files.linkcheck.boundary import OUTSIDE, Boundary
 
 
 class Source(Protocol):
