@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from atlas_files import artifacts, status  # noqa: E402
 from atlas_files.mcp import tokens  # noqa: E402
-from atlas_files.mcp.server import Served, build  # noqa: E402
+from atlas_files.mcp.app import Served, build  # noqa: E402
 from atlas_files.record import Record  # noqa: E402
 
 
