@@ -223,7 +223,7 @@ class IndexSource:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit anything may be gone
             pass
 
     def _head_tree(self, rel_folder: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

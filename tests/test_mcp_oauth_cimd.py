@@ -55,7 +55,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:
         me = f"https://127.0.0.1:{self.server.server_address[1]}{self.path}"
         if self.path == "/client.json":
             self._send(json.dumps({**GOOD, "client_id": me}).encode())
