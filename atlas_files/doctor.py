@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import gitcmd, layout, volume
-from atlas_files.api import setup as setupapi
+from atlas_files.api import setup as setup_api
 from atlas_files.check import validators
 from atlas_files.config import DEFAULT_CLOCK_SKEW_ALLOWANCE, DEFAULT_CLOCK_TOLERANCE
 from atlas_files.errors import AtlasError, BrokenInstall, NotFound
@@ -37,7 +37,7 @@ from atlas_files.volume import DEGRADED, OK, UNSAFE, Check
 
 RITUAL = ("the session ritual: without a hook, `atlas begin` and `atlas end` run only when "
           "the agent runs them itself")
-SETTINGS_LIMIT = setupapi.SETTINGS_LIMIT
+SETTINGS_LIMIT = setup_api.SETTINGS_LIMIT
 # The site engines and the modules each needs.
 ENGINE_MODULES = {"mkdocs": ("mkdocs", "material"), "zensical": ("zensical",)}
 INSTALL = {"mkdocs": "reinstall atlas-files with its dependencies (mkdocs, mkdocs-material)",
@@ -178,7 +178,7 @@ def _atlas_program(command: str) -> str | None:
 def hooks_check(record: Record | None) -> Check:
     settings: dict[Path, list[str]] = {}
     for folder in _hook_folders(record):
-        for sub, name in setupapi.SETTINGS.values():
+        for sub, name in setup_api.SETTINGS.values():
             path = folder / sub / name
             try:
                 if not path.is_file() or path.stat().st_size > SETTINGS_LIMIT:

@@ -263,24 +263,24 @@ def _guard(harness: str, event: dict[str, Any], record_path: str | None,
     if not files:
         _out(pre_allow(harness))
         return
-    from atlas_files.api import editguard as eg  # noqa: PLC0415 - only for an edit
+    from atlas_files.api import editguard  # noqa: PLC0415 - only for an edit
 
-    verdict = eg.check_edit(files, identity=identity, record=record_path,
+    verdict = editguard.check_edit(files, identity=identity, record=record_path,
                             cwd=event_folder(event))
     for note in verdict.notes:
         _say(note)
     decision = verdict.decision
-    if decision == eg.ALLOW:
+    if decision == editguard.ALLOW:
         _out(pre_allow(harness))
         return
-    waiting = harness not in PRE_CONTEXT and bool(verdict.of(eg.TOLD))
-    kept = eg.remember(verdict, pending=waiting)
+    waiting = harness not in PRE_CONTEXT and bool(verdict.of(editguard.TOLD))
+    kept = editguard.remember(verdict, pending=waiting)
     text = verdict.text()
-    if decision == eg.REFUSED:
+    if decision == editguard.REFUSED:
         _out(pre_deny(harness, text, "atlas guard refused an edit of the "
-                                "record's own files: " + verdict.of(eg.REFUSED)[0].path))
-    elif decision == eg.STOPPED:
-        stop = verdict.of(eg.STOPPED)[0]
+                                "record's own files: " + verdict.of(editguard.REFUSED)[0].path))
+    elif decision == editguard.STOPPED:
+        stop = verdict.of(editguard.STOPPED)[0]
         model = f"{text}\n\n{override(harness, stop.resource or '', stop.by or '')}"
         _out(pre_ask(harness, _person(verdict), model))
     elif harness in PRE_CONTEXT:
@@ -288,7 +288,7 @@ def _guard(harness: str, event: dict[str, Any], record_path: str | None,
     else:
         # Gemini CLI and Cursor take no context before a tool: the next post-tool hook
         # hands it over (kept); without a session row to keep it in, the person is told.
-        _out(pre_allow(harness, None if kept else verdict.of(eg.TOLD)[0].what))
+        _out(pre_allow(harness, None if kept else verdict.of(editguard.TOLD)[0].what))
 
 
 def news_hook(harness: str, record_path: str | None, identity: str | None,
@@ -305,13 +305,13 @@ def news_hook(harness: str, record_path: str | None, identity: str | None,
 
 def _news(harness: str, event: dict[str, Any], record_path: str | None,
           identity: str | None) -> str | None:
-    from atlas_files.api import editguard as eg  # noqa: PLC0415
+    from atlas_files.api import editguard  # noqa: PLC0415
     from atlas_files.names import is_name  # noqa: PLC0415
 
     folder = event_folder(event)
     files = edit_targets(harness, event) if succeeded(event) else []
     real = [os.path.realpath(f) for f in files]
-    root, notes = eg.find_record(record_path, folder, real, os.environ)
+    root, notes = editguard.find_record(record_path, folder, real, os.environ)
     for note in notes:
         _say(note)
     who = identity or os.environ.get("ATLAS_AS") or None
@@ -319,8 +319,8 @@ def _news(harness: str, event: dict[str, Any], record_path: str | None,
         return None
     edited = []
     for path in real:
-        repo = eg.repository_root(path)
-        rel = eg.inside(path, repo) if repo else None
+        repo = editguard.repository_root(path)
+        rel = editguard.inside(path, repo) if repo else None
         if rel:
             edited.append(rel)
     from atlas_files.api.news import after_tool  # noqa: PLC0415

@@ -165,7 +165,7 @@ def _fork(child: Callable[[], int], close: tuple[int, ...] = ()) -> int:
             for fd in close:
                 os.close(fd)
             code = child()
-        except BaseException:  # noqa: B036 - nothing may escape a forked child
+        except BaseException:  # noqa: B036, BLE001 - nothing may escape a forked child
             code = 70
         finally:
             os._exit(code)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import (  # noqa: E402
+from _common import (
     atlas_argv,
     clean_env,
     command_server,
@@ -25,8 +25,8 @@ from _common import (  # noqa: E402
     interleaved_cpu,
 )
 
-from atlas_files import artifacts, frontmatter, fsio, status  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
+from atlas_files import artifacts, frontmatter, fsio, status
+from atlas_files.record import Record
 
 
 def cold_start(rounds: int, tmp: Path) -> None:

@@ -33,11 +33,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, clean_env, command_server  # noqa: E402
-from bench_ritual import _report, interleaved  # noqa: E402
+from _common import atlas_argv, clean_env, command_server
+from bench_ritual import _report, interleaved
 
-from atlas_files import leases  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
+from atlas_files import leases
+from atlas_files.record import Record
 
 FLOOR = "python -c 'import click, yaml'"
 

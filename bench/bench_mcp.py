@@ -22,16 +22,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import anyio  # noqa: E402
-import httpx2  # noqa: E402
-from _common import atlas_argv, clean_env, interleaved  # noqa: E402
-from mcp import Client, StdioServerParameters  # noqa: E402
-from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+import anyio
+import httpx2
+from _common import atlas_argv, clean_env, interleaved
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
-from atlas_files import artifacts, status  # noqa: E402
-from atlas_files.mcp import tokens  # noqa: E402
-from atlas_files.mcp.server import Served, build  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
+from atlas_files import artifacts, status
+from atlas_files.mcp import tokens
+from atlas_files.mcp.app import Served, build
+from atlas_files.record import Record
 
 
 def pct(values: list[float], q: float) -> float:

@@ -23,10 +23,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, clean_env, interleaved  # noqa: E402
+from _common import atlas_argv, clean_env, interleaved
 
-from atlas_files import leases  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
+from atlas_files import leases
+from atlas_files.record import Record
 
 LEASES = 1000
 FILES = 100

@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, clean_env  # noqa: E402
-from bench_core import big_record  # noqa: E402
+from _common import atlas_argv, clean_env
+from bench_core import big_record
 
-from atlas_files import status  # noqa: E402
-from atlas_files.api import Worker, decisions, leases  # noqa: E402
+from atlas_files import status
+from atlas_files.api import Worker, decisions, leases
 
 
 def _cpu() -> float:

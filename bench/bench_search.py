@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, clean_env  # noqa: E402
+from _common import atlas_argv, clean_env
 
-from atlas_files import entries, frontmatter  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
-from atlas_files.search import search as library_search  # noqa: E402
+from atlas_files import entries, frontmatter
+from atlas_files.record import Record
+from atlas_files.search import search as library_search
 
 NEEDLE = "quillwort"
 FLOOR = """

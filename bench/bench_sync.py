@@ -34,12 +34,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _common import atlas_argv, clean_env, command_server, interleaved  # noqa: E402
+from _common import atlas_argv, clean_env, command_server, interleaved
 
-from atlas_files import frontmatter  # noqa: E402
-from atlas_files.api import Worker, core, syncing  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
-from atlas_files.sync.engine import Engine  # noqa: E402
+from atlas_files import frontmatter
+from atlas_files.api import Worker, core, syncing
+from atlas_files.record import Record
+from atlas_files.sync.engine import Engine
 
 GITCONFIG = "[user]\n\tname = bench\n\temail = bench@example.invalid\n[gc]\n\tauto = 0\n"
 
@@ -88,7 +88,7 @@ def accept(clone: Path) -> None:
     """What the person on each clone does once (`atlas sync accept`); a tree from before
     there was anything to accept has no such step."""
     try:
-        from atlas_files.sync import accepted  # noqa: PLC0415
+        from atlas_files.sync import accepted
     except ImportError:
         return
     accepted.accept(Record(clone))

@@ -196,7 +196,7 @@ def _run_in_process(argv: list[str], input: str | bytes | None, cwd: Path | None
                 code = _exit_status(exc.code)
             except _TimedOut:
                 timed_out, code = True, -signal.SIGKILL
-            except Exception:  # what the interpreter does with an uncaught exception
+            except Exception:  # noqa: BLE001 - as the interpreter does with an uncaught one
                 traceback.print_exc(file=sys.stderr)
                 code = 1
             finally:

@@ -18,7 +18,7 @@ from mcp_types import CallToolResult
 
 from atlas_files import artifacts, decisions, leases, status, timeutil, volclock
 from atlas_files.cli.app import cli
-from atlas_files.mcp.server import Served, build
+from atlas_files.mcp.app import Served, build
 from atlas_files.record import Record
 from atlas_files.telemetry.rows import write_row
 

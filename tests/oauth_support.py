@@ -39,9 +39,9 @@ from mcp.shared.auth import (
 )
 
 from atlas_files.cli import main
-from atlas_files.mcp import serve
+from atlas_files.mcp import transports
+from atlas_files.mcp.app import Served
 from atlas_files.mcp.notices import Notices
-from atlas_files.mcp.server import Served
 
 CALLBACK = "http://127.0.0.1:9/callback"  # loopback: allowed; nothing listens, nothing needs to
 T = TypeVar("T")
@@ -126,17 +126,17 @@ def process(root: Path, tokens: Path, log: Path, *extra: str,
 
 
 @contextmanager
-def in_process(root: Path, tokens: Path, log: Path, oauth: serve.OAuth) -> Iterator[Server]:
+def in_process(root: Path, tokens: Path, log: Path, oauth: transports.OAuth) -> Iterator[Server]:
     """The same app served by uvicorn in a thread of this process, for tests that give it
     a clock or a document fetcher of their own."""
-    sock = serve._bind("127.0.0.1", 0)
+    sock = transports._bind("127.0.0.1", 0)
     port = sock.getsockname()[1]
 
     def say(line: str) -> None:
         with log.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 
-    app, url = serve.app(Served(str(root), None, None), tokens, "127.0.0.1", port,
+    app, url = transports.app(Served(str(root), None, None), tokens, "127.0.0.1", port,
                          Notices(say), oauth)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                            lifespan="on", timeout_graceful_shutdown=2))

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from atlas_files import frontmatter
 from atlas_files.check import CODES, check_record
-from atlas_files.check.anchors import anchors
+from atlas_files.linkcheck.anchors import anchors
 from atlas_files.record import Record
 from tests.conftest import run_atlas
 

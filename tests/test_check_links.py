@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from atlas_files.check import check_links
-from atlas_files.check.findings import ERROR
+from atlas_files.findings import ERROR
 from tests.conftest import run_atlas
 
 MODES = ["plain", "site"]

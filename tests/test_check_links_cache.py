@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from atlas_files.check import check_links, rendercache, siteconfig
-from atlas_files.check.findings import ERROR
-from atlas_files.check.sitepages import Renderer
+from atlas_files.check import check_links
+from atlas_files.findings import ERROR
+from atlas_files.linkcheck import rendercache, siteconfig
+from atlas_files.linkcheck.sitepages import Renderer
 
 EXTENSIONS: list[object] = [
     "attr_list", "footnotes", "admonition", "md_in_html", "pymdownx.details",

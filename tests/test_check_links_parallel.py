@@ -1,4 +1,4 @@
-"""A MkDocs site's pages rendered in several processes (check/renderpool.py): real forks,
+"""A MkDocs site's pages rendered in several processes (linkcheck/renderpool.py): real forks,
 and the same findings, the same render cache, as one process rendering them one by one,
 plainly and through a command server; a child that dies costs time, never a finding."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from atlas_files.check import check_links, rendercache, renderpool
+from atlas_files.check import check_links
+from atlas_files.linkcheck import rendercache, renderpool
 from atlas_files.server import wire
 from tests.conftest import run_atlas
 from tests.test_check_links_cache import site, write

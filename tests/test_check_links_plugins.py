@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from atlas_files.check import check_links, check_staged
-from atlas_files.check.findings import ERROR, Report
+from atlas_files.findings import ERROR, Report
 from tests.gitrepo import GitRepo
 
 STRICT = ("validation:\n  links:\n    not_found: warn\n    anchors: warn\n"

@@ -398,7 +398,7 @@ def _run_unprivileged(record: Record, *args: str) -> tuple[int, str, str]:
                     main(["--record", str(record.root), "--as", "ann", *args])
                 except SystemExit as exc:
                     code = exc.code if isinstance(exc.code, int) else 1
-                except BaseException:
+                except BaseException:  # noqa: BLE001 - the child reports whatever it was
                     import traceback
 
                     traceback.print_exc()

@@ -173,7 +173,7 @@ for argv in commands:
 
 import anyio
 from mcp import Client
-from atlas_files.mcp.server import Served, build
+from atlas_files.mcp.app import Served, build
 
 
 async def tools():

@@ -9,37 +9,15 @@ from pathlib import Path
 import pytest
 
 import atlas_files
+from atlas_files import layers
 from atlas_files.cli.app import COMMANDS, load_command
 
 PACKAGE = Path(atlas_files.__file__).parent
 
-# Which layer each module belongs to; a module may import its own layer or those below.
-# Front ends (cli, mcp, server) > api > mechanisms > storage > facts. Sync is a mechanism:
-# the API's writes and reads go through it, whichever front end calls them.
-LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("facts", ("layout", "errors", "names", "timeutil", "text", "guide", "privatepath",
-               "frames")),
-    ("storage", ("fsio", "bodies", "jsonfile", "frontmatter", "yamlcache", "usercache",
-                 "config", "documents", "entries", "record", "schemas", "receipts",
-                 "volclock", "ownfiles")),
-    ("mechanisms", ("artifacts", "diffs", "status", "stopsign", "feed", "corrections",
-                    "decisions", "leases",
-                    "telemetry", "check", "sitegen", "search", "sessions", "activity",
-                    "gitcmd", "sync", "volume", "gitrefs", "pathleases")),
-    ("api", ("api",)),
-    ("front ends", ("cli", "mcp", "server", "__main__", "launch", "hookio",
-                    "doctor", "toolhooks")),
-]
 
 
 def _modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        out[".".join(parts)] = path
-    return out
+    return layers.modules()
 
 
 def _imports(module: str, path: Path, known: set[str]) -> Iterator[str]:
@@ -106,11 +84,10 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def _layer(module: str) -> int:
-    top = module.split(".")[1] if module.count(".") else "__init__"
-    for rank, (_, names) in enumerate(LAYERS):
-        if top in names:
-            return rank
-    raise AssertionError(f"{module} belongs to no layer: add it to LAYERS in this test")
+    try:
+        return layers.layer_of(module)
+    except LookupError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 def test_the_import_graph_has_no_cycle() -> None:
@@ -134,7 +111,7 @@ def test_imports_only_point_down() -> None:
 
 def test_the_library_never_imports_click() -> None:
     for module, path in _modules().items():
-        if module == "atlas_files" or _layer(module) == len(LAYERS) - 1:
+        if module == "atlas_files" or _layer(module) == len(layers.LAYERS) - 1:
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import)
@@ -156,3 +133,14 @@ def test_a_typo_in_the_command_table_is_loud(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(COMMANDS, "ls", "atlas_files.cli.coore:ls")
     with pytest.raises(ModuleNotFoundError):
         load_command("ls")
+
+
+def test_every_module_says_what_it_is() -> None:
+    assert [m for m, p in _modules().items() if not layers.summary(p)] == []
+
+
+def test_the_layer_table_in_the_docs_is_generated_from_the_layers() -> None:
+    doc = (PACKAGE.parent / "docs" / "index.md").read_text(encoding="utf-8")
+    assert layers.render() in doc, (
+        "docs/index.md's table of the code is out of date: run "
+        "`python -m atlas_files.layers --write docs/index.md`")

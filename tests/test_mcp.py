@@ -18,8 +18,8 @@ from mcp_support import call, frozen, run, seed, server, text
 from atlas_files.api import core
 from atlas_files.api.leases import ADVISORY
 from atlas_files.cli import main
+from atlas_files.mcp.app import INSTRUCTIONS
 from atlas_files.mcp.results import ERROR_META
-from atlas_files.mcp.server import INSTRUCTIONS
 from atlas_files.record import Record
 
 FIXED = ["begin", "status_read", "status_write", "get", "put", "feed", "lease", "decide", "end"]

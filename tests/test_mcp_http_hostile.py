@@ -41,7 +41,7 @@ from oauth_support import (
 )
 
 from atlas_files.mcp import oauthstore, tokens
-from atlas_files.mcp.server import SPECS
+from atlas_files.mcp.app import SPECS
 
 EXAMPLES = int(os.environ.get("ATLAS_HOSTILE_EXAMPLES", "150"))
 ANSWER_S = 20.0  # the longest any one request may take to be answered or closed

@@ -26,7 +26,7 @@ from mcp_support import seed
 from oauth_support import Server, atlas, process, request_id
 
 from atlas_files.mcp import tokens
-from atlas_files.mcp.server import SPECS
+from atlas_files.mcp.app import SPECS
 from atlas_files.record import Record
 
 ERAS = {"legacy": "2025-11-25", "modern": "2026-07-28"}

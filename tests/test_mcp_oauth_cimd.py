@@ -24,7 +24,7 @@ import pytest
 from mcp_support import text
 from oauth_support import approve_on_terminal, atlas, bounded, in_process, oauth_client
 
-from atlas_files.mcp import oauthstore, serve
+from atlas_files.mcp import oauthstore, transports
 from atlas_files.mcp.cimd import ClientDocuments, Fetcher, FetchRefused, client_info
 from atlas_files.record import Record
 
@@ -55,7 +55,7 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:
         me = f"https://127.0.0.1:{self.server.server_address[1]}{self.path}"
         if self.path == "/client.json":
             self._send(json.dumps({**GOOD, "client_id": me}).encode())
@@ -158,7 +158,7 @@ def test_a_client_id_metadata_document_client_connects(docs: Docs, tmp_path: Pat
     tokens_file = tmp_path / "private" / "tokens.json"
     documents = ClientDocuments(Fetcher(ssl_context=docs.trusting, allow_private=True))
     with in_process(record.root, tokens_file, tmp_path / "server.log",
-                    serve.OAuth(documents=documents)) as server:
+                    transports.OAuth(documents=documents)) as server:
         async def go() -> Any:
             client, _, storage = oauth_client(server, approve_on_terminal(server, "alice"),
                                               metadata_url=f"{docs.base}/client.json")

@@ -10,7 +10,7 @@ import pytest
 
 from atlas_files import schemas, sessions
 from atlas_files.api import Worker, core, decisions, leases, ritual, status
-from atlas_files.api import checks as checkapi
+from atlas_files.api import checks as check_api
 from atlas_files.errors import DamagedFile
 from atlas_files.leases import store
 from atlas_files.record import Record
@@ -34,7 +34,7 @@ def test_begin_writes_a_row_that_atlas_check_accepts(record: Record) -> None:
     assert row.saw.leases == {"box.gpu0": 1}
     data = json.loads((record.root / "sessions" / "bob.json").read_text())
     assert schemas.errors("session", data) == []
-    assert checkapi.check(record.root).ok
+    assert check_api.check(record.root).ok
 
 
 def test_atlas_check_reports_a_session_row_that_breaks_its_schema(record: Record) -> None:
@@ -43,11 +43,11 @@ def test_atlas_check_reports_a_session_row_that_breaks_its_schema(record: Record
     data = json.loads(path.read_text())
     data["state"] = "paused"
     path.write_text(json.dumps(data))
-    findings = checkapi.check(record.root).findings
+    findings = check_api.check(record.root).findings
     assert any(f.code == "ATL001" and "sessions" in str(f.path) for f in findings)
     (record.root / "sessions" / "carol.json").write_text(path.read_text().replace(
         '"paused"', '"open"'))
-    findings = checkapi.check(record.root).findings
+    findings = check_api.check(record.root).findings
     assert any(f.code == "ATL004" and "carol.json" in str(f.path) for f in findings)
 
 

@@ -17,7 +17,7 @@ import pytest
 from conftest import run_atlas, snapshot
 
 from atlas_files import schemas, timeutil
-from atlas_files import telemetry as tm
+from atlas_files import telemetry as telemetrymod
 from atlas_files.record import Record
 from atlas_files.telemetry import probe as probemod
 from atlas_files.telemetry import rows, trust
@@ -116,10 +116,10 @@ def test_an_answer_that_is_not_a_sample_is_reachable_with_the_problem_as_error(
     assert (view["reachable"], view["gpus"]) == (True, [])
     assert "not with a telemetry sample" in view["error"]
 
-    usage = tm.resource_usage(record, "chatty.gpu0")
+    usage = telemetrymod.resource_usage(record, "chatty.gpu0")
     assert usage is not None and usage["reachable"] is True
     assert usage["memory_used_mib"] is None and "hello world" in usage["error"]
-    assert tm.busy_gpus(record) == []
+    assert telemetrymod.busy_gpus(record) == []
     leases.claim(record, "chatty.gpu0", holder="alice", duration_s=60, why="run")
     sheet = run_atlas("lease", "ls", record=record.root)
     assert "answered its last probe, but not with a telemetry sample" in sheet.stdout
@@ -312,12 +312,12 @@ def test_stale_after_intervals_is_configurable(record: Record) -> None:
 
     _add(record, "patient", ANSWER, interval="15m")
     _write(record, "patient", 2 * 3600)
-    assert tm.view(Record(record.root), "patient").stale is True  # 2h > 3 x 15m
+    assert telemetrymod.view(Record(record.root), "patient").stale is True  # 2h > 3 x 15m
     config = record.root / "atlas.yaml"
     raw = yaml.safe_load(config.read_text())
     raw["machines"]["patient"]["stale_after_intervals"] = 10
     config.write_text(yaml.safe_dump(raw))
-    assert tm.view(Record(record.root), "patient").stale is False  # 2h < 10 x 15m
+    assert telemetrymod.view(Record(record.root), "patient").stale is False  # 2h < 10 x 15m
 
 
 def test_a_damaged_row_is_reported_not_crashed_on(record: Record) -> None:
@@ -341,18 +341,18 @@ def test_resource_usage_and_busy_gpus_beside_leases(record: Record) -> None:
     rows.write_row(record, {"machine": "down", "observer": "p", "reachable": False,
                             "error": "exited 255", "gpus": [],
                             "observed_at": timeutil.format_time(timeutil.now())})
-    usage = tm.resource_usage(record, "box.gpu1")
+    usage = telemetrymod.resource_usage(record, "box.gpu1")
     assert usage is not None
     assert {k: usage[k] for k in ("machine", "gpu_index", "memory_used_mib",
                                   "memory_total_mib", "reachable", "stale")} == {
         "machine": "box", "gpu_index": 1, "memory_used_mib": 30000,
         "memory_total_mib": 80000, "reachable": True, "stale": False}
-    assert tm.resource_usage(record, "box.gpu7") is None
-    assert tm.resource_usage(record, "nobox.gpu0") is None
-    assert tm.resource_usage(record, "dataset-a") is None
-    down = tm.resource_usage(record, "down.gpu0")
+    assert telemetrymod.resource_usage(record, "box.gpu7") is None
+    assert telemetrymod.resource_usage(record, "nobox.gpu0") is None
+    assert telemetrymod.resource_usage(record, "dataset-a") is None
+    down = telemetrymod.resource_usage(record, "down.gpu0")
     assert down is not None and down["reachable"] is False and down["memory_used_mib"] is None
-    assert [g["resource"] for g in tm.busy_gpus(record)] == ["box.gpu1", "box.gpu2"]
+    assert [g["resource"] for g in telemetrymod.busy_gpus(record)] == ["box.gpu1", "box.gpu2"]
 
 
 def test_add_machine_refuses_bad_input_and_keeps_atlas_yaml(record: Record) -> None:
@@ -435,7 +435,8 @@ def test_a_symlinked_row_is_damage_never_followed(record: Record, tmp_path: Path
     assert "mallory" not in listed.stdout
     text = run_atlas("telemetry", "ls", "box", record=record.root)
     assert text.returncode == 0 and "symlink" in text.stdout
-    assert tm.busy_gpus(record) == [] and tm.resource_usage(record, "box.gpu0") is None
+    assert telemetrymod.busy_gpus(record) == []
+    assert telemetrymod.resource_usage(record, "box.gpu0") is None
 
     _add(record, "box", ANSWER)
     (outcome,) = probemod.probe_once(record, "prober", ["box"])

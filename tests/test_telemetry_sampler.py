@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from atlas_files import schemas
-from atlas_files import telemetry as tm
+from atlas_files import telemetry as telemetrymod
 from atlas_files.record import Record
 from atlas_files.telemetry import nvml
 from atlas_files.telemetry import probe as probemod
@@ -249,10 +249,10 @@ def test_probe_writes_the_fake_gpus_into_the_row_exactly(
     assert row["gpus"] == EXPECTED_GPUS
     listed = run_atlas("telemetry", "ls", "--json", record=record.root).json()
     assert [m["gpus"] for m in listed["machines"]] == [EXPECTED_GPUS]
-    usage = tm.resource_usage(record, "fakebox.gpu0")
+    usage = telemetrymod.resource_usage(record, "fakebox.gpu0")
     assert usage is not None
     assert (usage["memory_used_mib"], usage["memory_total_mib"]) == (70000, 143771)
-    assert [g["resource"] for g in tm.busy_gpus(record)] == ["fakebox.gpu0"]
+    assert [g["resource"] for g in telemetrymod.busy_gpus(record)] == ["fakebox.gpu0"]
 
 
 def test_importing_the_package_does_not_load_nvml() -> None:

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from atlas_files.check import rendercache, siteconfig
-from atlas_files.check.siteplan import plan
+from atlas_files.linkcheck import rendercache, siteconfig
+from atlas_files.linkcheck.siteplan import plan
 from tests.gitrepo import GitRepo
 from tests.hostile_repo import Listener
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from atlas_files import check as checks
+from atlas_files import check as checkmod
 from atlas_files.check import Finding, Report
 from atlas_files.errors import BadInput
 
@@ -44,13 +44,13 @@ def check(record_path: str | os.PathLike[str] | None = None, paths: Sequence[str
     base = base or Path.cwd().resolve()
     record = None if record_path is None else str(record_path)
     if staged:
-        return checks.check_staged(mode=mode, record_path=record, paths=paths,
+        return checkmod.check_staged(mode=mode, record_path=record, paths=paths,
                                    on_finding=on_finding, base=base, mkdocs=site,
                                    run_site_hooks=run_site_hooks)
     if mode == "links":
-        return checks.check_links(paths, on_finding=on_finding, base=base, mkdocs=site,
+        return checkmod.check_links(paths, on_finding=on_finding, base=base, mkdocs=site,
                                   run_site_hooks=run_site_hooks)
     if mode == "versions":
-        return checks.check_versions(paths, on_finding=on_finding, base=base)
-    root = checks.find_record(record, paths)
-    return checks.check_record(root, paths, fix=fix, on_finding=on_finding, base=base)
+        return checkmod.check_versions(paths, on_finding=on_finding, base=base)
+    root = checkmod.find_record(record, paths)
+    return checkmod.check_record(root, paths, fix=fix, on_finding=on_finding, base=base)

@@ -19,8 +19,7 @@ from typing import Any
 
 from atlas_files import corrections, leases, receipts, sessions, timeutil
 from atlas_files import status as statusmod
-from atlas_files.api import Worker, budget, reads, writes
-from atlas_files.api import briefing as br
+from atlas_files.api import Worker, briefing, budget, reads, writes
 from atlas_files.api.activity import repository_briefing
 from atlas_files.artifacts import TopicSummary, artifacts_folder, topic_streams
 from atlas_files.artifacts import ls as list_topics
@@ -62,7 +61,7 @@ class Briefing:
                 "started_at": self.started_at, "status": self.status, "new": s["new"],
                 "corrections": s["corrections"], "proposals": s["proposals"],
                 "decisions": s["decisions"],
-                "leases": {"advisory": br.LEASE_ADVISORY, "held": s["leases"]},
+                "leases": {"advisory": briefing.LEASE_ADVISORY, "held": s["leases"]},
                 "machines": s["machines"], "repository": self.repository,
                 "truncated": list(self.truncated), "guard": s["guard"]}
 
@@ -148,14 +147,14 @@ def _begin(worker: Worker, max_chars: int, go_on: bool) -> Briefing:
         warn(f"{getattr(exc, 'message', exc)}; the briefing treats everything as unread")
         read = {}
     after = _time(since)
-    status = br.status_part(record, identity, project,
+    status = briefing.status_part(record, identity, project,
                             read.get(receipts.status_key(project), 0))
-    new, proposals, latest = br.topics(record, identity, project, read)
-    lease_sheet, generations, held = br.lease_section(record, identity)
-    sections = [br.correction_section(record, identity, project, read, after), new, proposals,
-                br.decision_section(record, identity, project, after), lease_sheet,
-                br.machine_section(record, held),
-                br.told_section(previous, read, "What the edit guard and the news hook told "
+    new, proposals, latest = briefing.topics(record, identity, project, read)
+    lease_sheet, generations, held = briefing.lease_section(record, identity)
+    sections = [briefing.correction_section(record, identity, project, read, after), new, proposals,
+                briefing.decision_section(record, identity, project, after), lease_sheet,
+                briefing.machine_section(record, held),
+                briefing.told_section(previous, read, "What the edit guard and the news hook told "
                                 + ("this session so far" if goes_on else "your last session"))]
     repository, repository_lines = _repository(worker)
     if not goes_on:
@@ -247,7 +246,7 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
         f"{project} since " + ("this session began" if row and row.open else
                                "your last `atlas end`" if row else "any `atlas begin`"))
     released_names = {lease.resource for lease in released}
-    told = br.told_section(row, _receipts(record, identity), "")
+    told = briefing.told_section(row, _receipts(record, identity), "")
     return Ending(identity, project, row.started_at if row else None, ended, ok, written,
                   warnings, mine, tuple(sessions.others(writes, identity)),
                   tuple(lease for lease in held if lease.resource not in released_names),

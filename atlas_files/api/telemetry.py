@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files import telemetry as tm
+from atlas_files import telemetry as telemetrymod
 from atlas_files.api import Worker
 from atlas_files.names import check_name
 from atlas_files.telemetry import nvml
@@ -46,7 +46,8 @@ class MachineRows:
     problems: tuple[str, ...] | None = None  # None: not looked at (a probe's own answer)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"limits": tm.LIMITS, "machines": [r.to_json() for r in self.rows]}
+        out: dict[str, Any] = {"limits": telemetrymod.LIMITS,
+                               "machines": [r.to_json() for r in self.rows]}
         if self.problems is not None:
             out["problems"] = list(self.problems)
         return out
@@ -69,7 +70,7 @@ def sample() -> Sample:
 
 
 def rows(worker: Worker, machines: Sequence[str] | None = None) -> MachineRows:
-    return MachineRows(tuple(tm.ls(worker.record, list(machines) if machines else None)))
+    return MachineRows(tuple(telemetrymod.ls(worker.record, list(machines) if machines else None)))
 
 
 def probe(worker: Worker, machines: Sequence[str] = (), *,
@@ -114,7 +115,8 @@ def ls(worker: Worker, machines: Sequence[str] = ()) -> MachineRows:
     wanted = [check_name(m, "machine name") for m in machines]
     known = set(record.config.machines)
     for name in wanted:
-        if name not in known and not os.path.lexists(tm.row_path(record, name)):
+        if name not in known and not os.path.lexists(telemetrymod.row_path(record, name)):
             probemod.select(record, [name])  # raises the not-found error
-    problem = tm.folder_problem(record)
-    return MachineRows(tuple(tm.ls(record, wanted or None)), (problem,) if problem else ())
+    problem = telemetrymod.folder_problem(record)
+    return MachineRows(tuple(telemetrymod.ls(record, wanted or None)),
+                       (problem,) if problem else ())

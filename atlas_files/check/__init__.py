@@ -21,12 +21,12 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from atlas_files.check.boundary import Boundary, root_of
-from atlas_files.check.findings import CODES, ERROR, WARNING, Finding, Report
-from atlas_files.check.links import is_markdown
 from atlas_files.check.routing import Links
-from atlas_files.check.sources import DiskSource
 from atlas_files.errors import BadInput, NotFound
+from atlas_files.filesources import DiskSource
+from atlas_files.findings import CODES, ERROR, WARNING, Finding, Report
+from atlas_files.linkcheck.boundary import Boundary, root_of
+from atlas_files.linkcheck.links import is_markdown
 
 # The record checks (walk, run, machines) and the commit checks (staged, gitmodes) are
 # imported by the functions that use them: a links check, a pre-commit hook's most

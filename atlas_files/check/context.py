@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 
 from atlas_files import config as configmod
 from atlas_files import layout, timeutil
-from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
-from atlas_files.check.links import LinkChecker
-from atlas_files.check.sources import DiskSource, Source, why_unreadable
 from atlas_files.errors import AtlasError, BrokenInstall
+from atlas_files.filesources import DiskSource, Source, why_unreadable
+from atlas_files.findings import Report
+from atlas_files.linkcheck.links import LinkChecker
 
 
 @dataclass(frozen=True)

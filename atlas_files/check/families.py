@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from atlas_files import frontmatter
-from atlas_files.check.findings import Report
-from atlas_files.check.sources import Source, read_page
+from atlas_files.filesources import Source, read_page
+from atlas_files.findings import Report
 
 MAX_NAME = 255
 FAMILY_RE = re.compile(r"^(?P<stem>.+)\.v(?P<num>\d+)(?P<ext>(?:\.[^./\\]+)*)$")

@@ -8,12 +8,12 @@ from pathlib import Path
 from atlas_files import layout
 from atlas_files.check import moves, staged
 from atlas_files.check.families import check_families, is_versioned
-from atlas_files.check.findings import Report
-from atlas_files.check.links import is_markdown
 from atlas_files.check.routing import Links
 from atlas_files.check.run import start_run
-from atlas_files.check.sources import IndexSource
 from atlas_files.check.walk import check_changed
+from atlas_files.filesources import IndexSource
+from atlas_files.findings import Report
+from atlas_files.linkcheck.links import is_markdown
 
 
 def _in_scope(path: Path, given: list[Path]) -> bool:

@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from atlas_files import corrections, layout
-from atlas_files.check.sources import Source
+from atlas_files.filesources import Source
 from atlas_files.names import ENTRY_ID_PATTERN, is_entry_id, is_name
 from atlas_files.record import Record
 

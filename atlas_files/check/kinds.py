@@ -15,8 +15,8 @@ from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import DAMAGE, CheckRun, check_not_ahead, list_folder, per_file
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
-from atlas_files.check.sources import why_unreadable
 from atlas_files.check.versions import is_private
+from atlas_files.filesources import why_unreadable
 
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
 _ENTRY_HEAD = 64 * 1024  # enough to read the front matter of a file that may be an entry

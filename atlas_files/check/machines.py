@@ -24,9 +24,9 @@ from typing import Any
 import yaml
 
 from atlas_files import layout
-from atlas_files.check.findings import Report
 from atlas_files.check.staged import Change
 from atlas_files.config import from_mapping, sync_block, sync_differences
+from atlas_files.findings import Report
 from atlas_files.fsio import read_nofollow
 from atlas_files.gitcmd import GitFailed, blob, toplevel
 from atlas_files.telemetry.trust import shown

@@ -14,12 +14,12 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from atlas_files.check import markdown
-from atlas_files.check.findings import Report
-from atlas_files.check.links import is_markdown, resolve, split_target
-from atlas_files.check.sources import IndexSource, read_page
 from atlas_files.check.staged import Change, index_source
+from atlas_files.filesources import IndexSource, read_page
+from atlas_files.findings import Report
 from atlas_files.gitcmd import Git
+from atlas_files.linkcheck import markdown
+from atlas_files.linkcheck.links import is_markdown, resolve, split_target
 
 
 def _candidates(repo: Path, names: set[str]) -> list[str]:

@@ -8,13 +8,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files.check import siteconfig
-from atlas_files.check.findings import Report
-from atlas_files.check.links import LinkChecker, TargetHook
-from atlas_files.check.sources import Source
+from atlas_files.filesources import Source
+from atlas_files.findings import Report
+from atlas_files.linkcheck import siteconfig
+from atlas_files.linkcheck.links import LinkChecker, TargetHook
 
 if TYPE_CHECKING:
-    from atlas_files.check.sitelinks import SiteLinks
+    from atlas_files.linkcheck.sitelinks import SiteLinks
 
 
 class Links:
@@ -49,7 +49,7 @@ class Links:
     def _load(self, config: Path) -> SiteLinks | None:
         # Python-Markdown and its extensions cost ~150 ms to import: only a check that
         # meets a mkdocs.yml pays for them.
-        from atlas_files.check.sitelinks import SiteLinks  # noqa: PLC0415 - see above
+        from atlas_files.linkcheck.sitelinks import SiteLinks  # noqa: PLC0415 - see above
 
         within = getattr(self.fast.source, "within", None)
         try:

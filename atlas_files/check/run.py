@@ -7,10 +7,10 @@ from pathlib import Path
 
 from atlas_files.check import refs
 from atlas_files.check.context import CheckRun
-from atlas_files.check.findings import Report
 from atlas_files.check.index import RecordIndex
-from atlas_files.check.links import LinkChecker
-from atlas_files.check.sources import Source
+from atlas_files.filesources import Source
+from atlas_files.findings import Report
+from atlas_files.linkcheck.links import LinkChecker
 
 
 def start_run(root: Path, report: Report, source: Source, fix: bool = False) -> CheckRun:

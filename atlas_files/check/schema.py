@@ -12,7 +12,7 @@ from typing import Any
 
 from atlas_files import timeutil
 from atlas_files.check import validators
-from atlas_files.check.findings import Report
+from atlas_files.findings import Report
 
 MAX_MESSAGE = 240
 _KEY_LINE_RE = re.compile(r"^\s*[\"']?([A-Za-z0-9_.-]+)[\"']?\s*:")

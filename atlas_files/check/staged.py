@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from atlas_files import frontmatter
-from atlas_files.check.findings import Report
 from atlas_files.check.index import VERSION_FILE_RE, is_entry_file
-from atlas_files.check.sources import IndexSource
 from atlas_files.errors import BadInput
+from atlas_files.filesources import IndexSource
+from atlas_files.findings import Report
 from atlas_files.gitcmd import Git, GitFailed, blob, toplevel
 
 IMMUTABLE_WORDS = {"version": "a version", "entry": "an entry", "generation": "a lease generation"}

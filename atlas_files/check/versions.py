@@ -20,7 +20,7 @@ from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import CheckRun, check_not_ahead, list_folder, per_file
 from atlas_files.check.index import VERSION_FILE_RE, canonical_number
 from atlas_files.check.schema import key_lines, plain, validate
-from atlas_files.check.sources import why_unreadable
+from atlas_files.filesources import why_unreadable
 
 # Room for the front matter when reading a version whose body may be up to body_limit.
 HEAD_ROOM = 64 * 1024

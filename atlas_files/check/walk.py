@@ -16,8 +16,8 @@ from pathlib import Path
 from atlas_files import fsio, layout
 from atlas_files.check import debris, kinds
 from atlas_files.check.context import CheckRun, per_file, unreadable_folder
-from atlas_files.check.links import is_markdown
 from atlas_files.check.versions import check_stream
+from atlas_files.linkcheck.links import is_markdown
 
 ALL, SOME = "all", "some"
 

@@ -13,9 +13,9 @@ from atlas_files import hookio
 from atlas_files.cli.app import Invocation, json_option
 from atlas_files.cli.render import emit_json
 from atlas_files.errors import BadInput, NotFound
-from atlas_files.mcp import serve, tokens
+from atlas_files.mcp import tokens, transports
+from atlas_files.mcp.app import Served
 from atlas_files.mcp.oauthstore import Store, iso, state_path
-from atlas_files.mcp.server import Served
 from atlas_files.names import check_name
 
 MCP_HELP = """Serve the record to MCP clients (chat and desktop apps, agents without a shell).
@@ -98,7 +98,7 @@ def mcp(ctx: click.Context, read_only: bool, address: str | None,
         if not identity:
             raise BadInput("over stdio the server acts as one identity, and none was given",
                            hint="pass --as NAME (before `mcp`) or set ATLAS_AS=NAME")
-        serve.stdio(Served(str(worker.record.root), project,
+        transports.stdio(Served(str(worker.record.root), project,
                            check_name(identity, "identity"), read_only))
         return
     if not tokens_file:
@@ -107,8 +107,8 @@ def mcp(ctx: click.Context, read_only: bool, address: str | None,
                        hint="create one with `atlas mcp token add NAME --tokens FILE`, then "
                        "pass --tokens FILE")
     served = Served(str(worker.record.root), project, None, read_only)
-    options = serve.OAuth(public_url, redirect_uris) if oauth else None
-    serve.http(served, address, Path(tokens_file),
+    options = transports.OAuth(public_url, redirect_uris) if oauth else None
+    transports.http(served, address, Path(tokens_file),
                lambda line: click.echo(line, err=True), options)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from atlas_files import api, timeutil
-from atlas_files.api import search as searchapi
+from atlas_files.api import search as search_api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
 
@@ -89,7 +89,7 @@ def search(ctx: Invocation, query: tuple[str, ...], kinds: tuple[str, ...], proj
     worker = ctx.worker
     worker = api.Worker(worker.record, worker.identity,
                         project if all_projects else (project or ctx.project))
-    found = searchapi.search(worker, text, kinds=kinds, all_projects=all_projects,
+    found = search_api.search(worker, text, kinds=kinds, all_projects=all_projects,
                              all_versions=all_versions, limit=limit)
     if as_json:
         emit_json(found.to_json())

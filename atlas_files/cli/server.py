@@ -20,13 +20,14 @@ socket_option = click.option(
 def server() -> None:
     """A warm server that runs atlas commands without starting Python each time.
 
-    Every `atlas` call spends about 70 ms starting Python and importing atlas before it
-    does anything; hooks and auto-synced writes pay that hundreds of times a session. With
-    ATLAS_SERVER=1 in the environment, `atlas` hands its command line, environment,
-    folder and standard streams to the server of its install, which forks a worker that
-    already has everything imported; the command's output, exit status and effects are
-    the same as without it. The first call with no server running runs as usual and
-    starts one in the background; it exits after --idle seconds with no command.
+    Every `atlas` call starts Python and imports atlas before it does anything, which
+    costs more than most commands then do; hooks and auto-synced writes pay that hundreds
+    of times a session. With ATLAS_SERVER=1 in the environment, `atlas` hands its command
+    line, environment, folder and standard streams to the server of its install, which
+    forks a worker that already has everything imported; the command's output, exit
+    status and effects are the same as without it. The first call with no server running
+    runs as usual and starts one in the background; it exits after --idle seconds with no
+    command.
 
     What it does not change: every command still reads and writes the record's files
     (nothing is cached between commands), and killing `atlas` kills the command. Only

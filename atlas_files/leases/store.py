@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from atlas_files import fsio, jsonfile, timeutil, volclock
 from atlas_files.errors import BadInput, DamagedFile
-from atlas_files.leases import paths as globs
+from atlas_files.leases import paths as leasepaths
 from atlas_files.names import check_name, quote
 
 if TYPE_CHECKING:
@@ -279,7 +279,7 @@ def _paths(value: Any, path: Path) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise _damaged(path, "paths should be a list of path globs")
     try:
-        return globs.check_globs(value)
+        return leasepaths.check_globs(value)
     except BadInput as exc:
         raise _damaged(path, f"paths: {exc.message}") from None
 

@@ -38,7 +38,7 @@ FETCHES = 4
 log = logging.getLogger("atlas.mcp")
 
 
-class FetchRefused(Exception):  # noqa: N818 - a refusal with its reason, not a bug
+class FetchRefused(Exception):
     pass
 
 

@@ -182,7 +182,7 @@ def printable(text: str, limit: int = MAX_NAME) -> str:
     return escape_controls(text[:limit] + ("..." if len(text) > limit else ""))
 
 
-class _StateProblem(Exception):  # noqa: N818 - carries what the client is told
+class _StateProblem(Exception):
     """The state file could not be used; the owner was told, this is for the client."""
 
 

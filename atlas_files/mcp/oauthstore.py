@@ -71,7 +71,7 @@ def iso(t: float) -> str:
     return timeutil.format_time(datetime.fromtimestamp(t, UTC))
 
 
-class Refused(Exception):  # noqa: N818 - a refusal the token endpoint reports, not a bug
+class Refused(Exception):
     """A code or refresh token that yields nothing (unknown, used, expired, revoked)."""
 
 

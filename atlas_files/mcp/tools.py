@@ -23,11 +23,11 @@ from pydantic import Field
 
 from atlas_files.api import Worker, checks
 from atlas_files.api import core as api
-from atlas_files.api import decisions as api_decisions
-from atlas_files.api import leases as api_leases
-from atlas_files.api import search as api_search
-from atlas_files.api import status as api_status
-from atlas_files.api import telemetry as api_telemetry
+from atlas_files.api import decisions as decisions_api
+from atlas_files.api import leases as leases_api
+from atlas_files.api import search as search_api
+from atlas_files.api import status as status_api
+from atlas_files.api import telemetry as telemetry_api
 from atlas_files.errors import AtlasError
 from atlas_files.mcp import ritual
 from atlas_files.mcp.results import (
@@ -130,12 +130,12 @@ class Toolbox:
     # -- status and topics --------------------------------------------------------------
 
     async def status_read(self, version: Version = None) -> CallToolResult:
-        return await self.call(lambda w: api_status.status_show(w, version))
+        return await self.call(lambda w: status_api.status_show(w, version))
 
     async def status_write(self, body: Body, expect: Expect = None,
                            summary: Summary = None) -> CallToolResult:
         return _empty(body, "body") or await self.call(
-            lambda w: api_status.status_write(w, body, expect=expect, summary=summary))
+            lambda w: status_api.status_write(w, body, expect=expect, summary=summary))
 
     async def get(self, name: Name, version: Version = None) -> CallToolResult:
         return await self.call(lambda w: api.get(w, name, version))
@@ -162,8 +162,8 @@ class Toolbox:
                              "pass name: a topic, or status for the status stream")
         if action == "history":
             return await self.call(
-                lambda w: api_status.status_log(w) if name == "status" else api.history(w, name))
-        return await self.call(lambda w: api_status.status_diff(w, old, new) if name == "status"
+                lambda w: status_api.status_log(w) if name == "status" else api.history(w, name))
+        return await self.call(lambda w: status_api.status_diff(w, old, new) if name == "status"
                                else api.diff(w, name, old, new))
 
     # -- leases -------------------------------------------------------------------------
@@ -176,27 +176,27 @@ class Toolbox:
             if len(paths) > 1:
                 return bad_input("lease list takes one path (the leases covering that file)",
                                  "e.g. paths: [src/app.py]")
-            return await self.call(lambda w: api_leases.ls(w, paths[0] if paths else None))
+            return await self.call(lambda w: leases_api.ls(w, paths[0] if paths else None))
         if action == "machines":
-            return await self.call(lambda w: api_telemetry.ls(w))
+            return await self.call(lambda w: telemetry_api.ls(w))
         if not resource:
             return bad_input(f"lease {action} needs a resource", "e.g. resource: gpubox.gpu0")
         if action == "show":
-            return await self.call(lambda w: api_leases.show(w, resource))
+            return await self.call(lambda w: leases_api.show(w, resource))
         if action == "claim":
             if not duration or not why:
                 return bad_input("lease claim needs a duration and why; nothing was claimed",
                                  "e.g. duration: 90m, why: one line saying what for")
-            return await self.call(lambda w: api_leases.claim(w, resource, duration, why, paths))
+            return await self.call(lambda w: leases_api.claim(w, resource, duration, why, paths))
         if action == "renew":
-            return await self.call(lambda w: api_leases.renew(w, resource, duration, generation))
+            return await self.call(lambda w: leases_api.renew(w, resource, duration, generation))
         if action == "release":
-            return await self.call(lambda w: api_leases.release(w, resource, generation))
+            return await self.call(lambda w: leases_api.release(w, resource, generation))
         if not why:
             return bad_input("lease break needs why; nothing was changed",
                              "say why the holder's lease is taken over (e.g. its run is gone)")
         return await self.call(
-            lambda w: api_leases.break_(w, resource, why, duration, generation))
+            lambda w: leases_api.break_(w, resource, why, duration, generation))
 
     async def lease_read(self, action: Literal["list", "show", "machines"],
                          resource: Resource = None,
@@ -212,7 +212,7 @@ class Toolbox:
                      accepts: Annotated[str | None, Field(
                          description="NAME@vN of a proposal this accepts")] = None,
                      ) -> CallToolResult:
-        return await self.call(lambda w: api_decisions.decide(
+        return await self.call(lambda w: decisions_api.decide(
             w, topic=topic, recommended=recommended, chosen=chosen, relation=relation,
             why=why, recommended_by=recommended_by, links=links, accepts=accepts))
 
@@ -220,7 +220,7 @@ class Toolbox:
                         since: Annotated[str | None, Field(
                             description="RFC 3339 time, date, or age like 7d")] = None,
                         ) -> CallToolResult:
-        return await self.call(lambda w: api_decisions.decisions(
+        return await self.call(lambda w: decisions_api.decisions(
             w, topic=topic, relation=relation, since=since))
 
     async def correct(self, ref: Annotated[str, Field(
@@ -228,8 +228,8 @@ class Toolbox:
             text: Annotated[str, Field(description="what is right (retract: why)")],
             retract: bool = False) -> CallToolResult:
         if retract:
-            return await self.call(lambda w: api_decisions.retract(w, ref, text))
-        return await self.call(lambda w: api_decisions.correct(w, ref, text))
+            return await self.call(lambda w: decisions_api.retract(w, ref, text))
+        return await self.call(lambda w: decisions_api.correct(w, ref, text))
 
     # -- machines and the record's health -----------------------------------------------
 
@@ -239,7 +239,7 @@ class Toolbox:
             all_versions: Annotated[bool, Field(
                 description="every version, not only the newest of each topic")] = False,
             limit: Annotated[int, Field(ge=1, le=1000)] = 20) -> CallToolResult:
-        return await self.call(lambda w: api_search.search(
+        return await self.call(lambda w: search_api.search(
             w, query, kinds=kinds, all_versions=all_versions, limit=limit))
 
     async def check(self) -> CallToolResult:

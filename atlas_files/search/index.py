@@ -79,7 +79,7 @@ def _prepare(record: Record) -> Path:
             raise PermissionError(13, "Permission denied", str(folder))
     except OSError as exc:
         raise Unwritable(f"{exc.strerror or exc}: {exc.filename or record.root}") from None
-    except Exception as exc:  # BadInput: the folder is a symlink leading outside the record
+    except Exception as exc:  # noqa: BLE001 - BadInput: a symlink leading outside the record
         raise Unwritable(str(exc)) from None
     return folder
 

@@ -37,7 +37,7 @@ IDLE = 900  # seconds with no command before a server exits
 # `mcp` (a long-running server of its own, with a heavy SDK), and the link checker's
 # Markdown renderer (the pre-commit hook's cost).
 LEFT_OUT = {"mcp"}
-ALSO = ("atlas_files.check.sitepages",)
+ALSO = ("atlas_files.linkcheck.sitepages",)
 MAX_REQUEST = 16 << 20
 FDS = 3
 

@@ -1,5 +1,5 @@
 """A worker forked ahead of the next command, so that a command starts in a process that
-already exists (a few ms of each served command; bench/bench_sync.py).
+already exists: the fork is no longer part of any served command's time (bench/bench_sync.py).
 
 The server keeps one spare, which waits on its end of a socket pair. The server hands it
 the client's connection and standard streams (the descriptors themselves, SCM_RIGHTS) and

@@ -1,6 +1,6 @@
 """Whether git's automatic tidying could find work, read from git's own files: the same
-sample git's own test takes, so a synced write runs no `git maintenance run --auto` child
-(about 3 ms) after a commit that leaves nothing to tidy.
+sample git's own test takes, so a synced write starts no `git maintenance run --auto`
+child after a commit that leaves nothing to tidy (bench/bench_sync.py).
 
 git's test: more than gc.auto / 256 loose objects in the one folder objects/17, taken as a
 sample of all 256 (gc.auto 0 turns it off). gc.auto is git's to say: it is asked once

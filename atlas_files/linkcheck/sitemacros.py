@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import frames
-from atlas_files.check import renderpool
-from atlas_files.check.boundary import Boundary
-from atlas_files.check.siteconfig import SiteConfig, Unresolved, read_file, safe_load
-from atlas_files.check.sources import DiskSource
+from atlas_files.filesources import DiskSource
+from atlas_files.linkcheck import renderpool
+from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.siteconfig import SiteConfig, Unresolved, read_file, safe_load
 
 _MEMORY = 1 << 30  # bytes of address space the expanding child may take
 _SECONDS_PAGE = 2

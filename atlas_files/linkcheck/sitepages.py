@@ -51,9 +51,9 @@ from markdown.preprocessors import Preprocessor
 from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
-from atlas_files.check.boundary import Boundary
-from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import (
+from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.siteconfig import SiteConfig
+from atlas_files.linkcheck.siteplan import (
     BUILTIN,
     Problem,
     Rendered,

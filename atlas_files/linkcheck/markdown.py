@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from atlas_files.check.blocks import RAW, TEXT, scan
+from atlas_files.linkcheck.blocks import RAW, TEXT, scan
 
 _BACKTICKS_RE = re.compile(r"`+")
 # Possessive quantifiers (*+, ++): whitespace can be matched one way only, so a failed

@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from atlas_files.check import renderpool
-from atlas_files.check.rendercache import RenderCache, setup_key
-from atlas_files.check.renderpool import Job, Outcome
-from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import Problem, Rendered, plan
+from atlas_files.linkcheck import renderpool
+from atlas_files.linkcheck.rendercache import RenderCache, setup_key
+from atlas_files.linkcheck.renderpool import Job, Outcome
+from atlas_files.linkcheck.siteconfig import SiteConfig
+from atlas_files.linkcheck.siteplan import Problem, Rendered, plan
 
 if TYPE_CHECKING:
-    from atlas_files.check.sitepages import Renderer
+    from atlas_files.linkcheck.sitepages import Renderer
 
 
 class Renderings:
@@ -102,7 +102,7 @@ class Renderings:
         if self._renderer is None:
             # Python-Markdown and the site's extensions take a tenth of a second or more
             # to import and set up: a run whose renderings are all in the cache skips it.
-            from atlas_files.check.sitepages import Renderer  # noqa: PLC0415 - see above
+            from atlas_files.linkcheck.sitepages import Renderer  # noqa: PLC0415 - see above
 
             self._renderer = Renderer(self.site, lambda key, message: self._said.append(
                 (key, message)))

@@ -31,28 +31,28 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
-from atlas_files.check import anchors, markdown
-from atlas_files.check.boundary import Boundary
-from atlas_files.check.findings import WARNING, Report
-from atlas_files.check.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
-from atlas_files.check.siteconfig import (
+from atlas_files.filesources import Source, read_page
+from atlas_files.findings import WARNING, Report
+from atlas_files.linkcheck import anchors, markdown
+from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
+from atlas_files.linkcheck.siteconfig import (
     NOT_NEEDED,
     SiteConfig,
     Unresolved,
     resolve_relative,
     safe_load,
 )
-from atlas_files.check.sitemacros import Macros, plain_data
-from atlas_files.check.siteplan import (
+from atlas_files.linkcheck.sitemacros import Macros, plain_data
+from atlas_files.linkcheck.siteplan import (
     BUILTIN,
     DIRECTIVE_MAKERS,
     Rendered,
     refusal,
     unresolved_message,
 )
-from atlas_files.check.siteplugins import PAGE_SYNTAX, Cause, Plugins
-from atlas_files.check.siterender import Renderings
-from atlas_files.check.sources import Source, read_page
+from atlas_files.linkcheck.siteplugins import PAGE_SYNTAX, Cause, Plugins
+from atlas_files.linkcheck.siterender import Renderings
 
 _MAX_RENDERED = 2 << 20  # bytes: past this a page is read by atlas's own reader (linear)
 _MAX_FOUND = 200  # suspect links confirmed by rendering, per page; past that, as read
@@ -119,7 +119,7 @@ class SiteLinks:
         self.renderings = Renderings(site, self._problem, self._text)
         self.hooks = None
         if run_hooks and site.hooks:  # the user's word, never mkdocs.yml's (sitehooks.py)
-            from atlas_files.check.sitehooks import SiteHooks  # noqa: PLC0415 - imports MkDocs
+            from atlas_files.linkcheck.sitehooks import SiteHooks  # noqa: PLC0415 - imports MkDocs
 
             self.hooks = SiteHooks(site, self._problem)
         self.plugins = Plugins(site, self._problem, self.hooks is not None and self.hooks.ready)

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from atlas_files import frames
-from atlas_files.check.siteplan import Rendered
+from atlas_files.linkcheck.siteplan import Rendered
 
 if TYPE_CHECKING:
-    from atlas_files.check.sitepages import Renderer
+    from atlas_files.linkcheck.sitepages import Renderer
 
 ENV = "ATLAS_CHECK_JOBS"
 # Text a process must get to pay for its fork (about 5 ms of rendering).

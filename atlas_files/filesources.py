@@ -17,8 +17,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol
 
-from atlas_files.check.boundary import OUTSIDE, Boundary
 from atlas_files.gitcmd import Git, GitFailed
+from atlas_files.linkcheck.boundary import OUTSIDE, Boundary
 
 
 class Source(Protocol):
@@ -223,7 +223,7 @@ class IndexSource:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
+        except Exception:  # noqa: BLE001, S110 - at interpreter exit anything may be gone
             pass
 
     def _head_tree(self, rel_folder: str) -> tuple[tuple[str, ...], tuple[str, ...]]:

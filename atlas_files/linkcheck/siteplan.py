@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files.check.siteconfig import NOT_NEEDED, SiteConfig, Unresolved, resolve_relative
+from atlas_files.linkcheck.siteconfig import NOT_NEEDED, SiteConfig, Unresolved, resolve_relative
 
 # Extensions known to run code or fetch from the network (said so when named).
 NOT_RUN = frozenset({

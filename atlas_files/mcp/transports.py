@@ -21,6 +21,7 @@ from starlette.types import ASGIApp
 
 from atlas_files.errors import BadInput
 from atlas_files.mcp import limits
+from atlas_files.mcp.app import Served, build
 from atlas_files.mcp.cimd import ClientDocuments
 from atlas_files.mcp.connections import Guarded
 from atlas_files.mcp.consent import Consent
@@ -28,7 +29,6 @@ from atlas_files.mcp.notices import Bounded, Notices
 from atlas_files.mcp.oauth import Provider, RedirectPolicy, check_setup, public_origin, state_line
 from atlas_files.mcp.oauth import routes as oauth_routes
 from atlas_files.mcp.oauthstore import Store, Unreadable, state_path
-from atlas_files.mcp.server import Served, build
 from atlas_files.mcp.tokens import TokenVerifier, check_place, ensure
 
 PATH = "/mcp"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from atlas_files.check.markdown import Page, read
+from atlas_files.linkcheck.markdown import Page, read
 
 _UNIQUE_RE = re.compile(r"^(.*)_([0-9]+)$")
 MAX_RENDERED_HEADINGS = 500

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files.check.boundary import Boundary
-from atlas_files.check.siteconfig import SiteConfig, read_file
+from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.siteconfig import SiteConfig, read_file
 
 Problem = Any  # (key, message) -> None, as siteplan.Problem
 

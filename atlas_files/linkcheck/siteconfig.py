@@ -32,9 +32,9 @@ from typing import Any
 
 import yaml
 
-from atlas_files.check.boundary import OUTSIDE, Boundary, root_of
-from atlas_files.check.findings import ERROR, WARNING
-from atlas_files.check.sources import DiskSource
+from atlas_files.filesources import DiskSource
+from atlas_files.findings import ERROR, WARNING
+from atlas_files.linkcheck.boundary import OUTSIDE, Boundary, root_of
 
 NAMES = ("mkdocs.yml", "mkdocs.yaml")
 BUILTIN_EXTENSIONS = ("toc", "tables", "fenced_code")

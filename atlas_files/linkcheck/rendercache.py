@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import __version__, fsio, yamlcache
-from atlas_files.check.boundary import Boundary
-from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.siteplan import Planned, Rendered, autorefs, emoji, trusted
-from atlas_files.check.sources import DiskSource
+from atlas_files.filesources import DiskSource
+from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.siteconfig import SiteConfig
+from atlas_files.linkcheck.siteplan import Planned, Rendered, autorefs, emoji, trusted
 
 FORMAT = 2
 FOLDER = "links"

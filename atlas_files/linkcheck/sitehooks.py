@@ -19,9 +19,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from atlas_files.check.siteconfig import SiteConfig
-from atlas_files.check.sitemacros import plain_data
-from atlas_files.check.siteplan import Problem
+from atlas_files.linkcheck.siteconfig import SiteConfig
+from atlas_files.linkcheck.sitemacros import plain_data
+from atlas_files.linkcheck.siteplan import Problem
 
 
 class SiteHooks:
