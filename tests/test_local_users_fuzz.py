@@ -41,6 +41,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 from local_user import Intruder, end_servers_under, servers_started_with
+from support.memory import bound_kb, own_peak_kb
 
 import atlas_files
 from atlas_files import yamlcache
@@ -238,25 +239,14 @@ class Ran:
     err: str
     seconds: float
     max_rss_kb: int
-    inherited_kb: int  # this test process's own resident memory when it started the child
-
-
-def _own_rss_kb() -> int:
-    """This process's resident memory now. Linux counts the memory a child had before its
-    exec (this process's, shared) in the child's ru_maxrss, so a reading up to this much
-    says nothing of the command's own peak."""
-    with open("/proc/self/status", encoding="ascii") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+    inherited_kb: int  # this test process's peak resident memory when it started the child
 
 
 def _atlas(scene: Scene, args: list[str], extra: dict[str, str]) -> Ran:
     """One `atlas` process, timed, with its peak memory (wait4's, which covers what it
     waited for too); killed past TIME_LIMIT_S."""
     start = time.monotonic()
-    inherited = _own_rss_kb()
+    inherited = own_peak_kb()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         child = subprocess.Popen([sys.executable, "-m", "atlas_files", *args],
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -340,9 +330,9 @@ def _check(scene: Scene, intruder: Intruder, heard_before: int, command: str, ra
     assert all(d == b"" for d in data) and all(h["fds"] == 0 for h in heard), heard
 
     assert ran.seconds < TIME_LIMIT_S
-    # A long run grows this test's worker, whose memory each child starts with: a reading
-    # within it (plus the interpreter's own) is that, not the command's.
-    bound = max(MEMORY_LIMIT_KB, ran.inherited_kb + 64 * 1024)
+    # A long run grows this test's worker, whose peak memory each child's reading starts
+    # from: a reading within it (plus the interpreter's own) is that, not the command's.
+    bound = bound_kb(MEMORY_LIMIT_KB, ran.inherited_kb)
     assert ran.max_rss_kb < bound, f"{ran.max_rss_kb} KB (this process: {ran.inherited_kb} KB)"
     assert "Traceback" not in ran.err, ran.err
     assert all(line.startswith("atlas") for line in ran.err.splitlines()), ran.err
