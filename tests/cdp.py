@@ -146,11 +146,12 @@ class Browser:
         mine = self.next_id
         self.ws.send(json.dumps({"id": mine, "method": method, "params": params}))
         while True:
-            message = json.loads(self.ws.recv())
+            message: dict[str, Any] = json.loads(self.ws.recv())
             if message.get("id") == mine:
                 if "error" in message:
                     raise CDPError(f"{method}: {message['error']}")
-                return message.get("result", {})
+                result: dict[str, Any] = message.get("result", {})
+                return result
             if "method" in message:
                 self._event(message)
 
@@ -174,7 +175,7 @@ class Browser:
         try:
             while time.monotonic() < deadline:
                 try:
-                    message = json.loads(self.ws.recv())
+                    message: dict[str, Any] = json.loads(self.ws.recv())
                 except TimeoutError:
                     continue
                 if "method" in message:

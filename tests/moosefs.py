@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import shutil
 import signal
@@ -169,7 +170,7 @@ class MooseFS:
             log.close()
             self._mounters.append((where, proc))
         for where, proc in self._mounters:
-            self._until(lambda w=where: os.path.ismount(w), f"{where} to be mounted", proc)
+            self._until(functools.partial(os.path.ismount, where), f"{where} to be mounted", proc)
         self.mounts = [where for where, _ in self._mounters]
         self._until(self._writable, "the chunkserver to take a write")
 

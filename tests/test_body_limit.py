@@ -14,6 +14,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -135,7 +136,7 @@ def test_a_body_arriving_in_chunks_is_taken_no_further_than_the_limit(
     they fit, and stops at the chunk that passes the limit without asking for another."""
     taken: list[int] = []
 
-    def chunks():  # type: ignore[no-untyped-def]
+    def chunks() -> Iterator[bytes]:
         for i, size in enumerate(sizes):
             taken.append(i)
             yield b"z" * size

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_atlas
 
 from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.check import check_record, validators
 from atlas_files.record import Record
 from atlas_files.telemetry import rows
-from tests.conftest import run_atlas
 
 
 def codes(record: Record, *paths: Path, fix: bool = False) -> list[str]:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from conftest import run_atlas
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -19,7 +20,6 @@ from atlas_files import frontmatter
 from atlas_files.check import CODES, check_record
 from atlas_files.linkcheck.anchors import anchors
 from atlas_files.record import Record
-from tests.conftest import run_atlas
 
 KEYS = ["name", "version", "based_on", "author", "written_at", "summary", "digest", "links",
         "proposal", "id", "kind", "at", "project", "ref", "accepts", "why", "what"]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_atlas
 
 from atlas_files.check import check_links
 from atlas_files.findings import ERROR
-from tests.conftest import run_atlas
 
 MODES = ["plain", "site"]
 EXTENSIONS = ["attr_list", "footnotes", "admonition", "md_in_html", "pymdownx.details",

@@ -10,13 +10,13 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import run_atlas
+from test_check_links_cache import site, write
+from test_server import server, sock, through  # noqa: F401 - fixtures
 
 from atlas_files.check import check_links
 from atlas_files.linkcheck import rendercache, renderpool
 from atlas_files.server import wire
-from tests.conftest import run_atlas
-from tests.test_check_links_cache import site, write
-from tests.test_server import server, sock, through  # noqa: F401 - fixtures
 
 PAGES = {
     "index.md": """\

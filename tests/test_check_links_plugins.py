@@ -20,10 +20,10 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from gitrepo import GitRepo
 
 from atlas_files.check import check_links, check_staged
 from atlas_files.findings import ERROR, Report
-from tests.gitrepo import GitRepo
 
 STRICT = ("validation:\n  links:\n    not_found: warn\n    anchors: warn\n"
           "    unrecognized_links: warn\n")
@@ -166,13 +166,12 @@ def _judged(report: Report, docs: Path) -> tuple[set[tuple[str, str]], list[str]
 
 def _check(root: Path, case: Case, mode: str) -> tuple[set[tuple[str, str]], list[str]]:
     docs = _write(root, case)
-    hooks = {"run_site_hooks": True} if case.run_hooks else {}
     if mode == "staged":
         repo = GitRepo(root)
         repo.git("add", "-A")
-        report = check_staged(root, mode="links", base=root, **hooks)
+        report = check_staged(root, mode="links", base=root, run_site_hooks=case.run_hooks)
     else:
-        report = check_links([docs], base=root, **hooks)
+        report = check_links([docs], base=root, run_site_hooks=case.run_hooks)
     return _judged(report, docs)
 
 
@@ -208,6 +207,5 @@ def test_the_same_sites_built_by_mkdocs_agree(tmp_path: Path, name: str) -> None
                            cwd=root, capture_output=True, text=True, timeout=300, env=env)
     assert built.returncode == 0, built.stderr[-2000:]
     truth = {(m["page"], m["link"]) for m in MKDOCS_WARNING.finditer(built.stderr)}
-    hooks = {"run_site_hooks": True} if case.run_hooks else {}
-    errors, _ = _judged(check_links([docs], base=root, **hooks), docs)
+    errors, _ = _judged(check_links([docs], base=root, run_site_hooks=case.run_hooks), docs)
     assert errors == truth == case.errors, built.stderr[-2000:]

@@ -6,10 +6,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import Result, run_atlas
 
 from atlas_files import artifacts, decisions, frontmatter
 from atlas_files.record import Record
-from tests.conftest import Result, run_atlas
 
 
 def git(repo: Path, *args: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import Result, snapshot
 
-from atlas_files import artifacts, decisions, entries
+from atlas_files import artifacts, decisions, entries, timeutil
 from atlas_files.names import ENTRY_ID_PATTERN
 from atlas_files.record import Record
 
@@ -203,7 +203,7 @@ def test_a_name_collision_draws_a_new_random_part(
 
     fixed = datetime(2026, 11, 29, 11, 5, 12, 123456, tzinfo=UTC)
     draws = iter(["1a2b3c4d", "1a2b3c4d", "99999999"])
-    monkeypatch.setattr(entries.timeutil, "now", lambda: fixed)
+    monkeypatch.setattr(timeutil, "now", lambda: fixed)
     monkeypatch.setattr(entries, "_random_part", lambda: next(draws))
     first = decisions.decide(record, topic="t", recommended="r", chosen="c",
                              relation="agreed", why="first", author="ann")

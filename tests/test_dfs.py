@@ -76,7 +76,7 @@ def atlas(*args: str, record: Path, identity: str | None = None, input: str | No
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
-def spawn(script: str, *args: str) -> subprocess.Popen[str]:
+def spawn(script: str, *args: object) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=_child_env(None), cwd=Path(__file__).parent)

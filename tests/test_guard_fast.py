@@ -143,6 +143,13 @@ def test_may_cover_rules_out_only_what_cannot_cover(sheet: Record) -> None:
     assert not pathleases.may_cover(items, "alice", ["pkg10/a.py"], later)  # expired
 
 
+def _moved(root: str) -> float:
+    """gitrefs.last_moved of a repository whose refs it can read: a time, never None."""
+    at = gitrefs.last_moved(root)
+    assert at is not None
+    return at
+
+
 def test_the_refs_file_times_follow_every_kind_of_ref(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "code", git_env())
     repo.commit("one", "a.txt", ago_s=3 * 3600)
@@ -152,11 +159,11 @@ def test_the_refs_file_times_follow_every_kind_of_ref(tmp_path: Path) -> None:
     root = str(repo.path)
     assert gitrefs.last_moved(root) == pytest.approx(old, abs=1)
     repo.git("branch", "side")
-    assert gitrefs.last_moved(root) > old + 3000  # a new branch
+    assert _moved(root) > old + 3000  # a new branch
     for path in (repo.path / ".git").rglob("*"):
         os.utime(path, (old, old))
     repo.git("pack-refs", "--all")
-    assert gitrefs.last_moved(root) > old + 3000  # packed refs
+    assert _moved(root) > old + 3000  # packed refs
     for path in (repo.path / ".git").rglob("*"):
         os.utime(path, (old, old))
     other = tmp_path / "wt"
@@ -164,8 +171,8 @@ def test_the_refs_file_times_follow_every_kind_of_ref(tmp_path: Path) -> None:
     for path in (repo.path / ".git").rglob("*"):
         os.utime(path, (old, old))
     repo.git("-C", str(other), "commit", "-q", "--allow-empty", "-m", "detached")
-    assert gitrefs.last_moved(root) > old + 3000  # a commit on another worktree's HEAD
-    assert gitrefs.last_moved(str(other)) > old + 3000  # asked from the worktree itself
+    assert _moved(root) > old + 3000  # a commit on another worktree's HEAD
+    assert _moved(str(other)) > old + 3000  # asked from the worktree itself
     os.environ["GIT_DIR"] = str(repo.path / ".git")
     try:
         assert gitrefs.last_moved(root) is None  # git is pointed elsewhere: cannot tell

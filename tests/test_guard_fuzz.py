@@ -25,7 +25,7 @@ json_values = st.recursive(
     max_leaves=20)
 tool_names = st.sampled_from(["Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch",
                               "write_file", "replace", "Bash", "Delete", "Read"]) | st.text()
-paths = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=40) | \
+paths = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40) | \
     st.sampled_from(["src/a.py", "/etc/passwd", "../x", "~/x", "", ".", "a\0b",
                      "projects/web/status/status.v0001.md"])
 events = st.fixed_dictionaries(

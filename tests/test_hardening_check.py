@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_atlas
 
 from atlas_files import artifacts, decisions, frontmatter, leases
 from atlas_files.check import check_record
 from atlas_files.cli import main
 from atlas_files.record import Record
-from tests.conftest import run_atlas
 
 # A generous bound: each case below takes well under a second now, and took from a minute
 # and a half to hours before. Never a tight timed assertion.
@@ -362,7 +362,7 @@ def _row(r: Record, folder: str, name: str, data: bytes) -> None:
 
 
 DEEP = b"[" * 100_000
-DAMAGE: dict[str, tuple[str, Callable[[Record], None], str]] = {
+DAMAGE: dict[str, tuple[str, Callable[[Record], object], str]] = {
     # case: (file name, damage, what the message must say)
     "nested generation": ("g00000001.json", lambda r: writable(_generation(r)).write_bytes(
         DEEP), "nested too deeply"),

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from conftest import Result, run_atlas
 
+from atlas_files import ownfiles
 from atlas_files.record import Record
 from atlas_files.telemetry import probe as probemod
 from atlas_files.telemetry import trust
@@ -71,7 +72,9 @@ def test_an_atlas_yaml_probe_runs_only_once_approved_and_stops_when_it_changes(
 
     refused = run_atlas("telemetry", "approve", "evil", record=record.root, input="n\n")
     assert refused.returncode == 2 and _touch(pwned) in refused.stdout
-    assert not (trust.config_dir() / trust.APPROVALS_NAME).exists()  # type: ignore[operator]
+    folder = ownfiles.config_dir()
+    assert folder is not None
+    assert not (folder / trust.APPROVALS_NAME).exists()
     assert not pwned.exists()
 
     ok = run_atlas("telemetry", "approve", "evil", record=record.root, input="y\n")
@@ -254,9 +257,9 @@ def test_plain_check_outside_git_or_of_an_untracked_record_says_nothing_of_machi
 
 
 def test_the_per_user_folder_follows_xdg_config_home(home: Path, tmp_path: Path) -> None:
-    assert trust.config_dir() == home / ".config" / "atlas"
+    assert ownfiles.config_dir() == home / ".config" / "atlas"
     xdg = tmp_path / "xdg"
-    assert trust.config_dir({"XDG_CONFIG_HOME": str(xdg), "HOME": str(home)}) == xdg / "atlas"
+    assert ownfiles.config_dir({"XDG_CONFIG_HOME": str(xdg), "HOME": str(home)}) == xdg / "atlas"
     # The XDG spec ignores a relative value.
-    assert trust.config_dir({"XDG_CONFIG_HOME": "rel", "HOME": str(home)}) == \
+    assert ownfiles.config_dir({"XDG_CONFIG_HOME": "rel", "HOME": str(home)}) == \
         home / ".config" / "atlas"

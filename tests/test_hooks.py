@@ -15,12 +15,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import hostile_repo
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from atlas_files import artifacts, leases
 from atlas_files.record import Record
-from tests import hostile_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None,

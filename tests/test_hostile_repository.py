@@ -18,9 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-
-from tests.hostile_repo import (
+from hostile_repo import (
     COMMANDS,
     Listener,
     Spec,
@@ -30,6 +28,7 @@ from tests.hostile_repo import (
     run_watched,
     specs,
 )
+from hypothesis import HealthCheck, given, settings
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "12"))
 
@@ -71,7 +70,7 @@ def test_the_watch_sees_what_it_must_refuse(tmp_path: Path, listener: Listener) 
         f"socket.create_connection(('127.0.0.1', {listener.port})).close()\n")
     watch = run_watched(["check", "--links-only", "--json"], built, audit)
     assert problems(watch, built, listener) == []  # a plain check: nothing to say
-    import tests.hostile_repo as hostile
+    import hostile_repo as hostile
 
     sneaky = run_watched(["check", "--links-only", "--json"], built, audit)
     sneaky.events += [["write", str(built.outside / "w")], ["process", "sh"],

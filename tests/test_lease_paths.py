@@ -30,7 +30,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None
 
 
 def _file(record: Record, resource: str, generation: int) -> dict[str, object]:
-    data = json.loads((record.leases_dir / resource / f"g{generation:08d}.json").read_bytes())
+    data: dict[str, object] = json.loads(
+        (record.leases_dir / resource / f"g{generation:08d}.json").read_bytes())
     assert schemas.errors("lease", data) == [], data
     return data
 

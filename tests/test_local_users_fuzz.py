@@ -44,7 +44,7 @@ from local_user import Intruder, end_servers_under, servers_started_with
 from support.memory import bound_kb, own_peak_kb
 
 import atlas_files
-from atlas_files import yamlcache
+from atlas_files import ownfiles, yamlcache
 from atlas_files.record import Record
 from atlas_files.server import wire
 from atlas_files.telemetry import trust
@@ -114,7 +114,7 @@ def _scene(top: Path, cache_open: bool, config_open: bool, explicit_open: bool) 
         sock = wire.socket_path("1")
         cache_folder = yamlcache.folder()
         entry = yamlcache._entry(str(cache_folder), config.read_text())
-        approvals = trust.config_dir()
+        approvals = ownfiles.config_dir()
     finally:
         os.environ.clear()
         os.environ.update(saved)

@@ -282,7 +282,7 @@ MODERN = "2026-07-28"
 @given(data=st.data())
 def test_hostile_tool_arguments_with_a_valid_token(target: Target, data: st.DataObject) -> None:
     # A client with a token is still a stranger's program: its arguments reach the tools.
-    call = data.draw(st.fixed_dictionaries({
+    call: dict[str, Any] = data.draw(st.fixed_dictionaries({
         "name": st.sampled_from(list(SPECS)),
         "arguments": st.dictionaries(st.sampled_from(
             ["name", "body", "expect", "action", "resource", "duration", "why", "version",

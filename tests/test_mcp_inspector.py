@@ -32,7 +32,7 @@ from atlas_files.record import Record
 ERAS = {"legacy": "2025-11-25", "modern": "2026-07-28"}
 
 # (tool, arguments, what the text starts with): the record is seed()'s, the caller alice.
-REFUSALS = {
+REFUSALS: dict[str, tuple[str, dict[str, Any], str]] = {
     "stop": ("put", {"name": "plan", "body": "mine\n", "expect": 1},
              "stop: you read v1 of plan, but it is at v2"),
     "held": ("lease", {"action": "claim", "resource": "gpu0", "duration": "1h", "why": "eval"},

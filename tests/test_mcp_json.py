@@ -74,8 +74,8 @@ def test_get(twins: tuple[Record, Record]) -> None:
 
 def test_put(twins: tuple[Record, Record]) -> None:
     a, b = twins
-    args = {"name": "plan", "body": "# Plan\n\nthree steps\n", "expect": 2, "summary": "3",
-            "links": ["plan@v1"]}
+    args: dict[str, Any] = {"name": "plan", "body": "# Plan\n\nthree steps\n", "expect": 2,
+                            "summary": "3", "links": ["plan@v1"]}
     got = tool(a, "put", args)
     want = cli(b, "put", "plan", "-f", "-", "--expect", "2", "--summary", "3", "--link",
                "plan@v1", input=args["body"])

@@ -136,7 +136,12 @@ def test_a_stdio_line_past_the_limit_is_skipped_unread_and_answered(tmp_path: Pa
         last = (f'{{"method":"tools/call","params":{{"name":"put","arguments":{{"name":"big",'
                 f'"body":"{huge}"}}}},"jsonrpc":"2.0","id":"three"}}').encode()
         del huge
-        writer = threading.Thread(target=lambda: (send(first), send(last)))
+
+        def send_both() -> None:
+            send(first)
+            send(last)
+
+        writer = threading.Thread(target=send_both)
         writer.start()
         refused = [answer(), answer()]
         writer.join()

@@ -44,6 +44,7 @@ class Docs:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
+    server: ThreadingHTTPServer  # the one that serves it, in docs() below
 
     def log_message(self, *args: Any) -> None:
         pass

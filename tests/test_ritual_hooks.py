@@ -290,7 +290,8 @@ def test_gemini_shell_commands_get_the_identity(started: Record) -> None:
     def before(command: str) -> dict[str, Any]:
         event = gemini_event(started.root, "BeforeTool", tool_name="run_shell_command",
                              tool_input={"command": command, "description": "d"})
-        return json.loads(hook(started, "begin", "gemini", event).stdout)
+        answer: dict[str, Any] = json.loads(hook(started, "begin", "gemini", event).stdout)
+        return answer
 
     assert before("ls -la") == {}
     answer = before("atlas put notes -f notes.md")

@@ -20,10 +20,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import Result, run_atlas, snapshot
 
 from atlas_files.record import Record
 from atlas_files.server import serve, wire
-from tests.conftest import Result, run_atlas, snapshot
 
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
 

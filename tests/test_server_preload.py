@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import run_atlas
+from test_server import _status, _wait_for, served, sock  # noqa: F401 - a fixture
 
 from atlas_files.server import wire
-from tests.conftest import run_atlas
-from tests.test_server import _status, _wait_for, served, sock  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
 

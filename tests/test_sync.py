@@ -21,6 +21,7 @@ from atlas_files import layout
 from atlas_files.errors import BadInput, DamagedFile
 from atlas_files.record import Record
 from atlas_files.sync import repo, run
+from atlas_files.sync.engine import Engine
 
 # Git reads no user or system config here, and no ATLAS_* variable leaks in.
 pytestmark = pytest.mark.usefixtures("isolated_git")
@@ -150,16 +151,16 @@ def test_an_auto_synced_write_that_lost_exits_3_and_keeps_a_draft(
     bob = remote.clone("bob")
     assert cli(bob, "sync")[0] == 0
     # Bob's put fetches first; alice pushes v1 between his write and his push.
-    real_push = run.Engine.push
-    calls = []
+    real_push = Engine.push
+    calls: list[int] = []
 
-    def alice_pushes_first(self: run.Engine) -> bool:
+    def alice_pushes_first(self: Engine) -> bool:
         if not calls and self.record.root == bob:
             calls.append(1)
             assert put(alice, "alice", "plan", "alice wins\n")[0] == 0
         return real_push(self)
 
-    monkeypatch.setattr(run.Engine, "push", alice_pushes_first)
+    monkeypatch.setattr(Engine, "push", alice_pushes_first)
     code, out, err = put(bob, "bob", "plan", "bob loses\n", "--json")
     assert code == 3, err
     assert json.loads(out)["error"]["kind"] == "version_conflict"
@@ -485,7 +486,7 @@ def kill_sync_mid_move(clone: Path, who: str, monkeypatch: pytest.MonkeyPatch,
     """A sync of ``clone`` killed while moving its work tree: the journal is written and
     plan v1 is in place as ``cut`` leaves its new bytes, then the kill."""
 
-    def killed_mid_move(self: run.Engine, old: str, new: str) -> None:
+    def killed_mid_move(self: Engine, old: str, new: str) -> None:
         self.local.begin_move({"branch": self.local_ref, "old": old, "new": new})
         path = "projects/main/artifacts/plan/plan.v0001.md"
         (clone / path).parent.mkdir(parents=True, exist_ok=True)
@@ -493,7 +494,7 @@ def kill_sync_mid_move(clone: Path, who: str, monkeypatch: pytest.MonkeyPatch,
         raise Killed
 
     with monkeypatch.context() as m:
-        m.setattr(run.Engine, "_move", killed_mid_move)
+        m.setattr(Engine, "_move", killed_mid_move)
         with pytest.raises(Killed):
             run.sync(Record(clone), who)
 

@@ -135,7 +135,7 @@ PATHS = st.lists(SEGMENTS, min_size=1, max_size=5).map(tuple)
 
 
 @st.composite
-def git_folder(draw: Any, world: World) -> list[Entry]:
+def git_folder(draw: st.DrawFn, world: World) -> list[Entry]:
     """A repository committed as plain files: bare, or a `.git` folder inside a folder."""
     at = draw(st.sampled_from([("hub",), ("projects", "main", "hub"), ("x",), ()]))
     inner = at + ((".git",) if draw(st.booleans()) or not at else ())
@@ -152,7 +152,7 @@ def git_folder(draw: Any, world: World) -> list[Entry]:
              "post-merge", "pre-commit", "post-commit", "reference-transaction",
              "pre-push", "fsmonitor-watchman"]), min_size=1, max_size=4, unique=True)):
         entries.append(Entry(inner + ("hooks", name), "100755", _hook(world, name)))
-    if at and draw(st.booleans()):
+    if bool(at) and draw(st.booleans()):
         # The whole attack: atlas.yaml's sync.remote names the folder, as a path git
         # would take a name it does not know for.
         remote = "/".join(at).encode()
@@ -163,7 +163,7 @@ def git_folder(draw: Any, world: World) -> list[Entry]:
 
 
 @st.composite
-def attributes(draw: Any, world: World) -> list[Entry]:
+def attributes(draw: st.DrawFn, world: World) -> list[Entry]:
     lines = draw(st.lists(st.sampled_from(
         ["* filter=evil", "* merge=evil", "* diff=evil", "* ident", "* text eol=crlf",
          "* working-tree-encoding=UTF-16", "* filter=lfs diff=lfs merge=lfs -text",
@@ -176,7 +176,7 @@ def attributes(draw: Any, world: World) -> list[Entry]:
 
 
 @st.composite
-def submodule(draw: Any, world: World) -> list[Entry]:
+def submodule(draw: st.DrawFn, world: World) -> list[Entry]:
     url = draw(st.sampled_from([f"http://127.0.0.1:{world.port}/x.git",
                                 f"git://127.0.0.1:{world.port}/x", str(world.outside),
                                 "../../outside", "-u./payload"]))
@@ -189,7 +189,7 @@ def submodule(draw: Any, world: World) -> list[Entry]:
 
 
 @st.composite
-def symlink(draw: Any, world: World) -> list[Entry]:
+def symlink(draw: st.DrawFn, world: World) -> list[Entry]:
     target = draw(st.sampled_from([
         str(world.outside), str(world.outside / "secret.txt"),
         os.path.relpath(world.outside, world.victim / "projects" / "main" / "artifacts"),
@@ -202,7 +202,7 @@ def symlink(draw: Any, world: World) -> list[Entry]:
     return [Entry(at, "120000", target.encode())]
 
 
-def _config(world: World, draw: Any) -> bytes:
+def _config(world: World, draw: st.DrawFn) -> bytes:
     """A variation of the team's atlas.yaml."""
     base = (world.victim / "atlas.yaml").read_bytes()
     kind = draw(st.sampled_from(["remote", "branch", "limits", "projects", "probe",
@@ -243,12 +243,12 @@ def _config(world: World, draw: Any) -> bytes:
 
 
 @st.composite
-def config(draw: Any, world: World) -> list[Entry]:
+def config(draw: st.DrawFn, world: World) -> list[Entry]:
     return [Entry(("atlas.yaml",), "100644", _config(world, draw))]
 
 
 @st.composite
-def odd_file(draw: Any, world: World) -> list[Entry]:
+def odd_file(draw: st.DrawFn, world: World) -> list[Entry]:
     """A file under a name a sync may well let in, with content made to hurt a reader."""
     at = draw(st.sampled_from([
         ("projects", "main", "artifacts", "plan", "plan.v0001.md"),
@@ -269,7 +269,7 @@ def odd_file(draw: Any, world: World) -> list[Entry]:
 
 
 @st.composite
-def any_path(draw: Any, world: World) -> list[Entry]:
+def any_path(draw: st.DrawFn, world: World) -> list[Entry]:
     """A file, or two whose names differ only by case or by Unicode form, anywhere."""
     path = draw(PATHS)
     entries = [Entry(path, "100644", b"x\n")]
@@ -286,7 +286,7 @@ PLAIN_SEGMENTS = st.sampled_from(["projects", "main", "artifacts", "plan", "note
 
 
 @st.composite
-def plain_path(draw: Any, world: World) -> list[Entry]:
+def plain_path(draw: st.DrawFn, world: World) -> list[Entry]:
     """A file under a plain name, which a sync lets in: the readers then meet it."""
     path = tuple(draw(st.lists(PLAIN_SEGMENTS, min_size=1, max_size=5)))
     return [Entry(path, "100644", draw(st.sampled_from([b"x\n", b"\xff\x00", b"---\n"])))]

@@ -185,13 +185,13 @@ def test_syncs_killed_at_random_points(tmp_path: Path) -> None:
         for i in range(50):
             who = rng.choice(sorted(clones))
             root = clones[who]
-            body = f"entry {i} by {who}\n"
+            text = f"entry {i} by {who}\n"
             source = tmp_path / f"body-{i}.txt"
-            source.write_text(body)
+            source.write_text(text)
             code, _, err = cli(root, "put", "log", "-f", str(source), "--expect",
                                str(_latest(root, "log")), identity=who)
             assert code == 0, err
-            written.append((who, body.encode()))
+            written.append((who, text.encode()))
             proc = subprocess.Popen(
                 [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", who,
                  "sync"], env=child_env(), stdin=subprocess.DEVNULL,

@@ -18,11 +18,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gitrepo import GitRepo
+from hostile_repo import Listener
 
 from atlas_files.linkcheck import rendercache, siteconfig
 from atlas_files.linkcheck.siteplan import plan
-from tests.gitrepo import GitRepo
-from tests.hostile_repo import Listener
 
 MODES = ["tree", "staged"]
 SECRET = "s3cr3t-7f3a"  # in files outside the repository: no output may hold it

@@ -15,7 +15,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atlas_files import yamlcache
+from atlas_files import __version__, yamlcache
 from atlas_files.errors import DamagedFile
 from atlas_files.frontmatter import load_yaml
 from atlas_files.record import Record
@@ -103,7 +103,7 @@ def test_an_entry_for_another_text_or_a_torn_one_is_a_miss(cache: Path) -> None:
     text = "projects: [web]\n"
     yamlcache.load(text, _parses(calls))
     [entry] = _entries(cache)
-    entry.write_text(json.dumps({"atlas": yamlcache.__version__, "text": "other",
+    entry.write_text(json.dumps({"atlas": __version__, "text": "other",
                                  "data": {"projects": ["evil"]}}))
     assert yamlcache.load(text, _parses(calls)) == {"projects": ["web"]}
     entry.write_text(entry.read_text()[:20])

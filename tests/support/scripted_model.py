@@ -181,7 +181,7 @@ class AnthropicWire(Wire):
                                            "usage": {**usage, "output_tokens": 1}}})]
         for i, item in enumerate(content):
             if item["type"] == "text":
-                start = {"type": "text", "text": ""}
+                start: dict[str, Any] = {"type": "text", "text": ""}
                 delta = {"type": "text_delta", "text": item["text"]}
             else:
                 start = {**item, "input": {}}
@@ -297,6 +297,7 @@ class ScriptedModel:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # bound to "127.0.0.1" above: a str, never bytes
         return f"http://{host}:{port}"
 
     @property
