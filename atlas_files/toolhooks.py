@@ -113,7 +113,8 @@ def edit_targets(harness: str, event: dict[str, Any]) -> list[str]:
     out = []
     for path in found[:_MAX_FILES]:
         path = os.path.expanduser(path) if path.startswith("~") else path
-        out.append(os.path.normpath(os.path.join(base, path)))
+        # A relative cwd in the event (no harness sends one) is taken from this folder.
+        out.append(os.path.abspath(os.path.join(base, path)))
     return list(dict.fromkeys(out))
 
 
