@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo, cli, git_env
+from gitrepo import GitRepo, cli
 
 from atlas_files import api, gitcmd, leases
 from atlas_files.activity import parse
@@ -16,12 +16,8 @@ from atlas_files.record import Record
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    for key in ("ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in git_env().items():
-        if key.startswith("GIT_"):
-            monkeypatch.setenv(key, value)
+def _outside_any_repository(clean_git_env: None, monkeypatch: pytest.MonkeyPatch,
+                            tmp_path: Path) -> Iterator[None]:
     monkeypatch.chdir(tmp_path)
     yield
 

@@ -12,22 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
+from support.linksites import EXTENSIONS, site, write
 
 from atlas_files.check import check_links
 from atlas_files.findings import ERROR
 from atlas_files.linkcheck import rendercache, siteconfig
 from atlas_files.linkcheck.sitepages import Renderer
-
-EXTENSIONS: list[object] = [
-    "attr_list", "footnotes", "admonition", "md_in_html", "pymdownx.details",
-    {"pymdownx.highlight": {"anchor_linenums": True, "line_spans": "__span"}},
-    "pymdownx.inlinehilite", "pymdownx.magiclink", "pymdownx.superfences",
-    {"pymdownx.tabbed": {"alternate_style": True}},
-    {"pymdownx.snippets": {"base_path": ["docs/includes"]}},
-    {"toc": {"permalink": True}},
-]
-STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn"}}
 
 
 @pytest.fixture(autouse=True)
@@ -43,20 +33,6 @@ def kept_files() -> list[Path]:
     where = rendercache.folder()
     assert where is not None
     return sorted(where.glob("*.json"))
-
-
-def site(root: Path, extensions: list[object] | None = None, **more: object) -> Path:
-    config = {"site_name": "t", "validation": STRICT,
-              "markdown_extensions": EXTENSIONS if extensions is None else extensions, **more}
-    (root / "mkdocs.yml").write_text(yaml.safe_dump(config))
-    (root / "docs" / "includes").mkdir(parents=True, exist_ok=True)
-    return root / "docs"
-
-
-def write(folder: Path, pages: dict[str, str]) -> None:
-    for name, text in pages.items():
-        (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text)
 
 
 def found(folder: Path) -> list[tuple[str, str, int, str]]:

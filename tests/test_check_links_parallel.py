@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_atlas
-from test_check_links_cache import site, write
-from test_server import server, sock, through  # noqa: F401 - fixtures
+from support.cmdserver import through
+from support.linksites import site, write
 
 from atlas_files.check import check_links
 from atlas_files.linkcheck import rendercache, renderpool
@@ -155,7 +155,7 @@ def test_one_process_where_pages_are_few_or_small(monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
 def test_a_servers_worker_renders_in_several_processes_and_says_the_same(
-        server: Path, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+        server: Path, tmp_path: Path) -> None:
     plain_root, served_root = tmp_path / "plain", tmp_path / "served"
     plain = run_atlas("check", "--links-only", "--json", str(_site(plain_root)),
                       env={renderpool.ENV: "1"}, process=True)

@@ -68,11 +68,12 @@ CASES = {
                      "\n[d](other.md#about-widget) [e](other.md#gone)\n",
          "other.md": "# O\n\n## About {{ product }}\n"},
         {("index.md", "#nope"), ("index.md", "other.md#gone")}, plugins=("macros",)),
-    # 4. A hook that changes pages: said once with a count, and the files still checked...
+    # 4. A hook that changes pages: said once with a count (a reference definition no link
+    # uses among them), and the files still checked...
     "hook": Case(
         "site_name: t\nhooks: [hooks.py]\n",
         {f"p{n}.md": f"# P{n}\n\n## TITLE\n\n[a](#made-by-the-hook) [b](#nope{n}) "
-                     f"[c](gone{n}.md)\n" for n in (1, 2, 3)},
+                     f"[c](gone{n}.md)\n\n[unused]: #nope-def{n}\n" for n in (1, 2, 3)},
         {(f"p{n}.md", f"gone{n}.md") for n in (1, 2, 3)}, warnings=1,
         extra={"hooks.py": "def on_page_markdown(markdown, page, config, files):\n"
                            "    return markdown.replace('TITLE', 'Made by the hook')\n"}),

@@ -28,7 +28,7 @@ from pathlib import Path
 import moosefs
 import pytest
 from conftest import _child_env
-from test_race import KILLED_WRITER  # writes big versions until it is killed
+from support.writers import KILLED_WRITER  # writes big versions until it is killed
 
 from atlas_files import artifacts, frontmatter, layout, receipts
 from atlas_files.record import Record

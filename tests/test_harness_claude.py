@@ -8,18 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import run_atlas
-from support.scripted_model import ANTHROPIC, Call, Say, ScriptedModel, turn
-from support.sessions import Session, claude_session
+from support.scripted_model import ANTHROPIC, Say, ScriptedModel, turn
+from support.sessions import STATUS, Session, author, bash, claude_session, versions
 
 from atlas_files.record import Record
-
-STATUS = "Ship the loader by Friday; the cache waits."
-
-
-def bash(command: str) -> Call:
-    return Call("Bash", {"command": command, "description": "run atlas"})
 
 
 @pytest.fixture
@@ -34,14 +27,6 @@ def project(tmp_path: Path) -> Path:
     out = run_atlas("setup", "claude", "--as", "alice", "--dir", str(root))
     assert out.returncode == 0, out.stderr
     return root
-
-
-def versions(record: dict[str, bytes], folder: str) -> list[str]:
-    return sorted(p for p in record if p.startswith(folder) and ".v" in p)
-
-
-def author(record: dict[str, bytes], path: str) -> str:
-    return str(yaml.safe_load(record[path].decode().split("---")[1])["author"])
 
 
 def session(claude: Path, project: Path, home: Path, model: ScriptedModel,

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import run_atlas
 from support.scripted_model import ANTHROPIC, Call, Say, ScriptedModel, turn
-from support.sessions import claude_env, claude_session
-from test_harness_claude import STATUS, author, bash, versions
+from support.sessions import STATUS, author, bash, claude_env, claude_session, versions
 
 from atlas_files.record import Record
 

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from conftest import run_atlas
 from support.scripted_model import RESPONSES, Call, Say, ScriptedModel, turn
-from support.sessions import codex_home, codex_session
-from test_harness_claude import STATUS, author, versions
+from support.sessions import STATUS, author, codex_home, codex_session, versions
 
 from atlas_files.record import Record
 

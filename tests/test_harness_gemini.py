@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import run_atlas
 from support.scripted_model import GEMINI, Call, Say, ScriptedModel, turn
-from support.sessions import gemini_session
-from test_harness_claude import STATUS, author, versions
+from support.sessions import STATUS, author, gemini_session, versions
 
 from atlas_files.record import Record
 

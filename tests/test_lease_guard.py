@@ -5,25 +5,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo, cli, git_env
+from gitrepo import GitRepo, cli
 
 from atlas_files import leases
 from atlas_files.api import guard
 from atlas_files.record import Record
 
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in ("ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in git_env().items():
-        if key.startswith("GIT_"):
-            monkeypatch.setenv(key, value)
-    yield
+pytestmark = pytest.mark.usefixtures("clean_git_env")
 
 
 @pytest.fixture

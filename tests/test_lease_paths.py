@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import snapshot
-from gitrepo import GitRepo, cli, git_env
+from gitrepo import GitRepo, cli
 
 from atlas_files import api, leases, schemas, sitegen, timeutil
 from atlas_files.api import leases as lease_api
@@ -19,12 +19,8 @@ METRICS = "repo.metrics"
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    for key in ("ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT"):
-        monkeypatch.delenv(key, raising=False)
-    for key, value in git_env().items():
-        if key.startswith("GIT_"):
-            monkeypatch.setenv(key, value)
+def _outside_any_repository(clean_git_env: None, monkeypatch: pytest.MonkeyPatch,
+                            tmp_path: Path) -> Iterator[None]:
     monkeypatch.chdir(tmp_path)  # not inside a git repository unless a test makes one
     yield
 

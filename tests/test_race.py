@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from support.writers import KILLED_WRITER
+
 from atlas_files import artifacts, frontmatter
 from atlas_files.fsio import TEMP_PREFIX
 from atlas_files.record import Record
@@ -40,25 +42,7 @@ while written < count:
 print(conflicts)
 """
 
-KILLED_WRITER = r"""
-import sys
-from atlas_files.record import Record
-from atlas_files import artifacts
-from atlas_files.errors import VersionConflict
-root, who = sys.argv[1], sys.argv[2]
-record = Record(root)
-n = 0
-while True:
-    try:
-        artifacts.get(record, "plan", reader=who)
-    except Exception:
-        pass
-    try:
-        artifacts.put(record, "plan", (f"{who} {n} " * 2000) + "\n", author=who)
-    except VersionConflict:
-        pass
-    n += 1
-"""
+
 
 
 def _check_versions(topic: Path, expected: int | None = None) -> int:

@@ -16,11 +16,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import Result, run_atlas, snapshot
+from support.cmdserver import served, server_status, through, wait_for
 
 from atlas_files.record import Record
 from atlas_files.server import serve, wire
@@ -28,38 +28,9 @@ from atlas_files.server import serve, wire
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
 
 
-@pytest.fixture
-def sock() -> Iterator[Path]:
-    """A socket path in a private folder of its own, short enough for AF_UNIX (a test's
-    tmp_path can be longer than the 107 bytes a socket path may have)."""
-    folder = Path(tempfile.mkdtemp(prefix="atlas-srv-"))
-    os.chmod(folder, 0o700)
-    path = folder / "s.sock"
-    yield path
-    run_atlas("server", "stop", "--socket", str(path), process=True)
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def server(sock: Path) -> Path:
-    started = run_atlas("server", "start", "--socket", str(sock), process=True)
-    assert started.returncode == 0, started.stderr
-    return sock
-
-
-def served(sock: Path) -> int:
-    return int(str(_status(sock).get("served", -1)))
-
-
 def env_with(**extra: str) -> dict[str, str]:
     """The test's environment less every ATLAS_* variable, plus ``extra``."""
     return {**{k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}, **extra}
-
-
-def through(sock: Path, *args: str, **kwargs: object) -> Result:
-    env = dict(kwargs.pop("env", None) or {})  # type: ignore[call-overload]
-    env["ATLAS_SERVER"] = str(sock)
-    return run_atlas(*args, env=env, process=True, **kwargs)  # type: ignore[arg-type]
 
 
 def test_commands_through_the_server_say_and_do_what_they_do_without_it(
@@ -133,12 +104,12 @@ def test_killing_atlas_kills_the_command_it_handed_over(server: Path, tmp_path: 
         assert client.stdin is not None
         client.stdin.write(b"half a body")
         client.stdin.flush()
-        _wait_for(lambda: _status(server)["in_progress"] == 1)  # the worker reads stdin
+        wait_for(lambda: server_status(server)["in_progress"] == 1)  # the worker reads stdin
         client.send_signal(how)
         client.wait(10)
         # Were the worker alive, the end of its input would make it write the version.
         client.stdin.close()
-        _wait_for(lambda: _status(server)["in_progress"] == 0)
+        wait_for(lambda: server_status(server)["in_progress"] == 0)
         assert client.returncode == -how
         assert snapshot(root) == before, how
 
@@ -150,7 +121,7 @@ def test_a_worker_whose_atlas_is_killed_before_it_runs_does_nothing(
     of its client's death from a thread of its own, which the command could outrun by a
     few milliseconds: long enough to print, or to make a folder."""
     for round in range(6):
-        spare = int(_status(server)["spare"])  # type: ignore[call-overload]
+        spare = int(server_status(server)["spare"])  # type: ignore[call-overload]
         time.sleep(0.3)  # past its settling: it waits on its channel alone
         os.kill(spare, signal.SIGSTOP)
         made = tmp_path / f"rec{round}"
@@ -161,16 +132,16 @@ def test_a_worker_whose_atlas_is_killed_before_it_runs_does_nothing(
                                   stderr=subprocess.DEVNULL, env=env_with(ATLAS_SERVER=str(server)))
         os.close(writer)
         try:
-            _wait_for(lambda: _status(server)["in_progress"] == 1)
+            wait_for(lambda: server_status(server)["in_progress"] == 1)
             client.kill()
             client.wait(10)
         finally:
             os.kill(spare, signal.SIGCONT)
-        _wait_for(lambda: _status(server)["in_progress"] == 0)
+        wait_for(lambda: server_status(server)["in_progress"] == 0)
         printed = os.read(reader, 4096)
         os.close(reader)
         assert printed == b"" and not made.exists(), (round, args)
-        _wait_for(lambda: _status(server)["spare"] is not None)
+        wait_for(lambda: server_status(server)["spare"] is not None)
 
 
 def test_the_first_command_runs_itself_and_starts_a_server_for_the_next(
@@ -179,12 +150,12 @@ def test_the_first_command_runs_itself_and_starts_a_server_for_the_next(
     Record.init(root, ["web"])
     first = through(sock, "--record", str(root), "status", "show")
     assert first.returncode == 0, first.stderr
-    _wait_for(lambda: _status(sock)["running"])
+    wait_for(lambda: server_status(sock)["running"])
     assert through(sock, "--record", str(root), "status", "show").stdout == first.stdout
     assert served(sock) == 1
     stopped = run_atlas("server", "stop", "--socket", str(sock), "--json", process=True)
     assert stopped.json()["stopped"] is True
-    _wait_for(lambda: not sock.exists())
+    wait_for(lambda: not sock.exists())
 
 
 def test_a_folder_others_can_write_is_never_used(sock: Path, tmp_path: Path) -> None:
@@ -213,8 +184,8 @@ def test_an_idle_server_exits_and_takes_its_socket_along(sock: Path) -> None:
                         process=True)
     assert started.returncode == 0, started.stderr
     assert sock.exists()
-    _wait_for(lambda: not sock.exists())
-    assert not _status(sock)["running"]
+    wait_for(lambda: not sock.exists())
+    assert not server_status(sock)["running"]
 
 
 def test_a_changed_module_file_makes_the_server_stale(tmp_path: Path) -> None:
@@ -242,22 +213,6 @@ def test_atlas_server_value_is_checked() -> None:
         wire.prepare("/tmp/" + "x" * 120 + "/s.sock")
 
 
-def _status(sock: Path) -> dict[str, object]:
-    answer = run_atlas("server", "status", "--json", "--socket", str(sock), process=True)
-    assert answer.returncode == 0, answer.stderr
-    data: dict[str, object] = answer.json()
-    return data
-
-
-def _wait_for(condition: object, seconds: float = 15) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting")
-
-
 def test_a_folder_the_worker_cannot_enter_is_said_plainly(server: Path) -> None:
     # The client's folder vanishes between its start and the worker's: the client is
     # made to report a folder that does not exist.
@@ -280,8 +235,8 @@ def test_a_killed_server_lets_its_commands_finish_and_says_the_status_is_lost(
          "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env_with(ATLAS_SERVER=str(server)))
     assert client.stdin is not None
-    _wait_for(lambda: _status(server)["in_progress"] == 1)
-    os.kill(int(_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+    wait_for(lambda: server_status(server)["in_progress"] == 1)
+    os.kill(int(server_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
     client.stdin.write(b"the whole body\n")
     client.stdin.close()
     assert client.wait(15) == 1
@@ -302,36 +257,36 @@ def _alive(pid: int) -> bool:
 def test_a_command_runs_in_the_worker_forked_ahead_of_it(server: Path, tmp_path: Path) -> None:
     root = tmp_path / "rec"
     Record.init(root, ["web"])
-    spare = int(_status(server)["spare"])  # type: ignore[call-overload]
+    spare = int(server_status(server)["spare"])  # type: ignore[call-overload]
     client = subprocess.Popen(
         [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
          "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         cwd=tmp_path, env=env_with(ATLAS_SERVER=str(server)))
     assert client.stdin is not None
-    _wait_for(lambda: _status(server)["in_progress"] == 1)
+    wait_for(lambda: server_status(server)["in_progress"] == 1)
     # The spare is the worker now: it has taken the caller's folder, and another spare
     # waits for the next command.
     assert os.readlink(f"/proc/{spare}/cwd") == os.path.realpath(tmp_path)
-    assert _status(server)["spare"] not in (None, spare)
+    assert server_status(server)["spare"] not in (None, spare)
     client.stdin.write(b"the body\n")
     client.stdin.close()
     assert client.wait(15) == 0, client.stderr.read()  # type: ignore[union-attr]
-    _wait_for(lambda: not _alive(spare))
+    wait_for(lambda: not _alive(spare))
     assert (root / "projects/web/artifacts/plan/plan.v0001.md").read_text().endswith(
         "the body\n")
 
 
 def test_a_spare_that_dies_is_replaced_and_a_stopped_server_leaves_none(sock: Path) -> None:
     assert run_atlas("server", "start", "--socket", str(sock), process=True).returncode == 0
-    first = int(_status(sock)["spare"])  # type: ignore[call-overload]
+    first = int(server_status(sock)["spare"])  # type: ignore[call-overload]
     os.kill(first, signal.SIGKILL)
-    _wait_for(lambda: _status(sock)["spare"] not in (None, first))
-    second = int(_status(sock)["spare"])  # type: ignore[call-overload]
+    wait_for(lambda: server_status(sock)["spare"] not in (None, first))
+    second = int(server_status(sock)["spare"])  # type: ignore[call-overload]
     assert through(sock, "--version").returncode == 0
     assert served(sock) == 1
-    third = int(_status(sock)["spare"])  # type: ignore[call-overload]
+    third = int(server_status(sock)["spare"])  # type: ignore[call-overload]
     assert run_atlas("server", "stop", "--socket", str(sock), process=True).returncode == 0
-    _wait_for(lambda: not any(map(_alive, (first, second, third))))
+    wait_for(lambda: not any(map(_alive, (first, second, third))))
 
 
 def _servers_on(sock: Path) -> list[int]:
@@ -439,7 +394,7 @@ def test_another_environment_gets_a_server_of_its_own(tmp_path: Path) -> None:
         for zone in zones:
             first = status_show(**zone)  # runs itself, and starts this zone's server
             assert first.returncode == 0, first.stderr
-            _wait_for(lambda zone=zone: server(**zone)["running"])
+            wait_for(lambda zone=zone: server(**zone)["running"])
             outputs.append(status_show(**zone).stdout)
             assert server(**zone)["served"] == 1, zone
         assert outputs == [first.stdout] * len(zones)

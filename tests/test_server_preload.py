@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import run_atlas
-from test_server import _status, _wait_for, served, sock  # noqa: F401 - a fixture
+from support.cmdserver import served, server_status, wait_for
 
 from atlas_files.server import wire
 
@@ -44,7 +44,7 @@ with open(os.environ["PROBE_LOG"], "a") as log:
 
 
 def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
-        sock: Path, tmp_path: Path) -> None:  # noqa: F811 - the fixture
+        sock: Path, tmp_path: Path) -> None:
     # Two modules from outside every install: an extension the site names, which the links
     # check never imports (it is on no toolkit's list), and the site's own hook, which
     # --run-site-hooks imports in each worker, the one way a check runs a repository's code.
@@ -62,8 +62,8 @@ def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
     (site / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
     started = run_atlas("server", "start", "--socket", str(sock), env=env, process=True)
     assert started.returncode == 0, started.stderr
-    server_pid = int(_status(sock)["pid"])  # type: ignore[call-overload]
-    assert _status(sock)["learned"] == 0
+    server_pid = int(server_status(sock)["pid"])  # type: ignore[call-overload]
+    assert server_status(sock)["learned"] == 0
 
     plain = run_atlas("check", "--links-only", "--json", str(site / "docs"),
                       env={**env, "ATLAS_SERVER": str(sock)}, process=True)
@@ -80,7 +80,7 @@ def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
         assert result.returncode == 1, result.stderr
         outputs.append(json.loads(result.stdout))
         assert served(sock) == run
-        _wait_for(lambda: int(_status(sock)["learned"]) > 0)  # type: ignore[call-overload]
+        wait_for(lambda: int(server_status(sock)["learned"]) > 0)  # type: ignore[call-overload]
     assert outputs[0] == outputs[1]
     assert "ATL011" in [f["code"] for f in outputs[0]["findings"]]  # the broken anchor
     # With --run-site-hooks MkDocs' own machinery imports the site's hook and extension, in

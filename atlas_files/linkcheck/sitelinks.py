@@ -457,7 +457,9 @@ class SiteLinks:
     def _report(self, path: Path, suspect: Suspect, used: bool) -> None:
         if suspect.level is None:
             return
-        if suspect.cause is not None and used:
+        if suspect.cause is not None:
+            # Used or not, a link the build may change is one more of its cause's count:
+            # said once per site, never a warning of its own.
             self._unverify(suspect.cause, path, suspect.link)
             return
         if not used:  # a broken link nobody can follow: worth a warning, not an error

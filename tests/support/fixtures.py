@@ -4,9 +4,11 @@ own for it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from gitrepo import git_env
 
 from support import harness_tools
 
@@ -34,3 +36,16 @@ def harness_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     home.mkdir()
     return home
+
+
+@pytest.fixture
+def clean_git_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """No identity, record or project from the caller's environment (``ATLAS_AS``,
+    ``ATLAS_RECORD``, ``ATLAS_PROJECT``), and git with the suite's own identity and no
+    config of the machine's (gitrepo.git_env)."""
+    for key in ("ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in git_env().items():
+        if key.startswith("GIT_"):
+            monkeypatch.setenv(key, value)
+    yield

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.scripted_model import ScriptedModel
+import yaml
+
+from support.scripted_model import Call, ScriptedModel
 
 SESSION_TIMEOUT = 240.0  # seconds; a scripted session of a few turns takes 10-30
 
@@ -185,3 +187,21 @@ def gemini_session(gemini: Path, project: Path, prompt: str, model: ScriptedMode
                           "GEMINI_CLI_TRUST_WORKSPACE": "true"})
     argv = [str(gemini), "-p", prompt, "-m", model_name, "--approval-mode", "yolo"]
     return run_harness(argv, project, env, record=record, timeout=timeout)
+
+
+# What the harness tests share: the status ann wrote before a session, a Bash call that
+# runs atlas, and what a run left in the record.
+STATUS = "Ship the loader by Friday; the cache waits."
+
+
+def bash(command: str) -> Call:
+    """A Bash tool call that runs ``command``, as Claude Code offers it."""
+    return Call("Bash", {"command": command, "description": "run atlas"})
+
+
+def versions(record: dict[str, bytes], folder: str) -> list[str]:
+    return sorted(p for p in record if p.startswith(folder) and ".v" in p)
+
+
+def author(record: dict[str, bytes], path: str) -> str:
+    return str(yaml.safe_load(record[path].decode().split("---")[1])["author"])

@@ -1,0 +1,21 @@
+"""Child processes that write a record until they are killed, for the crash tests."""
+
+KILLED_WRITER = r"""
+import sys
+from atlas_files.record import Record
+from atlas_files import artifacts
+from atlas_files.errors import VersionConflict
+root, who = sys.argv[1], sys.argv[2]
+record = Record(root)
+n = 0
+while True:
+    try:
+        artifacts.get(record, "plan", reader=who)
+    except Exception:
+        pass
+    try:
+        artifacts.put(record, "plan", (f"{who} {n} " * 2000) + "\n", author=who)
+    except VersionConflict:
+        pass
+    n += 1
+"""
