@@ -177,8 +177,9 @@ def unflat(answer: Any) -> dict[str, Outcome]:
             for uri, ids, links, whole, snippets, error in answer}
 
 
-def _gather(pid: int, reader: int) -> dict[str, Outcome]:
-    """The child's outcomes; none if it failed (its pages are then rendered here)."""
+def child_answer(pid: int, reader: int) -> Any:
+    """What the child ``fork_child`` started wrote to ``reader`` (closed here), once it has
+    exited; None if it wrote nothing whole or did not exit 0."""
     try:
         answer = frames.read(reader)
     except (EOFError, ValueError, TypeError):
@@ -186,7 +187,13 @@ def _gather(pid: int, reader: int) -> dict[str, Outcome]:
     finally:
         os.close(reader)
     _, status = os.waitpid(pid, 0)
-    if answer is None or os.waitstatus_to_exitcode(status) != 0:
+    return answer if os.waitstatus_to_exitcode(status) == 0 else None
+
+
+def _gather(pid: int, reader: int) -> dict[str, Outcome]:
+    """The child's outcomes; none if it failed (its pages are then rendered here)."""
+    answer = child_answer(pid, reader)
+    if answer is None:
         return {}
     try:
         return unflat(answer)

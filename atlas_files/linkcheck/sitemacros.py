@@ -123,17 +123,10 @@ class Macros:
 
         pid = renderpool.fork_child(child, [reader], [writer])
         got: dict[str, tuple[str | None, str | None]] = {}
-        if pid is not None:
+        data = None if pid is None else renderpool.child_answer(pid, reader)
+        if data is not None:
             try:
-                data = frames.read(reader)
-            except (EOFError, ValueError, TypeError):
-                data = None
-            finally:
-                os.close(reader)
-            _, status = os.waitpid(pid, 0)
-            try:
-                if data is not None and os.waitstatus_to_exitcode(status) == 0:
-                    got = {str(k): (v[0], v[1]) for k, v in data.items()}
+                got = {str(k): (v[0], v[1]) for k, v in data.items()}
             except (ValueError, TypeError, IndexError, AttributeError):
                 got = {}
         for uri in todo:
