@@ -122,9 +122,10 @@ class Stream(NamedTuple):
         return [int(number) for name, number in layout.VERSION_LINES.findall(joined)
                 if name == self.name and layout.is_canonical_number(number)]
 
-    def scan(self) -> tuple[list[int], list[str]]:
-        """The version numbers (sorted) and temp-file names, from one folder listing."""
-        names = self._listing()
+    def scan(self, folder: fsio.Folder | None = None) -> tuple[list[int], list[str]]:
+        """The version numbers (sorted) and temp-file names, from one folder listing (of
+        ``folder``, this stream's folder as a writer opened it, when given)."""
+        names = self._listing() if folder is None else folder.listdir()
         joined = _join(names)
         found = self._numbers(names, joined)
         found.sort()
@@ -190,11 +191,13 @@ class Stream(NamedTuple):
         links: Sequence[str] = (),
         written_at: str | None = None,
         temps: list[str] | None = None,
+        folder: fsio.Folder | None = None,
     ) -> Version:
         """Publish version ``based_on + 1``; raise VersionConflict if it exists already.
 
         ``temps`` are temp-file names seen in the folder: crash debris among them is
-        removed (None: look for it).
+        removed (None: look for it). ``folder`` is this stream's folder as the writer
+        opened it to scan it (None: opened here, and made if missing).
         """
         version = based_on + 1
         raw = body.encode("utf-8")
@@ -214,7 +217,10 @@ class Stream(NamedTuple):
         if links:
             meta["links"] = list(links)
         data = frontmatter.render(meta, raw)
-        with fsio.open_folder(self.folder, within=self.within, create=True) as folder:
+        with contextlib.ExitStack() as stack:
+            if folder is None:
+                folder = stack.enter_context(
+                    fsio.open_folder(self.folder, within=self.within, create=True))
             if temps is None or temps:
                 folder.clean_debris(temps)
             try:

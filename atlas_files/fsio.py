@@ -287,14 +287,15 @@ class OpenRoot:
     def open_folder(self, folder: Path | str, *, create: bool = False) -> Folder:
         """``folder`` (under the root), walked from the root's descriptor without following
         a symlink; with ``create``, each missing folder is made (and made durable) on the
-        way, never outside the opened record. Verifies the record first."""
+        way, never outside the opened record. The record is verified before a folder is
+        made and before each write in the folder (the Folder's primitives), not here:
+        opening changes nothing, and each verify is two round trips on a network volume."""
         parts = self.parts_of(folder)
-        self.verify()
         fd = os.dup(self.fd) if not parts else -1
         here = self.fd
         for i, part in enumerate(parts):
             try:
-                fd = _open_child(here, part, create)
+                fd = _open_child(here, part, self.verify if create else None)
             except OSError as exc:
                 raise _walk_failure(exc, Path(self.path, *parts[: i + 1])) from None
             finally:
@@ -304,13 +305,16 @@ class OpenRoot:
         return Folder(Path(folder), fd, self)
 
 
-def _open_child(parent: int, name: str, create: bool) -> int:
+def _open_child(parent: int, name: str, create: Callable[[], None] | None) -> int:
+    """Open the folder ``name`` in ``parent``; with ``create`` (the record's verify), make
+    it if missing, once the record is verified to be where it was."""
     flags = os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC
     try:
         return os.open(name, flags, dir_fd=parent)
     except FileNotFoundError:
-        if not create:
+        if create is None:
             raise
+    create()
     with contextlib.suppress(FileExistsError):  # another writer made it first
         os.mkdir(name, 0o777, dir_fd=parent)
         _fsync_quietly(parent)  # the new folder's name is durable before anything in it
@@ -372,14 +376,18 @@ class Folder:
 
     def _write_temp(self, data: bytes, mode: int, durable: bool = True) -> str:
         tmp = _temp_name()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, 0o600,
+        # Made with its final mode (the data is what will be published with that mode
+        # anyway) and chmodded only where the umask took bits away: the attributes of a
+        # file just made are at hand, an fchmod is a round trip on a network file system.
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, mode,
                      dir_fd=self.fd)
         try:
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fchmod(fd, mode)
+            if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+                os.fchmod(fd, mode)
             if durable:
                 os.fsync(fd)
         except BaseException:
@@ -470,9 +478,9 @@ class Folder:
 
     @contextlib.contextmanager
     def locked(self, name: str, wait_s: float | None = None) -> Iterator[None]:
-        """Hold the lock file ``name`` here (see the module function ``locked``)."""
-        self._verify()
-        with _locked_at(self.path / name, name, self.fd, wait_s):
+        """Hold the lock file ``name`` here (see the module function ``locked``); the
+        record is verified before the lock file is made, not when it is there already."""
+        with _locked_at(self.path / name, name, self.fd, wait_s, self._verify):
             yield
 
 
@@ -657,14 +665,20 @@ def locked(lock_path: Path, wait_s: float | None = None, *,
 
 
 @contextlib.contextmanager
-def _locked_at(lock_path: Path, name: str, dir_fd: int | None,
-               wait_s: float | None) -> Iterator[None]:
-    """flock ``name`` (relative to ``dir_fd`` when given); ``lock_path`` names it."""
+def _locked_at(lock_path: Path, name: str, dir_fd: int | None, wait_s: float | None,
+               before_making: Callable[[], None] | None = None) -> Iterator[None]:
+    """flock ``name`` (relative to ``dir_fd`` when given); ``lock_path`` names it.
+    ``before_making`` runs before the lock file is made, if it is not there yet."""
     assert fcntl is not None
     try:
         # Never through a symlink: a planted link would make the lock create an empty
         # file wherever it points.
-        fd = os.open(name, os.O_RDWR | os.O_CREAT | _OPEN_FLAGS, 0o644, dir_fd=dir_fd)
+        try:
+            fd = os.open(name, os.O_RDWR | _OPEN_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            if before_making is not None:
+                before_making()
+            fd = os.open(name, os.O_RDWR | os.O_CREAT | _OPEN_FLAGS, 0o644, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR):
             raise _bad_lock(lock_path, exc) from None

@@ -83,8 +83,10 @@ def loads(data: bytes | str) -> Any:
     return value
 
 
-def read_bytes(path: Path | str, limit: int = DEFAULT_LIMIT) -> bytes:
-    """The bytes of the record file at ``path``, never following a symlink.
+def read_bytes(path: Path | str, limit: int = DEFAULT_LIMIT, *,
+               dir_fd: int | None = None) -> bytes:
+    """The bytes of the record file at ``path`` (a name in the open folder ``dir_fd``
+    when given), never following a symlink.
 
     FileNotFoundError and NotADirectoryError pass through (the caller knows what a
     missing file means); a symlink, a folder or anything but a plain file in the file's
@@ -92,7 +94,8 @@ def read_bytes(path: Path | str, limit: int = DEFAULT_LIMIT) -> bytes:
     permission) passes through.
     """
     try:
-        return fsio.read_nofollow(Path(path), limit)
+        return fsio.read_nofollow(path if dir_fd is not None else Path(path), limit,
+                                  dir_fd=dir_fd)
     except (FileNotFoundError, NotADirectoryError):
         raise
     except fsio.FileTooLarge as exc:

@@ -166,11 +166,23 @@ def read(leases_dir: str) -> list[Item]:
     items: list[Item] = []
     changed = False
     racy_ns = time.time_ns() - RACY_S * 1e9
-    for resource in sorted(n for n in os.listdir(leases_dir) if n[:1] != "."):
+    # Each folder is looked at by its name in the open leases folder: a stat relative to
+    # a descriptor spares the kernel a walk of the whole path, a thousand times per edit.
+    fd = os.open(leases_dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+                 | getattr(os, "O_CLOEXEC", 0))
+    try:
+        names = sorted(n for n in os.listdir(fd) if n[:1] != ".")
+        stats: list[os.stat_result | None] = []
+        for resource in names:
+            try:
+                stats.append(os.stat(resource, dir_fd=fd, follow_symlinks=False))
+            except OSError:
+                stats.append(None)
+    finally:
+        os.close(fd)
+    for resource, st in zip(names, stats):
         folder = f"{leases_dir}{os.sep}{resource}"
-        try:
-            st = os.lstat(folder)
-        except OSError:
+        if st is None:
             items.append(Item(resource, folder, None, BAD))
             continue
         row = cached.get(resource)

@@ -13,8 +13,9 @@ empty row (what some file systems leave after a power cut) reads as no receipts.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,9 +47,13 @@ def read(record: Record, identity: str) -> dict[str, int]:
     not a whole number): the caller decides whether that stops it (a write) or reads as
     no receipts (the feed).
     """
-    path = _path(record, identity)
+    return _read_at(_path(record, identity), identity)
+
+
+def _read_at(path: Path, identity: str, dir_fd: int | None = None) -> dict[str, int]:
+    """The row at ``path`` (by its name in the open folder ``dir_fd`` when given)."""
     try:
-        data = jsonfile.read_bytes(path)
+        data = jsonfile.read_bytes(path.name if dir_fd is not None else path, dir_fd=dir_fd)
     except (FileNotFoundError, NotADirectoryError):
         return {}  # no receipts yet (or no receipts folder: the update will say so)
     except jsonfile.JSONDamage as exc:  # a symlink, a folder, far too large
@@ -92,18 +97,45 @@ def _update(record: Record, identity: str, marks: Mapping[str, int], *,
             forward: bool) -> dict[str, int]:
     """Move each receipt in ``marks`` forward (or back) to its version, under the row's
     lock, so two processes of one identity never lose each other's update."""
-    path = _path(record, identity)
-    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder, \
-            folder.locked(f".{identity}.lock"):
-        current = read(record, identity)
+    with held(record, identity) as row:
+        return row.update(marks, forward=forward)
+
+
+class Row:
+    """One identity's receipts as read under the row's lock, for one read-modify-write."""
+
+    __slots__ = ("_folder", "_name", "identity", "current")
+
+    def __init__(self, folder: fsio.Folder, name: str, identity: str,
+                 current: dict[str, int]) -> None:
+        self._folder = folder
+        self._name = name
+        self.identity = identity
+        self.current = current
+
+    def update(self, marks: Mapping[str, int], *, forward: bool = True) -> dict[str, int]:
+        """Move each receipt in ``marks`` forward (or back) and write the row if any
+        moved; returns the receipts."""
+        current = self.current
         changed = False
         for key, version in marks.items():
             if (version > current.get(key, 0)) if forward else (current.get(key, 0) > version):
                 current[key] = version
                 changed = True
         if changed:
-            _write(folder, path.name, identity, current)
-    return current
+            _write(self._folder, self._name, self.identity, current)
+        return current
+
+
+@contextlib.contextmanager
+def held(record: Record, identity: str) -> Iterator[Row]:
+    """``identity``'s receipts, locked while inside: a write reads them for its stop sign
+    and marks what it wrote under one lock and one read of the row. DamagedFile if the row
+    is damaged; OSError if the folder or the lock cannot be had."""
+    path = _path(record, identity)
+    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder, \
+            folder.locked(f".{identity}.lock"):
+        yield Row(folder, path.name, identity, _read_at(path, identity, folder.fd))
 
 
 def _write(folder: fsio.Folder, name: str, identity: str,

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from atlas_files import artifacts, frontmatter
@@ -154,3 +157,21 @@ def test_a_link_to_a_retracted_version_is_written_and_warned_of(
     assert "links race@v1, which is retracted" in r.stderr and "ATL013" in r.stderr
     assert "retracted" not in atlas("put", "other", "--link", "summary@v1", identity="bob",
                                      input="x\n").stderr
+
+
+def test_published_versions_and_receipts_have_their_modes_under_any_umask(
+        tmp_path: Path) -> None:
+    # A temp file is made with its final mode and chmodded only where the umask took bits
+    # away: under a strict umask a version must still be read-only for everyone, and the
+    # receipt row readable, as under the usual one.
+    record = Record.init(tmp_path / "rec", ["web"])
+    script = ("import os, sys; os.umask(int(sys.argv[2], 8)); "
+              "from atlas_files import artifacts; from atlas_files.record import Record; "
+              "artifacts.put(Record(sys.argv[1]), 'plan', 'text\\n', author='ann')")
+    modes = {}
+    for umask in ("022", "077", "277"):
+        subprocess.run([sys.executable, "-c", script, str(record.root), umask], check=True)
+        version = max((record.root / "projects" / "web" / "artifacts" / "plan").glob("*.md"))
+        modes[umask] = (stat.S_IMODE(version.stat().st_mode),
+                        stat.S_IMODE((record.root / "receipts" / "ann.json").stat().st_mode))
+    assert modes == {"022": (0o444, 0o644), "077": (0o444, 0o644), "277": (0o444, 0o644)}
