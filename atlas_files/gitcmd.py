@@ -363,6 +363,8 @@ def locate(start: str | os.PathLike[str], git: Git | None = None) -> Where:
     if not where.is_dir():
         raise NotARepository(f"{where} is not a folder",
                              hint="pass the folder of a git repository (--repo DIR)")
+    if not _may_lie_in_git(where):
+        raise _not_inside(where)
     done = (git or Git(where, read_only=True)).run(
         "rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir",
         "--git-common-dir", "--show-prefix", ok=(0, 128))
@@ -371,10 +373,32 @@ def locate(start: str | os.PathLike[str], git: Git | None = None) -> Where:
                              hint="run it in a clone or a worktree")
     lines = done.out.decode(ENCODING, "surrogateescape").split("\n")
     if done.code != 0 or len(lines) < 4 or not lines[0]:
-        raise NotARepository(
-            f"{where.absolute()} is not inside a git repository (or git refuses to read it)",
-            hint="run it inside the repository, or pass --repo DIR")
+        raise _not_inside(where)
     return Where(Path(lines[0]), Path(lines[1]), Path(lines[2]), lines[3])
+
+
+def _not_inside(where: Path) -> NotARepository:
+    return NotARepository(
+        f"{where.absolute()} is not inside a git repository (or git refuses to read it)",
+        hint="run it inside the repository, or pass --repo DIR")
+
+
+def _may_lie_in_git(where: Path) -> bool:
+    """False when no folder from ``where`` up holds a `.git` or looks like a bare
+    repository, and no variable moves git's search: git would find nothing, and asking it
+    costs a process at every session start outside a repository."""
+    if any(name in os.environ for name in _MOVED_BY):
+        return True
+    here = os.path.realpath(where)
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")) or (
+                os.path.isfile(os.path.join(here, "HEAD"))
+                and os.path.isdir(os.path.join(here, "objects"))):
+            return True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
 
 
 def toplevel(start: str | os.PathLike[str]) -> Path:

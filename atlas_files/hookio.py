@@ -34,8 +34,21 @@ import shlex
 import sys
 from typing import Any
 
+from atlas_files.text import escape_controls
+
 HARNESSES = ("claude", "codex", "gemini", "cursor")
 INPUT_LIMIT = 16 << 20  # a harness sends a few hundred bytes; never read a runaway stream
+
+
+def say(message: str) -> None:
+    """A word to the person on stderr (a hook's stdout is the harness's)."""
+    sys.stderr.write(f"atlas: {escape_controls(message)}\n")
+
+
+def out(text: str | None) -> None:
+    """The hook's answer on stdout, if it has one."""
+    if text is not None:
+        sys.stdout.write(text + "\n")
 
 
 def read_event() -> dict[str, Any]:

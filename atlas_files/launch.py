@@ -1,12 +1,13 @@
 """The `atlas` command's entry point: the hooks' fast path, else the whole CLI.
 
-`atlas end --hook H` runs after every turn of an agent, `atlas guard --hook H` before
-every edit and `atlas news --hook H` after every tool call, so each must cost little more
-than starting Python. When the command line is exactly one of them (global options
---record, --as, --project or -p, then `end|guard|news --hook H`), it is answered here,
-before click, the command table and the API are imported. Any other command line, one of
-these with anything added (--help, a typo), goes to the full CLI, whose `end --hook`,
-`guard --hook` and `news --hook` run the same functions.
+`atlas begin --hook H` runs at the start of every agent session, `atlas end --hook H`
+after every turn, `atlas guard --hook H` before every edit and `atlas news --hook H` after
+every tool call, so each must cost little more than starting Python. When the command
+line is exactly one of them (global options --record, --as, --project or -p, then
+`begin|end|guard|news --hook H`), it is answered here, before click and the command
+table are imported. Any other command line, one of these with anything added (--help,
+--max-chars, a typo), goes to the full CLI, whose `begin --hook`, `end --hook`, `guard
+--hook` and `news --hook` run the same functions.
 """
 
 from __future__ import annotations
@@ -46,26 +47,27 @@ def split_globals(args: Sequence[str]) -> tuple[dict[str, str | None], list[str]
 
 # The hooks answered here, before click: verb -> (module, function). Each runs around
 # every turn or tool call of an agent, so each must cost little more than Python's start.
-FAST_HOOKS = {"end": ("atlas_files.cli.stophook", "stop_hook"),
+FAST_HOOKS = {"begin": ("atlas_files.sessionhooks", "start_hook"),
+              "end": ("atlas_files.sessionhooks", "stop_hook"),
               "guard": ("atlas_files.toolhooks", "guard_hook"),
               "news": ("atlas_files.toolhooks", "news_hook")}
 
 
-def parse_stop_hook(args: Sequence[str]) -> dict[str, str | None] | None:
-    """The options of an `[globals] end|guard|news --hook H` command line (``verb`` and
+def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
+    """The options of an `[globals] begin|end|guard|news --hook H` command line (``verb`` and
     ``harness`` among them); None for anything else."""
     split = split_globals(args)
     if split is None:
         return None
     found, rest = split
-    if rest[:1] not in (["end"], ["guard"], ["news"]):
+    if not rest or rest[0] not in FAST_HOOKS:
         return None
     # Here, not at the top: json and typing are 4 ms that the command server's client
     # (server/client.py) runs without.
     from atlas_files import hookio, toolhooks  # noqa: PLC0415
     if len(rest) == 2 and rest[1].startswith("--hook="):
         rest = [rest[0], "--hook", rest[1].partition("=")[2]]
-    harnesses = hookio.HARNESSES if rest[0] == "end" else toolhooks.HARNESSES
+    harnesses = hookio.HARNESSES if rest[0] in ("begin", "end") else toolhooks.HARNESSES
     if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in harnesses:
         return None
     for key, variable in ENVIRONMENT.items():
@@ -102,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def run(args: list[str]) -> None:
     """Run one command line: the Stop hook's fast path, else the whole CLI. Exits."""
-    request = parse_stop_hook(args)
+    request = parse_hook(args)
     if request is not None:
         harness = request.pop("harness") or ""
         module, function = FAST_HOOKS[request.pop("verb") or "end"]

@@ -41,7 +41,8 @@ LAYERS: tuple[Layer, ...] = (
           ("api",)),
     Layer("front ends", "what parses, calls one API function and renders: the CLI, the MCP "
           "server, the command server, the harness hooks",
-          ("cli", "mcp", "server", "__main__", "launch", "hookio", "doctor", "toolhooks")),
+          ("cli", "mcp", "server", "__main__", "launch", "hookio", "doctor", "sessionhooks",
+           "toolhooks")),
 )
 
 PACKAGE = Path(__file__).parent

@@ -180,7 +180,7 @@ def read(leases_dir: str) -> list[Item]:
                 stats.append(None)
     finally:
         os.close(fd)
-    for resource, st in zip(names, stats):
+    for resource, st in zip(names, stats, strict=True):
         folder = f"{leases_dir}{os.sep}{resource}"
         if st is None:
             items.append(Item(resource, folder, None, BAD))

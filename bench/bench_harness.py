@@ -10,7 +10,9 @@ of one turn (tests/support/scripted_model.py) in a project that is a record of
 * no hooks;
 * only the SessionStart hook (`atlas --as alice begin --hook claude`);
 * only the Stop hook (`atlas --as alice end --hook claude`, fired once at the turn's end);
-* both, as `atlas setup claude` installs them.
+* both, as `atlas setup claude` installs them;
+* a SessionStart hook, and a Stop hook, that do nothing (`true`): what Claude Code itself
+  spends on starting a hook, printed beside the figures (the targets count it in).
 
 The added wall time per session (SessionStart) and per turn (Stop) is the median session
 with the hook less the median session without, each divided by the floor
@@ -39,7 +41,7 @@ from support.harness_tools import PINS, cache_root  # noqa: E402
 from support.scripted_model import ANTHROPIC, Say, ScriptedModel, turn  # noqa: E402
 from support.sessions import claude_session  # noqa: E402
 
-SETTINGS = ("none", "start", "stop", "both")
+SETTINGS = ("none", "start", "stop", "both", "noop-start", "noop-stop")
 
 
 def claude_binary() -> Path:
@@ -60,6 +62,12 @@ def make_project(root: Path, topics: int, setting: str) -> None:
                         f"topic-{i:04d}"], input=b"text\n", check=True, env=env,
                        stdout=subprocess.DEVNULL)
     if setting == "none":
+        return
+    if setting.startswith("noop-"):
+        event = "SessionStart" if setting == "noop-start" else "Stop"
+        (root / ".claude").mkdir(exist_ok=True)
+        (root / ".claude" / "settings.json").write_text(json.dumps(
+            {"hooks": {event: [{"hooks": [{"type": "command", "command": "true"}]}]}}))
         return
     subprocess.run([*atlas_argv(), "setup", "claude", "--as", "alice", "--dir", str(root)],
                    check=True, env=env, stdout=subprocess.DEVNULL)
@@ -105,6 +113,10 @@ def report(label: str, medians: dict[str, float]) -> None:
                        ("both", "both hooks, per one-turn session")):
         added = medians[name] - medians["none"]
         print(f"  {what}: +{added * 1000:.0f} ms = {added / floor:.2f}x the floor")
+    for name, what in (("noop-start", "SessionStart"), ("noop-stop", "Stop")):
+        added = medians[name] - medians["none"]
+        print(f"  a {what} hook that does nothing (`true`): +{added * 1000:.0f} ms = "
+              f"{added / floor:.2f}x the floor (Claude Code's own cost of a hook)")
 
 
 def main() -> None:

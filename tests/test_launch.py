@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import json
+import subprocess
 import sys
 import types
 from collections.abc import Iterator
@@ -59,3 +61,24 @@ def test_the_global_options_are_split_from_the_command() -> None:
         {"identity": "bob", "project": "web"}, ["status", "show"])
     assert launch.split_globals(["--record=r", "ls"]) == ({"record_path": "r"}, ["ls"])
     assert launch.split_globals(["--as"]) is None
+
+
+@pytest.mark.parametrize("verb", ["begin", "end", "guard", "news"])
+def test_a_hook_answered_by_the_fast_path_never_imports_click(verb: str,
+                                                              tmp_path: Path) -> None:
+    # The hooks run at every session start, turn end and tool call: click's import is
+    # most of the start-up floor they are measured against.
+    from atlas_files.record import Record
+
+    record = Record.init(tmp_path / "rec", ["web"])
+    event = json.dumps({"session_id": "s", "cwd": str(record.root), "transcript_path": "t",
+                        "hook_event_name": "SessionStart", "source": "startup",
+                        "tool_name": "Edit", "tool_input": {"file_path": str(record.root / "x")}})
+    script = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
+              "'click imported: %s\\n' % ('click' in sys.modules))); "
+              "from atlas_files.launch import main; main(sys.argv[1:])")
+    done = subprocess.run([sys.executable, "-c", script, "--as", "bob", verb, "--hook",
+                           "claude"], input=event, capture_output=True, text=True,
+                          cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "click imported: False" in done.stderr

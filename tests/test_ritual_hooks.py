@@ -5,6 +5,7 @@ as the harness reads them. The process boundary is the subject here."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -193,13 +194,39 @@ def test_a_hook_without_an_identity_tells_the_agent_so(started: Record) -> None:
     (["--as=bob", "end", "--hook=gemini"], True),
     (["end", "--hook", "claude", "--json"], False),
     (["end", "--hook", "vim"], False),
-    (["--as", "bob", "begin", "--hook", "claude"], False),
+    (["--as", "bob", "begin", "--hook", "claude"], True),
+    (["begin", "--hook", "claude", "--max-chars", "900"], False),
+    (["begin", "--hook", "vim"], False),
     (["--help", "end", "--hook", "claude"], False),
     (["end", "--status", "x"], False),
 ])
-def test_only_the_stop_hook_command_line_takes_the_fast_path(args: list[str],
-                                                             taken: bool) -> None:
-    assert (launch.parse_stop_hook(args) is not None) is taken
+def test_only_a_hook_command_line_takes_the_fast_path(args: list[str], taken: bool) -> None:
+    assert (launch.parse_hook(args) is not None) is taken
+
+
+def test_the_full_cli_answers_the_session_start_hook_like_the_fast_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two records alike, one briefed by the fast path, one by the full CLI, each from the
+    # folder above its record (the repository part of a briefing is the hook's folder's).
+    answers = []
+    for way in ("fast", "full"):
+        record = Record.init(tmp_path / way / "rec", ["web"])
+        assert run_atlas("--as", "ann", "status", "write", record=record.root,
+                         input="Ship the loader by Friday.\n").returncode == 0
+        put(record, "ann", "plan")
+        event = claude_session_start(record.root)
+        if way == "fast":
+            out = hook(record, "begin", "claude", event).stdout
+        else:
+            monkeypatch.chdir(record.root.parent)
+            run = CliRunner().invoke(cli, ["--as", "bob", "begin", "--hook", "claude"],
+                                     input=json.dumps(event), catch_exceptions=False)
+            assert run.exit_code == 0
+            out = run.stdout
+        answers.append(re.sub(r"begins now \([^)]*\)", "begins now",
+                              out.replace(str(record.root.parent), "HERE")))
+    assert json.loads(answers[0]) == json.loads(answers[1])
+    assert "Ship the loader by Friday." in answers[0]
 
 
 def test_the_full_cli_answers_the_stop_hook_like_the_fast_path(started: Record) -> None:

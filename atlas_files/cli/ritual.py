@@ -7,42 +7,15 @@ does nothing, and a failure is said on stderr and lets the session go on.
 
 from __future__ import annotations
 
-import os
 import sys
-from typing import Any
 
 import click
 
-from atlas_files import hookio, timeutil
-from atlas_files.api import Worker, ritual
-from atlas_files.cli import stophook
+from atlas_files import hookio, sessionhooks, timeutil
+from atlas_files.api import ritual
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
-from atlas_files.errors import AtlasError, BadInput, NotFound
-from atlas_files.record import Record, locate
-
-
-def _say(message: str) -> None:
-    click.echo(f"atlas: {message}", err=True)
-
-
-def _out(text: str | None) -> None:
-    if text is not None:
-        click.echo(text)
-
-
-def _hook_worker(ctx: Invocation, event: dict[str, Any], harness: str) -> Worker | None:
-    """The worker a hook acts as, in the record around the session's folder; None (after
-    printing the harness's "go on") when there is no record there."""
-    where = hookio.cwd(event)
-    try:
-        root = locate(ctx.record_path, starts=[where] if where else [])
-        return Worker(Record(root), hookio.identity(ctx.identity), ctx.project)
-    except NotFound as exc:
-        if ctx.record_path:  # a record was named and is not there: worth a word
-            _say(f"{exc.message} (the hook did nothing)")
-        _out(hookio.allow(harness))
-        return None
+from atlas_files.errors import BadInput
 
 
 @click.command()
@@ -75,56 +48,9 @@ def begin(ctx: Invocation, max_chars: int, hook: str | None, as_json: bool) -> N
 
 
 def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
-    event = hookio.read_event()
-    worker = _hook_worker(ctx, event, harness)
-    if worker is None:
-        return
-    if hookio.before_shell(event):
-        _out(hookio.shell_identity(harness, event, _identity_values(ctx, worker)))
-        return
-    shell = _export_identity(ctx, worker, harness)
-    if not worker.identity:
-        text = ("This folder holds an atlas record, but the session-start hook names no "
-                "identity: `atlas begin` did not run. Set ATLAS_AS=NAME for the agent, or "
-                "run `atlas setup HARNESS --as NAME`; then run `atlas begin` yourself.")
-        _out(hookio.context(harness, text))
-        return
-    start = ritual.begin_again if hookio.goes_on(event) else ritual.begin
-    try:
-        text = start(worker, max_chars=max_chars).text
-    except (AtlasError, OSError) as exc:
-        message = exc.message if isinstance(exc, AtlasError) else str(exc)
-        _say(f"begin failed: {message}")
-        text = (f"atlas begin failed: {message}. Run `atlas begin` yourself before acting; "
-                "the record's status is the first thing to read.")
-    _out(hookio.context(harness, text + shell))
-
-
-def _identity_values(ctx: Invocation, worker: Worker) -> dict[str, str]:
-    """What the agent's shell needs to act as the hook's worker, as variables."""
-    values = {"ATLAS_RECORD": str(worker.record.root)}
-    if worker.identity:
-        values["ATLAS_AS"] = worker.identity
-    if ctx.project:
-        values["ATLAS_PROJECT"] = ctx.project
-    return values
-
-
-def _export_identity(ctx: Invocation, worker: Worker, harness: str) -> str:
-    """Hand the hook's identity and record to the agent's own shell where the harness
-    lets a hook do that; the line the briefing ends with, saying how the agent's atlas
-    commands know who is acting."""
-    if hookio.export_to_shell(_identity_values(ctx, worker)):
-        return (f"\nYour shell's atlas commands act as {worker.identity} (ATLAS_AS is set "
-                "there by this hook)." if worker.identity else "")
-    if worker.identity and harness == "gemini":
-        return (f"\nYour shell's atlas commands act as {worker.identity} where `atlas setup "
-                f"gemini --as {worker.identity}` installed its BeforeTool hook; otherwise run "
-                f"them as `atlas --as {worker.identity} ...`.")
-    if worker.identity and os.environ.get("ATLAS_AS") != worker.identity:
-        return (f"\nYour shell does not know who you are: run every atlas command as "
-                f"`atlas --as {worker.identity} ...` (or with ATLAS_AS={worker.identity}).")
-    return ""
+    # The same answer as the entry point's fast path gives (see atlas_files.launch).
+    sessionhooks.start_hook(harness, ctx.record_path, ctx.identity, ctx.project,
+                         max_chars=max_chars)
 
 
 @click.command()
@@ -203,4 +129,4 @@ def _end_lines(result: ritual.Ending) -> list[str]:
 
 def _end_hook(ctx: Invocation, harness: str) -> None:
     # The same answer as the entry point's fast path gives (see atlas_files.launch).
-    stophook.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)
+    sessionhooks.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)
