@@ -198,6 +198,9 @@ def test_a_changed_module_file_makes_the_server_stale(tmp_path: Path) -> None:
         assert not stamp.changed()
         module.write_text("X = 22\n")  # what an upgrade does to a loaded module
         assert stamp.changed()
+        stamp = serve.CodeStamp()
+        module.unlink()  # an uninstall, or a module moved away
+        assert stamp.changed()
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("atlas_probe_module", None)
