@@ -26,7 +26,7 @@ from atlas_files.record import Record
 # not on the draw; a developer's run (CI unset) keeps exploring new examples each time.
 # The fixtures of the git tests (isolated_git, team), of the real harnesses and of the
 # second local user (intruder, shared_tmp, open_tmp) live beside their helpers.
-pytest_plugins = ["gitteam", "support.fixtures", "support.cmdserver", "local_user"]
+pytest_plugins = ["support.gitteam", "support.fixtures", "support.cmdserver", "support.local_user"]
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

@@ -4,7 +4,7 @@ Two mounts of one volume stand for two machines sharing it (each mfsmount is a c
 its own, with its own cache and session). Writers are real OS processes on both mounts:
 versions raced, a lease raced, writers killed with SIGKILL mid-publish and read from the
 other mount, receipts and telemetry rows written from both; then `atlas check`, the site
-build and `atlas doctor` run on the other mount. tests/moosefs.py starts the volume in a
+build and `atlas doctor` run on the other mount. tests/support/moosefs.py starts the volume in a
 private network namespace; without root, FUSE or the packages these tests skip, and with
 ATLAS_REQUIRE_MOOSEFS set (CI) they fail instead.
 """
@@ -25,9 +25,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import moosefs
 import pytest
 from conftest import _child_env
+from support import moosefs
 from support.writers import KILLED_WRITER  # writes big versions until it is killed
 
 from atlas_files import artifacts, frontmatter, layout, receipts

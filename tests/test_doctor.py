@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import exfat
 import pytest
 from conftest import _child_env, run_atlas
+from support import exfat
 
 from atlas_files import doctor, layout, volume
 from atlas_files.check import validators

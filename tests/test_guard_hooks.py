@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from conftest import Result
 from conftest import run_atlas as run_in_process_or_child
-from gitrepo import GitRepo, git_env
-from gitteam import accept_sync, bare_remote, git
+from support.gitrepo import GitRepo, git_env
+from support.gitteam import accept_sync, bare_remote, git
 
 from atlas_files.api import Worker, ritual
 from atlas_files.record import Record

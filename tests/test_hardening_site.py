@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import run_atlas, snapshot
-from site_fixtures import page_text, parse
+from support.site_records import page_text, parse
 
 from atlas_files import artifacts, frontmatter, sitegen, status
 from atlas_files.record import Record

@@ -15,9 +15,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import hostile_repo
 import pytest
 from hypothesis import HealthCheck, given, settings
+from support import hostile_repo
 
 from atlas_files import artifacts, leases
 from atlas_files.record import Record

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from conftest import run_atlas
-from mcp_support import call, text
+from support.mcp_client import call, text
 
 from atlas_files import timeutil
 from atlas_files.record import Record

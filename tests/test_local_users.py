@@ -1,7 +1,7 @@
 """Another local user next to atlas's per-user state: the command server's socket folder,
 the server's log, the kept parses of atlas.yaml and the probe approvals.
 
-Each test has a real second user (tests/local_user.py: a process under a uid of its own)
+Each test has a real second user (tests/support/local_user.py: a process under a uid of its own)
 try what such a user can: win a race by renaming a folder into place or by making it
 first with links in it, listen on a socket of its own, or swap a folder above one of
 yours. strace holds atlas's system call back at the moment that matters, so the race is
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from local_user import Delayed, Intruder, chown_tree, servers_started_with
+from support.local_user import Delayed, Intruder, chown_tree, servers_started_with
 
 import atlas_files
 from atlas_files import yamlcache

@@ -1,5 +1,5 @@
 """The local-user boundary, tried as a hostile neighbour would: hypothesis draws what a
-second local user (tests/local_user.py) plants before the user's command runs, and the
+second local user (tests/support/local_user.py) plants before the user's command runs, and the
 command is one of those that touch the per-user state another user could reach.
 
 The threat: someone else on the machine who can write the shared temp folder (sticky,
@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
-from local_user import Intruder, end_servers_under, servers_started_with
+from support.local_user import Intruder, end_servers_under, servers_started_with
 from support.memory import bound_kb, own_peak_kb
 
 import atlas_files

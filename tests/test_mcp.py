@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from conftest import snapshot
 from mcp import Client
-from mcp_support import call, frozen, run, seed, server, text
+from support.mcp_client import call, frozen, run, seed, server, text
 
 from atlas_files.api import core
 from atlas_files.api.leases import ADVISORY

@@ -22,7 +22,7 @@ import pytest
 from conftest import run_atlas, snapshot
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import run, seed, text
+from support.mcp_client import run, seed, text
 
 from atlas_files.mcp import tokens
 from atlas_files.record import Record

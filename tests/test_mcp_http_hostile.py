@@ -26,8 +26,8 @@ from urllib.parse import quote, urlencode
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_support import seed
-from oauth_support import (
+from support.mcp_client import seed
+from support.oauth import (
     CALLBACK,
     Server,
     atlas,

@@ -21,9 +21,9 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from inspector_support import Inspector, document, fake_browser, free_port, install, relay, teed
-from mcp_support import seed
-from oauth_support import Server, atlas, process, request_id
+from support.inspector import Inspector, document, fake_browser, free_port, install, relay, teed
+from support.mcp_client import seed
+from support.oauth import Server, atlas, process, request_id
 
 from atlas_files.mcp import tokens
 from atlas_files.mcp.app import SPECS

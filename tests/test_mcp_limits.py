@@ -22,7 +22,7 @@ import httpx2
 import yaml
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from oauth_support import Server, bounded, mcp_status, peak_rss, post_chunked, process
+from support.oauth import Server, bounded, mcp_status, peak_rss, post_chunked, process
 
 from atlas_files.mcp import connections, limits, tokens
 from atlas_files.record import Record

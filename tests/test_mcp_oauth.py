@@ -14,8 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from mcp_support import text
-from oauth_support import (
+from support.mcp_client import text
+from support.oauth import (
     CALLBACK,
     Server,
     approve_on_page,

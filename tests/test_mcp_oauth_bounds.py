@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
-from oauth_support import (
+from support.oauth import (
     CALLBACK,
     Server,
     approve_on_terminal,

@@ -11,8 +11,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from cdp import CHROMIUM, Browser, CDPError, http_server
-from oauth_support import Server, atlas, pkce, process, request_id
+from support.cdp import CHROMIUM, Browser, CDPError, http_server
+from support.oauth import Server, atlas, pkce, process, request_id
 
 from atlas_files.record import Record
 

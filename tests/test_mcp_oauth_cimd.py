@@ -21,8 +21,8 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_support import text
-from oauth_support import approve_on_terminal, atlas, bounded, in_process, oauth_client
+from support.mcp_client import text
+from support.oauth import approve_on_terminal, atlas, bounded, in_process, oauth_client
 
 from atlas_files.mcp import oauthstore, transports
 from atlas_files.mcp.cimd import ClientDocuments, Fetcher, FetchRefused, client_info

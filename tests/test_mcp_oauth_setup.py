@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from conftest import run_atlas
-from oauth_support import Server, authorize, pkce, process, register
+from support.oauth import Server, authorize, pkce, process, register
 
 from atlas_files.errors import BadInput
 from atlas_files.mcp import tokens

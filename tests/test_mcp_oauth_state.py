@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import httpx2
-from oauth_support import atlas, code_by_hand, exchange, mcp_status, process, start_by_hand
+from support.oauth import atlas, code_by_hand, exchange, mcp_status, process, start_by_hand
 
 from atlas_files.mcp import oauthstore, tokens
 from atlas_files.record import Record

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import run
+from support.mcp_client import run
 
 from atlas_files.cli import main
 from atlas_files.mcp.tokens import TokenVerifier

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from cdp import free_port
+from support.cdp import free_port
 
 from atlas_files import artifacts
 from atlas_files.record import Record

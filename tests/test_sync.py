@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gitteam import Team, accept_sync, bare_remote, cli, git, start_team
+from support.gitteam import Team, accept_sync, bare_remote, cli, git, start_team
 
 from atlas_files import config as configmod
 from atlas_files import gitcmd as gitmod

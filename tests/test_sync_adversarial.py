@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitteam import Team, child_env, git
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
+from support.gitteam import Team, child_env, git
 from support.memory import bound_kb, own_peak_kb
 
 pytestmark = pytest.mark.usefixtures("isolated_git")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitteam import Team, cli, git
+from support.gitteam import Team, cli, git
 
 from atlas_files import gitcmd as gitmod
 from atlas_files.sync import repo

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gitteam import (
+from support.gitteam import (
     bare_remote,
     child_env,
     cli,

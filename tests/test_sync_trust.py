@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_atlas
-from gitteam import Team, accept_sync, bare_remote, cli, git
+from support.gitteam import Team, accept_sync, bare_remote, cli, git
 
 from atlas_files.record import Record
 

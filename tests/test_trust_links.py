@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
-from hostile_repo import Listener
+from support.gitrepo import GitRepo
+from support.hostile_repo import Listener
 
 from atlas_files.linkcheck import rendercache, siteconfig
 from atlas_files.linkcheck.siteplan import plan

@@ -156,7 +156,7 @@ def git_daemon(base: Path) -> Iterator[str]:
 
 
 def racer_command(*args: str) -> list[str]:
-    """The racer script (tests/sync_racer.py) in a child process."""
+    """The racer script (tests/support/sync_racer.py) in a child process."""
     return [sys.executable, str(Path(__file__).with_name("sync_racer.py")), *args]
 
 

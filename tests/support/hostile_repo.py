@@ -433,7 +433,7 @@ def audit_folder(base: Path) -> Path:
 def watched_env(built: Built, audit: Path, log: Path) -> dict[str, str]:
     """The environment that has every atlas started in it watched, logging to ``log``."""
     readable = [str(built.repo), str(built.cache), sys.prefix, sys.base_prefix,
-                str(Path(__file__).resolve().parent.parent), str(audit), "/dev/null",
+                str(Path(__file__).resolve().parents[2]), str(audit), "/dev/null",
                 "/proc/self", f"/proc/{os.getpid()}", "/usr/lib", "/usr/share/zoneinfo",
                 "/etc/localtime"]
     env = {k: v for k, v in os.environ.items()
