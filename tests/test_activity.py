@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.gitrepo import GitRepo, cli
+from support.git import GitRepo, cli
 
 from atlas_files import api, gitcmd, leases
 from atlas_files.activity import parse

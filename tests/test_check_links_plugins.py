@@ -20,7 +20,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from support.gitrepo import GitRepo
+from support.git import GitRepo
 
 from atlas_files.check import check_links, check_staged
 from atlas_files.findings import ERROR, Report

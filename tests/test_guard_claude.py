@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import run_atlas
-from support.gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
 from support.scripted_model import ANTHROPIC, Call, Say, ScriptedModel, Turn, turn
 from support.sessions import Session, claude_session
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import run_atlas
-from support.gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
 from support.scripted_model import RESPONSES, Call, Say, ScriptedModel, turn
 from support.sessions import codex_session
 

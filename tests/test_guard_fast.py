@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import run_atlas
-from support.gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
 
 from atlas_files import gitrefs, leases, pathleases, timeutil, usercache
 from atlas_files.leases.guard import conflicts

@@ -43,6 +43,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from support.git import git
 
 from atlas_files import artifacts, corrections, decisions, leases, status
 from atlas_files.api import Worker, ritual
@@ -738,7 +739,7 @@ def test_the_childs_audit_hook_sees_a_write_outside_and_a_process_started(
     victim = tmp_path / "home"
     victim.mkdir()
     record = _base(tmp_path / "rec")
-    subprocess.run(["git", "init", "-q", str(record.root)], check=True)
+    git(record.root, "init", "-q")
     commands = [["activity"], ["site", "build", "--out", str(victim / "site")]]
     spec = {"mcp": [], "writable": [str(record.root)]}
     child = subprocess.run(

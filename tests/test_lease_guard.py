@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from support.gitrepo import GitRepo, cli
+from support.git import GitRepo, cli
 
 from atlas_files import leases
 from atlas_files.api import guard

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from conftest import snapshot
-from support.gitrepo import GitRepo, cli
+from support.git import GitRepo, cli
 
 from atlas_files import api, leases, schemas, sitegen, timeutil
 from atlas_files.api import leases as lease_api

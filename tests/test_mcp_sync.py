@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.gitteam import Team, cli, git
+from support.git import git
+from support.gitteam import Team, cli
 from support.mcp_client import call, text
 
 # Git reads no user or system config here, and no ATLAS_* variable leaks in.

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from conftest import Result
 from conftest import run_atlas as run_in_process_or_child
-from support.gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
 
 from atlas_files.record import Record
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.git import git
 
 from atlas_files import artifacts, corrections, decisions, status
 from atlas_files.errors import AtlasWarning
@@ -50,10 +51,9 @@ def test_index_lives_in_the_ignored_cache_and_git_never_sees_it(record: Record) 
     path = index.index_path(record)
     assert path == record.root / ".atlas-cache" / "search.sqlite" and path.is_file()
     if shutil.which("git"):
-        subprocess.run(["git", "init", "-q"], cwd=record.root, check=True)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                                cwd=record.root, capture_output=True, text=True, check=True)
-        assert ".atlas-cache" not in status.stdout and "projects/" in status.stdout
+        git(record.root, "init", "-q")
+        status = git(record.root, "status", "--porcelain", "--untracked-files=all")
+        assert ".atlas-cache" not in status and "projects/" in status
 
 
 def test_writers_never_touch_the_index(record: Record) -> None:

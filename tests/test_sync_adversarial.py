@@ -41,7 +41,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from support.gitteam import Team, child_env, git
+from support.git import git
+from support.gitteam import Team, child_env
 from support.memory import bound_kb, own_peak_kb
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
@@ -305,9 +306,7 @@ def plants(world: World) -> st.SearchStrategy[list[list[Entry]]]:
 # -- pushing a tree git's porcelain would refuse to make ------------------------------------
 
 def _plumb(repo: Path, env: dict[str, str], args: list[str], data: bytes) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, input=data, capture_output=True,
-                          env=env, check=True)
-    return done.stdout.decode().strip()
+    return git(repo, *args, env=env, input=data)
 
 
 def build_tree(repo: Path, env: dict[str, str], base: str, entries: list[Entry]) -> str:

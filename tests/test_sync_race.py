@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from support.git import git
 from support.gitteam import (
     bare_remote,
     child_env,
     cli,
-    git,
     git_daemon,
     racer_command,
     start_team,

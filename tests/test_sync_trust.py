@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from conftest import run_atlas
-from support.gitteam import Team, accept_sync, bare_remote, cli, git
+from support.git import git
+from support.gitteam import Team, accept_sync, bare_remote, cli
 
 from atlas_files.record import Record
 
@@ -335,13 +336,11 @@ def plant(clone: Path, what: str) -> str:
 
 
 def _blob(clone: Path, data: bytes) -> str:
-    return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=clone, input=data,
-                          capture_output=True, check=True).stdout.decode().strip()
+    return git(clone, "hash-object", "-w", "--stdin", input=data)
 
 
 def _mktree(clone: Path, entries: list[str]) -> str:
-    return subprocess.run(["git", "mktree"], cwd=clone, input="\n".join(entries) + "\n",
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return git(clone, "mktree", input="\n".join(entries) + "\n")
 
 
 def test_drivers_of_the_persons_own_git_config_never_run_for_the_remote(

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.gitrepo import GitRepo
+from support.git import GitRepo
 from support.hostile_repo import Listener
 
 from atlas_files.linkcheck import rendercache, siteconfig

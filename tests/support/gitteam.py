@@ -18,36 +18,7 @@ import pytest
 
 from atlas_files.cli import main
 from atlas_files.record import Record
-
-GITCONFIG = """\
-[user]
-\tname = Test Team
-\temail = team@example.invalid
-[init]
-\tdefaultBranch = main
-[gc]
-\tauto = 0
-[advice]
-\tdetachedHead = false
-"""
-
-
-def isolate_git(home: Path) -> dict[str, str]:
-    """Environment that keeps git away from this machine's own config (set it in
-    os.environ: atlas's git children inherit it)."""
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "gitconfig"
-    config.write_text(GITCONFIG)
-    return {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1",
-            "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-
-
-def git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          check=False, stdin=subprocess.DEVNULL)
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
-    return done.stdout.strip()
+from support.git import git, isolate_git
 
 
 def cli(root: Path, *args: str, identity: str | None = None) -> tuple[int, str, str]:

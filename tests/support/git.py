@@ -1,5 +1,6 @@
-"""A throwaway git repository for tests, with commits by named authors at chosen times
-(GIT_AUTHOR_DATE / GIT_COMMITTER_DATE), on any branch."""
+"""Git for the tests: the one way a test runs git (``git``), the environments that keep it
+away from this machine's own config (``git_env``, ``isolate_git``), and a throwaway
+repository with commits by named authors at chosen times (``GitRepo``)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,44 @@ import io
 import os
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
 from atlas_files.cli import main
+
+# The git config of a team's clones (``isolate_git``): an identity, main as the first
+# branch, no automatic gc, no advice on a detached head.
+GITCONFIG = """\
+[user]
+\tname = Test Team
+\temail = team@example.invalid
+[init]
+\tdefaultBranch = main
+[gc]
+\tauto = 0
+[advice]
+\tdetachedHead = false
+"""
+
+
+def git(cwd: Path, *args: str, env: Mapping[str, str] | None = None,
+        input: str | bytes | None = None, check: bool = True) -> str:
+    """``git ARGS`` in ``cwd``; its output, without the white space around it.
+
+    ``env`` is git's whole environment: ``git_env()`` for a clean one, by default this
+    process's (as a fixture such as ``isolated_git`` or ``clean_git_env`` set it). Its
+    stdin is ``input``, or empty. A failure raises AssertionError with what git said,
+    unless ``check`` is false."""
+    data = input.encode() if isinstance(input, str) else input
+    done = subprocess.run(["git", *args], cwd=cwd, env=env, input=data or b"",
+                          capture_output=True, check=False)
+    out = done.stdout.decode("utf-8", "replace")
+    if check and done.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed ({done.returncode}):\n{out}"
+                             f"{done.stderr.decode('utf-8', 'replace')}")
+    return out.strip()
 
 
 def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -26,6 +60,16 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def isolate_git(home: Path) -> dict[str, str]:
+    """Environment that keeps git away from this machine's own config, with ``GITCONFIG``
+    in ``home`` (set it in os.environ: atlas's git children inherit it)."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "gitconfig"
+    config.write_text(GITCONFIG)
+    return {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1",
+            "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+
+
 class GitRepo:
     def __init__(self, path: Path, env: dict[str, str] | None = None) -> None:
         self.path = path
@@ -34,11 +78,7 @@ class GitRepo:
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str, env: dict[str, str] | None = None) -> str:
-        proc = subprocess.run(["git", *args], cwd=self.path, env={**self.env, **(env or {})},
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise AssertionError(f"git {args} failed:\n{proc.stdout}\n{proc.stderr}")
-        return proc.stdout
+        return git(self.path, *args, env={**self.env, **(env or {})})
 
     def write(self, rel: str, text: str = "x\n") -> Path:
         path = self.path / rel
@@ -56,7 +96,7 @@ class GitRepo:
         self.git("commit", "-q", "--no-verify", "--allow-empty", "-m", message, env={
             "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": f"{author}@example.invalid",
             "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when})
-        return self.git("rev-parse", "HEAD").strip()
+        return self.git("rev-parse", "HEAD")
 
 
 def cli(*args: str, record: Path | None = None, identity: str | None = None
