@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support import linksites
 from support.git import GitRepo
 from support.hostile_repo import Listener
 
@@ -52,9 +53,9 @@ def findings(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]
 
 
 def site(repo: GitRepo, config: str, pages: dict[str, str] | None = None) -> None:
-    repo.write("mkdocs.yml", config)
-    for name, text in (pages or {"index.md": "# Home\n\n[a](#home) [b](#nope)\n"}).items():
-        repo.write(f"docs/{name}", text)
+    """The repository's site: ``config`` as its mkdocs.yml, and ``pages``."""
+    linksites.site(repo.path, text=config,
+                   pages=pages or {"index.md": "# Home\n\n[a](#home) [b](#nope)\n"})
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from support.git import git, git_env
+from support.linksites import site
 
 MEMORY = 2 << 30  # bytes of address space a run of atlas (and each fork) may take
 SECONDS = 90.0  # wall-clock limit of one command, on a loaded two-core machine
@@ -393,10 +394,8 @@ def build(spec: Spec, base: Path, port: int) -> Built:
     with open(docs / "huge.md", "wb") as f:
         f.truncate(3 << 30)  # not committed (.git/info/exclude)
     (docs / "sub").symlink_to(outside, target_is_directory=True)
-    (repo / "mkdocs.yml").write_text(fill("\n".join(spec.config) + "\n"))
-    for name, text in spec.pages.items():
-        (docs / name).parent.mkdir(parents=True, exist_ok=True)
-        (docs / name).write_text(fill(text))
+    site(repo, text=fill("\n".join(spec.config) + "\n"),
+         pages={name: fill(text) for name, text in spec.pages.items()})
     if spec.record:
         record = repo / "rec"
         (record / "projects" / "web").mkdir(parents=True)
