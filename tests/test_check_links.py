@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
 from support.linksites import site
+from support.runner import run_atlas
 
 from atlas_files.check import check_links
 from atlas_files.findings import ERROR

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
 from support.cmdserver import through
 from support.linksites import site, write
+from support.runner import run_atlas
 
 from atlas_files.check import check_links
 from atlas_files.linkcheck import rendercache, renderpool

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Result, run_atlas
 from support.git import git
+from support.runner import Result, run_atlas
 
 from atlas_files import artifacts, decisions, frontmatter
 from atlas_files.record import Record

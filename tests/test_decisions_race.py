@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_atlas
 from support.git import git, git_env
+from support.runner import child_env, run_atlas
 
 from atlas_files import artifacts, corrections, decisions, entries
 from atlas_files.fsio import TEMP_PREFIX
@@ -32,7 +32,7 @@ for i in range(count):
 
 def test_eight_processes_times_one_hundred_decisions_keep_all_800(record: Record) -> None:
     go = record.root.parent / "go"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, str(record.root), f"w{n}", "100", str(go)],
@@ -146,7 +146,7 @@ def test_eight_concurrent_retractions_every_one_that_landed_is_listed(record: Re
     first, and show the earliest as the retraction; the rest were refused cleanly."""
     artifacts.put(record, "plan", "p\n", author="ann")
     go = record.root.parent / "go"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     procs = [subprocess.Popen([sys.executable, "-c", RETRACTOR, str(record.root), f"w{n}",
                                str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env=env, text=True)

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result
-from conftest import run_atlas as run_in_process_or_child
 from support.git import GitRepo, git, git_env
 from support.gitteam import accept_sync, bare_remote
+from support.runner import Result
+from support.runner import run_atlas as run_in_process_or_child
 
 from atlas_files.api import Worker, ritual
 from atlas_files.record import Record

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Result, run_atlas
 from support.git import git
+from support.runner import Result, run_atlas
 
 from atlas_files import ownfiles
 from atlas_files.record import Record

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from support.git import git
+from support.runner import atlas_command, child_env
 
 from atlas_files import artifacts, corrections, decisions, status
 from atlas_files.errors import AtlasWarning
@@ -278,7 +279,6 @@ search(Record(sys.argv[1]), "kestrel")
 
 
 def test_a_search_killed_while_writing_the_index_harms_nothing(record: Record) -> None:
-    import sys
 
     seeded(record)
     before = search(record, "kestrel")
@@ -449,9 +449,9 @@ def test_a_planted_special_file_in_place_of_the_index_costs_nothing(
     else:
         path.mkdir()
     child = subprocess.run(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "-p", "web",
-         "search", "kestrel", "--json"], capture_output=True, text=True, timeout=60,
-        env={k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")})
+        atlas_command("--record", str(record.root), "-p", "web", "search", "kestrel", "--json"),
+        capture_output=True, text=True, timeout=60,
+        env=child_env())
     assert child.returncode == 0, child.stderr
     assert ids(json.loads(child.stdout)) == expected
     assert "Traceback" not in child.stderr

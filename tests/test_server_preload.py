@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_atlas
 from support import linksites
 from support.cmdserver import served, server_status, wait_for
+from support.runner import run_atlas
 
 from atlas_files.server import wire
 

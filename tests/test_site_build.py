@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import run_atlas, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.cdp import http_server
+from support.runner import run_atlas, snapshot
 from support.site_records import Facts, broken_links, page_text, parse, rich_record
 
 from atlas_files import artifacts, sitegen

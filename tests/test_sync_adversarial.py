@@ -42,8 +42,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from support.git import git
-from support.gitteam import Team, child_env
+from support.gitteam import Team
 from support.memory import bound_kb, own_peak_kb
+from support.runner import atlas_command, child_env
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -394,7 +395,7 @@ def watched(argv: list[str], cwd: Path, env: dict[str, str], prefix: Path) -> Ru
     """``atlas ARGV`` in a child under strace, with its whole tree's peak memory."""
     start = time.monotonic()
     inherited = own_peak_kb()
-    proc = subprocess.Popen(strace(prefix, [sys.executable, "-m", "atlas_files", *argv]),
+    proc = subprocess.Popen(strace(prefix, atlas_command(*argv)),
                             cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None

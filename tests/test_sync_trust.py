@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
 from support.git import git
 from support.gitteam import Team, accept_sync, bare_remote, cli
+from support.runner import atlas_command, run_atlas
 
 from atlas_files.record import Record
 
@@ -207,7 +206,7 @@ def test_the_acceptance_is_the_persons_own(team: tuple[Team, Path],
     assert store.is_file() and not str(store).startswith(str(bob))
     other_home = tmp_path / "other-home"
     env = {**os.environ, "HOME": str(other_home), "XDG_CONFIG_HOME": str(other_home / "c")}
-    done = subprocess.run([sys.executable, "-m", "atlas_files", "--record", str(bob), "sync"],
+    done = subprocess.run(atlas_command("--record", str(bob), "sync"),
                           env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "has not been accepted" in done.stderr
     store.chmod(0o666)

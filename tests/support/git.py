@@ -4,17 +4,11 @@ repository with commits by named authors at chosen times (``GitRepo``)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import os
 import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-
-import pytest
-
-from atlas_files.cli import main
 
 # The git config of a team's clones (``isolate_git``): an identity, main as the first
 # branch, no automatic gc, no advice on a detached head.
@@ -97,16 +91,3 @@ class GitRepo:
             "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": f"{author}@example.invalid",
             "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when})
         return self.git("rev-parse", "HEAD")
-
-
-def cli(*args: str, record: Path | None = None, identity: str | None = None
-        ) -> tuple[int, str, str]:
-    """Run `atlas` in this process: (exit code, stdout, stderr)."""
-    argv = (["--record", str(record)] if record else []) + (
-        ["--as", identity] if identity else [])
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        with pytest.raises(SystemExit) as exit_:
-            main([*argv, *args])
-    code = exit_.value.code
-    return (code if isinstance(code, int) else 1), out.getvalue(), err.getvalue()

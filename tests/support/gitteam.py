@@ -4,7 +4,6 @@ daemon` on 127.0.0.1), clones of it in temp folders, and `atlas` run in this pro
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import socket
 import subprocess
@@ -16,23 +15,14 @@ from typing import Any
 
 import pytest
 
-from atlas_files.cli import main
 from atlas_files.record import Record
 from support.git import git, isolate_git
+from support.runner import Result, run_atlas
 
 
-def cli(root: Path, *args: str, identity: str | None = None) -> tuple[int, str, str]:
-    """Run `atlas` in this process against the record at ``root``: (exit, stdout, stderr)."""
-    argv = ["--record", str(root)] + (["--as", identity] if identity else [])
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([*argv, *args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        else:  # pragma: no cover - main always exits
-            code = 0
-    return code, out.getvalue(), err.getvalue()
+def cli(root: Path, *args: str, identity: str | None = None) -> Result:
+    """`atlas ARGS` in this process against the record at ``root``."""
+    return run_atlas(*args, record=root, identity=identity)
 
 
 class Team:
@@ -129,11 +119,6 @@ def git_daemon(base: Path) -> Iterator[str]:
 def racer_command(*args: str) -> list[str]:
     """The racer script (tests/support/sync_racer.py) in a child process."""
     return [sys.executable, str(Path(__file__).with_name("sync_racer.py")), *args]
-
-
-def child_env() -> dict[str, str]:
-    """os.environ for a child atlas: no ATLAS_ variables of the caller's own."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
 
 
 @pytest.fixture

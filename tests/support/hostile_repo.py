@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from support.git import git, git_env
 from support.linksites import site
+from support.runner import atlas_command
 
 MEMORY = 2 << 30  # bytes of address space a run of atlas (and each fork) may take
 SECONDS = 90.0  # wall-clock limit of one command, on a loaded two-core machine
@@ -452,7 +453,7 @@ def run_watched(argv: list[str], built: Built, audit: Path) -> Watch:
     log = built.base / f"audit-{os.getpid()}.log"
     log.unlink(missing_ok=True)
     env = watched_env(built, audit, log)
-    command = [sys.executable, "-m", "atlas_files", *argv]
+    command = atlas_command(*argv)
     try:
         proc = subprocess.run(command, cwd=built.repo, env=env, capture_output=True,
                               text=True, timeout=SECONDS, stdin=subprocess.DEVNULL)
