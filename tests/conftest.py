@@ -72,12 +72,12 @@ def _files_named(config: pytest.Config) -> int | None:
 # worker (pyproject's --dist loadscope), so these go out first: one of them handed out
 # last would keep the run going long after the other workers ran out of work. A module
 # missing here only costs time, never a result.
-LONG_FIRST = ("test_sync_adversarial", "test_mcp_inspector", "test_mcp_http_hostile",
-              "test_site_browser", "test_hooks", "test_sync_race", "test_race",
+LONG_FIRST = ("test_sync_hostile", "test_mcp_inspector", "test_mcp_http_hostile",
+              "test_site_browser", "test_precommit_hooks", "test_sync_race", "test_artifacts_race",
               "test_mcp_oauth_bounds", "test_mcp_limits", "test_local_users_fuzz",
-              "test_site_build", "test_mcp_http", "test_hostile_record", "test_search_race",
-              "test_mcp_oauth_browser", "test_hardening_site", "test_telemetry_probe",
-              "test_sync", "test_sync_trust", "test_api_sync", "test_dfs", "test_lease_clock")
+              "test_site_build", "test_mcp_http", "test_record_hostile", "test_search_race",
+              "test_mcp_oauth_browser", "test_site_hostile", "test_telemetry_probe",
+              "test_sync", "test_sync_trust", "test_api_sync", "test_dfs", "test_leases_clock")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,7 +1,7 @@
 """The shared remote is someone else's content: nothing that a push to it brings in
 decides what runs on a clone, or where the clone's writes go, until a person on that
 clone accepts it. Real git throughout: a bare remote, a victim's clone, an attacker's.
-(The generated attacks are in test_sync_adversarial.py.)"""
+(The generated attacks are in test_sync_hostile.py.)"""
 
 from __future__ import annotations
 

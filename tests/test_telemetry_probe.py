@@ -37,7 +37,7 @@ def _own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _add(record: Record, name: str, probe: str, **kwargs: str) -> None:
     """A machine in atlas.yaml whose probe the person running these probers approved: an
-    atlas.yaml probe nobody approved is not run (tests/test_hardening_probe.py)."""
+    atlas.yaml probe nobody approved is not run (tests/test_telemetry_trust.py)."""
     probemod.add_machine(record, name, probe, **kwargs)
     trust.approve(record, name, probe)
 

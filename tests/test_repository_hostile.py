@@ -8,7 +8,7 @@ with exit 0 or 1 and one JSON document.
 
 ``HOSTILE_EXAMPLES`` (default 12) sets how many repositories are generated; each costs
 one run of every command in hostile_repo.COMMANDS. The pre-commit hooks run on some of
-the same repositories in test_hooks.py.
+the same repositories in test_precommit_hooks.py.
 """
 
 from __future__ import annotations

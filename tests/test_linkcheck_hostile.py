@@ -3,7 +3,7 @@ links check reads nothing outside the repository, fetches nothing, and quotes no
 a file it was not asked to check (issue 25, items 1 and 5, and the render cache).
 
 Each reproduction runs the real `atlas` (a process of its own) on a git repository in
-both modes, `--links-only` on the tree and `--staged`; test_hooks.py runs the same two
+both modes, `--links-only` on the tree and `--staged`; test_precommit_hooks.py runs the same two
 through the real pre-commit framework.
 """
 

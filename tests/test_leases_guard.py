@@ -1,5 +1,5 @@
 """`atlas lease guard`: which record, which committer, which paths (the hook itself runs
-under the real pre-commit framework in test_hooks.py)."""
+under the real pre-commit framework in test_precommit_hooks.py)."""
 
 from __future__ import annotations
 

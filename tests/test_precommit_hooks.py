@@ -244,7 +244,7 @@ def test_the_links_hook_fetches_nothing_and_quotes_nothing_from_outside(
 @given(spec=hostile_repo.specs())
 def test_the_hooks_on_a_hostile_repository_reach_nowhere(
         hooks: tuple[Path, str, Path], tmp_path: Path, spec: hostile_repo.Spec) -> None:
-    """The adversarial suite's repositories (test_hostile_repository.py), committed through
+    """The adversarial suite's repositories (test_repository_hostile.py), committed through
     the real pre-commit framework: each hook's atlas is watched as there."""
     src, sha, home = hooks
     spec.fsmonitor = False  # pre-commit's own git would run it; atlas's never does
