@@ -7,7 +7,7 @@ folder fsynced. `Record.put` adds the stop-sign check (listing the topic), the r
 update and the front matter. Target: ratio >= 0.5 on the mount, as on local disk.
 
 Needs root (MooseFS runs in a private network namespace, mounted through FUSE; see
-tests/moosefs.py) and Debian's moosefs-master, moosefs-chunkserver and moosefs-client.
+tests/support/moosefs.py) and Debian's moosefs-master, moosefs-chunkserver and moosefs-client.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-import moosefs  # noqa: E402
 from bench_core import raw_loop  # noqa: E402
+from support import moosefs  # noqa: E402
 
 from atlas_files import artifacts, frontmatter  # noqa: E402
 from atlas_files.record import Record  # noqa: E402

@@ -20,8 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cdp import CHROMIUM, Browser, http_server  # noqa: E402
-from sitelayout import PAGES, WIDTHS, look  # noqa: E402
+from support.cdp import CHROMIUM, Browser, http_server  # noqa: E402
+from support.sitelayout import PAGES, WIDTHS, look  # noqa: E402
 
 from atlas_files import sitegen  # noqa: E402
 from atlas_files.record import Record  # noqa: E402

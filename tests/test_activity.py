@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo, cli
+from support.git import GitRepo
+from support.runner import run_atlas
 
 from atlas_files import api, gitcmd, leases
 from atlas_files.activity import parse
@@ -41,8 +42,8 @@ def test_another_authors_commit_on_another_branch_a_minute_ago_shows(
     leases.claim(record, "repo.metrics", holder="bob", duration_s=3600,
                  why="rewriting the export", paths=["src/metrics.py"])
     monkeypatch.chdir(repo.path / "src")  # anywhere inside the repository
-    code, out, err = cli("activity", "--paths", "src/metrics.py", "--json",
-                         record=record.root)
+    code, out, err = run_atlas("activity", "--paths", "src/metrics.py", "--json",
+                               record=record.root)
     assert code == 0, err
     data = json.loads(out)
     assert data["repo"] == str(repo.path)
@@ -53,7 +54,7 @@ def test_another_authors_commit_on_another_branch_a_minute_ago_shows(
     assert [x["resource"] for x in data["leases"]] == ["repo.metrics"]
     assert "has not committed yet is invisible" in data["limits"]
 
-    code, text, _ = cli("activity", "--paths", "src/metrics.py", record=record.root)
+    code, text, _ = run_atlas("activity", "--paths", "src/metrics.py", record=record.root)
     assert "bob <bob@example.invalid>  on bob/export" in text
     assert "Rewrite the metrics export" in text and "src/metrics.py" in text
     assert "repo.metrics: held by bob" in text and "rewriting the export" in text
@@ -73,7 +74,7 @@ def test_another_authors_commit_on_another_branch_a_minute_ago_shows(
     assert "has not committed yet is invisible" in text
 
     # And in the session briefing: `begin --json`'s repository key, and its text.
-    code, out, err = cli("begin", "--json", record=record.root, identity="alice")
+    code, out, err = run_atlas("begin", "--json", record=record.root, identity="alice")
     assert code == 0, err
     briefing = json.loads(out)["repository"]
     assert briefing["commits"][0]["subject"] == "Rewrite the metrics export"
@@ -82,7 +83,7 @@ def test_another_authors_commit_on_another_branch_a_minute_ago_shows(
     assert [x["resource"] for x in briefing["leases"]] == ["repo.metrics"]
     held = json.loads(out)["leases"]["held"]
     assert held[0]["paths"] == ["src/metrics.py"]
-    code, out, _ = cli("begin", record=record.root, identity="carol")
+    code, out, _ = run_atlas("begin", record=record.root, identity="carol")
     assert "bob on bob/export: Rewrite the metrics export" in out
     assert "repo.metrics: held by bob for" in out and "(covers src/metrics.py)" in out
 
@@ -97,7 +98,7 @@ def test_all_refs_newest_first_within_since(repo: GitRepo, monkeypatch: pytest.M
     assert [c["subject"] for c in longer["commits"]][-1] == "start"
     shorter = act.activity(None, since="30m").to_json()
     assert [c["subject"] for c in shorter["commits"]] == ["Rewrite the metrics export"]
-    code, _, err = cli("activity", "--since", "24.hours")
+    code, _, err = run_atlas("activity", "--since", "24.hours")
     assert code == 2 and "bad duration" in err
 
 
@@ -110,7 +111,7 @@ def test_paths_take_folders_and_globs(repo: GitRepo) -> None:
     assert subjects("*.md") == ["docs", "start"]
     assert subjects("src/util.py") == ["start"]
     assert subjects("nothing/here") == []
-    code, _, err = cli("activity", "--repo", str(repo.path), "--paths", "/etc/passwd")
+    code, _, err = run_atlas("activity", "--repo", str(repo.path), "--paths", "/etc/passwd")
     assert code == 2 and "absolute" in err
 
 
@@ -122,11 +123,11 @@ def test_outside_a_git_repository_the_section_is_null_with_the_reason(
     assert section is None and reason is not None
     assert "not inside a git repository" in reason
     assert act.repository_briefing(worker) == (None, [f"Repository: none ({reason})."])
-    code, out, _ = cli("begin", "--json", record=record.root, identity="alice")
+    code, out, _ = run_atlas("begin", "--json", record=record.root, identity="alice")
     assert code == 0 and json.loads(out)["repository"] is None
-    code, out, _ = cli("begin", record=record.root, identity="bob")
+    code, out, _ = run_atlas("begin", record=record.root, identity="bob")
     assert "Repository: none (" in out and "not inside a git repository" in out
-    code, _, err = cli("activity")
+    code, _, err = run_atlas("activity")
     assert code == 2 and "not inside a git repository" in err and "--repo" in err
 
 
@@ -179,8 +180,8 @@ def _steady(doc: dict[str, object]) -> dict[str, object]:
 def test_the_cli_json_is_the_api_result(repo: GitRepo, record: Record) -> None:
     leases.claim(record, "repo.metrics", holder="bob", duration_s=3600, why="w",
                  paths=["src/"])
-    code, out, _ = cli("activity", "--repo", str(repo.path), "--paths", "src", "--json",
-                       record=record.root)
+    code, out, _ = run_atlas("activity", "--repo", str(repo.path), "--paths", "src", "--json",
+                             record=record.root)
     from_api = act.activity(api.Worker(record), repo=repo.path, paths=["src"]).to_json()
     assert code == 0 and _steady(json.loads(out)) == _steady(from_api)
 

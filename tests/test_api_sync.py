@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitteam import Team, bare_remote, cli, git, isolate_git, start_team
+from support.git import git, isolate_git
+from support.gitteam import Team, bare_remote, cli, start_team
 
 import atlas_files.api
 from atlas_files.api import Worker, core, decisions, leases, ritual, search, status

@@ -9,10 +9,8 @@ byte more is not.
 
 from __future__ import annotations
 
-import os
 import resource
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.runner import atlas_command, child_env
 
 from atlas_files import bodies
 from atlas_files.errors import BadInput
@@ -39,10 +38,10 @@ def _capped() -> None:
 
 def _atlas(record: Path, *args: str, stdin: int | None = None,
            input: bytes | None = None) -> tuple[subprocess.CompletedProcess[bytes], float]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "atlas_files", "--record", str(record),
-                           "--as", "ann", *args], stdin=stdin, input=input,
+    done = subprocess.run(atlas_command("--record", str(record), "--as", "ann",
+                                        *args), stdin=stdin, input=input,
                           capture_output=True, env=env, timeout=TIME_BOUND_S * 2,
                           preexec_fn=_capped)
     return done, time.monotonic() - start
@@ -83,13 +82,13 @@ def test_stdin_from_dev_zero_is_refused_at_the_limit(record: Record) -> None:
 
 def test_a_pipe_that_never_ends_is_refused_at_the_limit(record: Record) -> None:
     """`yes | atlas put x`: the writer stops reading just past the limit and leaves."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     yes = subprocess.Popen(["yes", "a line of an endless body"], stdout=subprocess.PIPE)
     try:
         assert yes.stdout is not None
         start = time.monotonic()
-        done = subprocess.run([sys.executable, "-m", "atlas_files", "--record",
-                               str(record.root), "--as", "ann", "put", "endless"],
+        done = subprocess.run(atlas_command("--record", str(record.root), "--as", "ann", "put",
+                                            "endless"),
                               stdin=yes.stdout, capture_output=True, env=env,
                               timeout=TIME_BOUND_S * 2, preexec_fn=_capped)
         seconds = time.monotonic() - start

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 
 from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.check import check_record, validators

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import run_atlas
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.runner import run_atlas
 
 from atlas_files import frontmatter
 from atlas_files.check import CODES, check_record

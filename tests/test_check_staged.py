@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import Result, run_atlas
+from support.git import git
+from support.runner import Result, run_atlas
 
 from atlas_files import artifacts, decisions, frontmatter
 from atlas_files.record import Record
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout
 
 
 def init_repo(path: Path) -> Path:

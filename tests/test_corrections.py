@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result, snapshot
+from support.runner import Result, snapshot
 
 from atlas_files import artifacts, corrections, decisions, entries, status
 from atlas_files.errors import DamagedFile

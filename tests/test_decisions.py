@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Result, snapshot
+from support.runner import Result, atlas_command, child_env, snapshot
 
 from atlas_files import artifacts, decisions, entries, timeutil
 from atlas_files.names import ENTRY_ID_PATTERN
@@ -129,15 +128,13 @@ def test_a_decision_needs_an_author(atlas: Callable[..., Result], record: Record
 
 def test_bytes_that_are_not_utf8_are_refused_not_a_traceback(record: Record) -> None:
     import subprocess
-    import sys
 
     before = snapshot(record.root)
     proc = subprocess.run(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", "bob",
-         "decide", "--topic", "t", "--recommended", "a", "--chosen", "b", "--relation",
-         "agreed", "--why", b"caf\xe9 \xff"],
-        capture_output=True, env={k: v for k, v in os.environ.items()
-                                  if not k.startswith("ATLAS_")},
+        [*atlas_command("--record", str(record.root), "--as", "bob", "decide", "--topic", "t",
+                        "--recommended", "a", "--chosen", "b", "--relation", "agreed", "--why"),
+         b"caf\xe9 \xff"],
+        capture_output=True, env=child_env(),
     )
     assert proc.returncode == 2, proc.stderr
     assert b"Traceback" not in proc.stderr and b"UTF-8" in proc.stderr

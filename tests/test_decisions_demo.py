@@ -6,7 +6,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 
 from atlas_files import corrections, decisions, entries
 from atlas_files.cli.demo import decisions as scene_module

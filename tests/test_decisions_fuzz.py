@@ -7,9 +7,9 @@ import contextlib
 import io
 from pathlib import Path
 
-from conftest import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.runner import snapshot
 
 from atlas_files import artifacts, decisions, entries
 from atlas_files.cli import main

@@ -8,7 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import run_atlas
+from support.git import git, git_env
+from support.runner import child_env, run_atlas
 
 from atlas_files import artifacts, corrections, decisions, entries
 from atlas_files.fsio import TEMP_PREFIX
@@ -31,7 +32,7 @@ for i in range(count):
 
 def test_eight_processes_times_one_hundred_decisions_keep_all_800(record: Record) -> None:
     go = record.root.parent / "go"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", WRITER, str(record.root), f"w{n}", "100", str(go)],
@@ -66,35 +67,23 @@ def test_eight_processes_times_one_hundred_decisions_keep_all_800(record: Record
         assert mine == sorted(mine)
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("ATLAS_", "GIT_"))},
-        "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_AUTHOR_NAME": "tester", "GIT_AUTHOR_EMAIL": "tester@example.invalid",
-        "GIT_COMMITTER_NAME": "tester", "GIT_COMMITTER_EMAIL": "tester@example.invalid",
-    }
-    proc = subprocess.run(["git", "-c", "init.defaultBranch=main", *args], cwd=cwd,
-                          capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
-    return proc
-
-
 def test_two_clones_decide_on_their_own_branches_and_merge_without_conflict(
     tmp_path: Path,
 ) -> None:
     origin = tmp_path / "origin"
     origin.mkdir()
-    _git(origin, "init", "-q")
+    env = git_env()
+    git(origin, "init", "-q", "-b", "main", env=env)
     rec = Record.init(origin / "rec", ["web"])
     artifacts.put(rec, "plan", "the plan\n", author="ann", project="web")
-    _git(origin, "add", "-A")
-    _git(origin, "commit", "-q", "-m", "a record with a plan")
+    git(origin, "add", "-A", env=env)
+    git(origin, "commit", "-q", "-m", "a record with a plan", env=env)
 
     clones = {}
     for side in ("a", "b"):
-        _git(tmp_path, "clone", "-q", str(origin), side)
+        git(tmp_path, "clone", "-q", str(origin), side, env=env)
         clones[side] = tmp_path / side
-        _git(clones[side], "checkout", "-q", "-b", f"branch-{side}")
+        git(clones[side], "checkout", "-q", "-b", f"branch-{side}", env=env)
 
     written: dict[str, list[str]] = {"a": [], "b": []}
     for round_ in range(3):
@@ -109,14 +98,14 @@ def test_two_clones_decide_on_their_own_branches_and_merge_without_conflict(
                     "--json", record=clones["b"] / "rec", identity="bob")
     assert fix.returncode == 0, fix.stderr
     for side in ("a", "b"):
-        _git(clones[side], "add", "-A")
-        _git(clones[side], "commit", "-q", "-m", f"decisions on {side}")
+        git(clones[side], "add", "-A", env=env)
+        git(clones[side], "commit", "-q", "-m", f"decisions on {side}", env=env)
 
-    _git(clones["b"], "push", "-q", "origin", "branch-b")
-    _git(clones["a"], "fetch", "-q", "origin", "branch-b")
-    merge = _git(clones["a"], "merge", "--no-edit", "origin/branch-b")
-    assert "CONFLICT" not in merge.stdout
-    assert _git(clones["a"], "status", "--porcelain").stdout == ""
+    git(clones["b"], "push", "-q", "origin", "branch-b", env=env)
+    git(clones["a"], "fetch", "-q", "origin", "branch-b", env=env)
+    merge = git(clones["a"], "merge", "--no-edit", "origin/branch-b", env=env)
+    assert "CONFLICT" not in merge
+    assert git(clones["a"], "status", "--porcelain", env=env) == ""
 
     merged = Record(clones["a"] / "rec")
     log = decisions.list_decisions(merged, "web")
@@ -157,7 +146,7 @@ def test_eight_concurrent_retractions_every_one_that_landed_is_listed(record: Re
     first, and show the earliest as the retraction; the rest were refused cleanly."""
     artifacts.put(record, "plan", "p\n", author="ann")
     go = record.root.parent / "go"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     procs = [subprocess.Popen([sys.executable, "-c", RETRACTOR, str(record.root), f"w{n}",
                                str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               env=env, text=True)

@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from conftest import run_atlas
+from support.runner import run_atlas
 
 
 def test_the_demo_as_a_newcomer_runs_it(tmp_path: Path) -> None:

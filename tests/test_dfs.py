@@ -4,7 +4,7 @@ Two mounts of one volume stand for two machines sharing it (each mfsmount is a c
 its own, with its own cache and session). Writers are real OS processes on both mounts:
 versions raced, a lease raced, writers killed with SIGKILL mid-publish and read from the
 other mount, receipts and telemetry rows written from both; then `atlas check`, the site
-build and `atlas doctor` run on the other mount. tests/moosefs.py starts the volume in a
+build and `atlas doctor` run on the other mount. tests/support/moosefs.py starts the volume in a
 private network namespace; without root, FUSE or the packages these tests skip, and with
 ATLAS_REQUIRE_MOOSEFS set (CI) they fail instead.
 """
@@ -25,9 +25,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import moosefs
 import pytest
-from conftest import _child_env
+from support import moosefs
+from support.runner import atlas_command, child_env
 from support.writers import KILLED_WRITER  # writes big versions until it is killed
 
 from atlas_files import artifacts, frontmatter, layout, receipts
@@ -65,21 +65,21 @@ def atlas(*args: str, record: Path, identity: str | None = None, input: str | No
           clock: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """`atlas` as a separate process (python -m atlas_files), run from outside the volume;
     ``clock``: an offset for faketime (``-8s``) that this process's clock runs at."""
-    argv = [sys.executable, "-m", "atlas_files", "--record", str(record)]
+    argv = atlas_command("--record", str(record))
     if clock is not None:
         assert FAKETIME is not None
         argv = [FAKETIME, "-f", clock, *argv]
     if identity:
         argv += ["--as", identity]
     return subprocess.run([*argv, *args], input=input, capture_output=True, text=True,
-                          env=_child_env(None), timeout=timeout, cwd=Path(__file__).parent,
+                          env=child_env(), timeout=timeout, cwd=Path(__file__).parent,
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
 def spawn(script: str, *args: object) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=_child_env(None), cwd=Path(__file__).parent)
+                            env=child_env(), cwd=Path(__file__).parent)
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float = 180) -> list[str]:
@@ -187,9 +187,9 @@ def test_writers_on_both_mounts_race_for_versions(two: tuple[Path, Path]) -> Non
     # exit 3 and nothing written by them.
     latest = len(on_disk)
     procs = [subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", f"cli{i}",
-         "put", "plan", "--expect", str(latest), "-f", "-"], stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_child_env(None))
+        atlas_command("--record", str(root), "--as", f"cli{i}", "put", "plan", "--expect",
+                      str(latest), "-f", "-"), stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env())
         for i, root in enumerate((a, b, a, b))]
     for i, p in enumerate(procs):
         assert p.stdin is not None

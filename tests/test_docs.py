@@ -35,7 +35,7 @@ def test_readme_quick_start_is_two_lines_and_ci_runs_the_test_line() -> None:
 
 
 def test_every_documented_command_exists() -> None:
-    from conftest import run_atlas
+    from support.runner import run_atlas
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     for doc in (ROOT / "docs").glob("*.md"):

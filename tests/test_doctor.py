@@ -21,9 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import exfat
 import pytest
-from conftest import _child_env, run_atlas
+from support import exfat
+from support.runner import atlas_command, child_env, run_atlas
 
 from atlas_files import doctor, layout, volume
 from atlas_files.check import validators
@@ -53,12 +53,12 @@ def home(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 def doctor_json(*args: str, cwd: Path, env: dict[str, str],
                 clock: str | None = None) -> tuple[int, dict[str, Any]]:
-    argv = [sys.executable, "-m", "atlas_files", *args, "doctor", "--json"]
+    argv = atlas_command(*args, "doctor", "--json")
     if clock is not None:
         assert FAKETIME is not None
         argv = [FAKETIME, "-f", clock, *argv]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd,
-                          env=_child_env(env), timeout=120, stdin=subprocess.DEVNULL)
+                          env=child_env(env), timeout=120, stdin=subprocess.DEVNULL)
     return done.returncode, json.loads(done.stdout)
 
 
@@ -88,9 +88,9 @@ def test_a_local_record_with_hooks_set_up_is_all_ok(tmp_path: Path,
     assert not [p for p in (work / "record" / layout.CACHE).iterdir()
                 if p.name.startswith(volume.SCRATCH_PREFIX)]
     # The text says the same, one line per check.
-    text = subprocess.run([sys.executable, "-m", "atlas_files", "--record",
-                           str(work / "record"), "doctor"], capture_output=True, text=True,
-                          cwd=work, env=_child_env(home), timeout=120)
+    text = subprocess.run(atlas_command("--record", str(work / "record"),
+                                        "doctor"), capture_output=True, text=True,
+                          cwd=work, env=child_env(home), timeout=120)
     assert text.returncode == 0
     assert "13 checks: 13 ok, 0 degraded, 0 unsafe; nothing unsafe." in text.stdout
 
@@ -271,8 +271,8 @@ def test_an_exfat_volume_refuses_what_the_record_needs(tmp_path: Path,
         pytest.skip(reason)
     with exfat.exfat(tmp_path / "exfat") as mount:
         root = mount / "record"
-        init = subprocess.run([sys.executable, "-m", "atlas_files", "init", str(root)],
-                              capture_output=True, text=True, env=_child_env(home),
+        init = subprocess.run(atlas_command("init", str(root)),
+                              capture_output=True, text=True, env=child_env(home),
                               timeout=120, stdin=subprocess.DEVNULL)
         # init makes the record and says at once what this volume cannot do.
         assert init.returncode == 0, init.stderr

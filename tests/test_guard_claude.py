@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas
-from gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
+from support.runner import run_atlas
 from support.scripted_model import ANTHROPIC, Call, Say, ScriptedModel, Turn, turn
 from support.sessions import Session, claude_session
 

@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
-from gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
+from support.runner import run_atlas
 from support.scripted_model import RESPONSES, Call, Say, ScriptedModel, turn
 from support.sessions import codex_session
 

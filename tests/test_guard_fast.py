@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas
-from gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
+from support.runner import run_atlas
 
 from atlas_files import gitrefs, leases, pathleases, timeutil, usercache
 from atlas_files.leases.guard import conflicts

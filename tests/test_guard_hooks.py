@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result
-from conftest import run_atlas as run_in_process_or_child
-from gitrepo import GitRepo, git_env
-from gitteam import accept_sync, bare_remote, git
+from support.git import GitRepo, git, git_env
+from support.gitteam import accept_sync, bare_remote
+from support.runner import Result
+from support.runner import run_atlas as run_in_process_or_child
 
 from atlas_files.api import Worker, ritual
 from atlas_files.record import Record
@@ -277,8 +277,7 @@ def test_a_record_that_syncs_fetches_first_at_most_once_per_fetch_every(
     repo.git("push", "-q", "origin", "main")
     bob = GitRepo.__new__(GitRepo)
     bob.path, bob.env = tmp_path / "bob", git_env()
-    subprocess.run(["git", "clone", "-q", str(remote), str(bob.path)], check=True,
-                   env=bob.env)
+    git(tmp_path, "clone", "-q", str(remote), str(bob.path), env=bob.env)
     bob.git("checkout", "-q", "-b", "bob/export")
     bob.commit("Rewrite the metrics export", METRICS, author="bob", ago_s=11 * 60)
     bob.git("push", "-q", "origin", "bob/export")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 from support.scripted_model import ANTHROPIC, Say, ScriptedModel, turn
 from support.sessions import STATUS, Session, author, bash, claude_session, versions
 

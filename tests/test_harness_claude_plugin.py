@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 from support.scripted_model import ANTHROPIC, Call, Say, ScriptedModel, turn
 from support.sessions import STATUS, author, bash, claude_env, claude_session, versions
 

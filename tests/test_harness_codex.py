@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 from support.scripted_model import RESPONSES, Call, Say, ScriptedModel, turn
 from support.sessions import STATUS, author, codex_home, codex_session, versions
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 from support.scripted_model import GEMINI, Call, Say, ScriptedModel, turn
 from support.sessions import STATUS, author, gemini_session, versions
 

@@ -10,9 +10,9 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from conftest import Result, snapshot
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.runner import Result, snapshot
 
 from atlas_files import config as configmod
 from atlas_files import fsio, leases, schemas, timeutil

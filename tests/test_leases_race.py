@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import Result, snapshot
+from support.runner import Result, snapshot
 
 from atlas_files import fsio, leases, schemas, timeutil
 from atlas_files.errors import AtlasError, LeaseHeld

@@ -1,7 +1,7 @@
 """Another local user next to atlas's per-user state: the command server's socket folder,
 the server's log, the kept parses of atlas.yaml and the probe approvals.
 
-Each test has a real second user (tests/local_user.py: a process under a uid of its own)
+Each test has a real second user (tests/support/local_user.py: a process under a uid of its own)
 try what such a user can: win a race by renaming a folder into place or by making it
 first with links in it, listen on a socket of its own, or swap a folder above one of
 yours. strace holds atlas's system call back at the moment that matters, so the race is
@@ -17,7 +17,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -25,7 +24,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from local_user import Delayed, Intruder, chown_tree, servers_started_with
+from support.local_user import Delayed, Intruder, chown_tree, servers_started_with
+from support.runner import atlas_command
 
 import atlas_files
 from atlas_files import yamlcache
@@ -57,10 +57,6 @@ def under(env: dict[str, str], what: Callable[..., T], *args: Any) -> T:
     finally:
         os.environ.clear()
         os.environ.update(saved)
-
-
-def atlas(*args: str) -> list[str]:
-    return [sys.executable, "-m", "atlas_files", *args]
 
 
 @pytest.fixture
@@ -98,7 +94,7 @@ def test_a_user_who_renames_a_folder_into_place_as_atlas_connects_is_sent_nothin
     intruder.must("mkdir", path=str(ready), mode=0o777)
     intruder.must("listen", path=str(ready / os.path.basename(sock)), mode="fake")
 
-    run = Delayed(atlas("--record", str(root), "status", "show", "--json"), "connect",
+    run = Delayed(atlas_command("--record", str(root), "status", "show", "--json"), "connect",
                   tmp_path / "trace", env=env)
     moved = intruder.do("rename", src=str(ready), dst=target) if run.reached() else None
     code, out, err = run.result()
@@ -124,7 +120,7 @@ def test_a_user_who_makes_the_folder_first_with_links_in_it_is_sent_nothing(
     notes = tmp_path / "notes.txt"  # a file of the user's own that the other cannot write
     notes.write_text("mine\n")
 
-    run = Delayed(atlas("--record", str(root), "status", "show", "--json"), "connect",
+    run = Delayed(atlas_command("--record", str(root), "status", "show", "--json"), "connect",
                   tmp_path / "trace", env=env)
     if run.reached():
         intruder.do("mkdir", path=target, mode=0o777)
@@ -155,12 +151,12 @@ def test_a_socket_that_looks_like_yours_but_another_user_listens_on_is_sent_noth
     os.lchown(sock, os.geteuid(), os.getegid())
     env = victim_env(shared_tmp, ATLAS_SERVER=str(sock))
 
-    done = subprocess.run(atlas("--record", str(root), "status", "show", "--json"),
+    done = subprocess.run(atlas_command("--record", str(root), "status", "show", "--json"),
                           capture_output=True, text=True, env=env, timeout=60)
     _shows_the_status(done.returncode, done.stdout, done.stderr)
     assert "another user's process" in done.stderr and f"uid {intruder.uid}" in done.stderr
     for command in ("status", "stop"):
-        asked = subprocess.run(atlas("server", command, "--socket", str(sock), "--json"),
+        asked = subprocess.run(atlas_command("server", command, "--socket", str(sock), "--json"),
                                capture_output=True, text=True, env=env, timeout=60)
         assert asked.returncode == 2, asked.stdout
         error = json.loads(asked.stdout)["error"]
@@ -179,7 +175,7 @@ def test_a_folder_above_yours_that_others_may_write_is_refused_before_connecting
     intruder.must("listen", path=str(theirs / "s.sock"), mode="fake")
     env = victim_env(open_tmp, ATLAS_SERVER=str(mine / "s.sock"))
 
-    run = Delayed(atlas("--record", str(root), "status", "show", "--json"), "connect",
+    run = Delayed(atlas_command("--record", str(root), "status", "show", "--json"), "connect",
                   tmp_path / "trace", env=env)
     if run.reached():
         intruder.do("rename", src=str(mine), dst=str(open_tmp / "gone"))
@@ -203,7 +199,7 @@ def test_no_parse_is_kept_or_read_below_a_folder_others_may_write(
     entry for this very atlas.yaml says the default project is another."""
     cache = open_tmp / "cache"
     env = {**victim_env(open_tmp, XDG_CACHE_HOME=str(cache)), "ATLAS_SERVER": "0"}
-    status = atlas("--record", str(root), "status", "show", "--json")
+    status = atlas_command("--record", str(root), "status", "show", "--json")
     first = subprocess.run(status, capture_output=True, text=True, env=env, timeout=60)
     _shows_the_status(first.returncode, first.stdout, first.stderr)
     kept = sorted(cache.rglob("*.json")) if cache.exists() else []
@@ -245,14 +241,14 @@ def test_probe_approvals_below_a_folder_others_may_write_are_refused(
         "machines: {}", f"machines:\n  box:\n    probe: touch {pwned}\n"))
     env = {**victim_env(open_tmp, XDG_CONFIG_HOME=str(open_tmp / "config")),
            "ATLAS_SERVER": "0"}
-    approve = subprocess.run(atlas("--record", str(root), "telemetry", "approve", "box",
-                                   "--yes"), capture_output=True, text=True, env=env,
+    approve = subprocess.run(atlas_command("--record", str(root), "telemetry", "approve", "box",
+                                           "--yes"), capture_output=True, text=True, env=env,
                              timeout=60)
     assert approve.returncode == 2, approve.stderr
     assert f"others may write to {open_tmp}" in approve.stderr
     assert not (open_tmp / "config").exists()
-    probe = subprocess.run(atlas("--record", str(root), "--as", "prober", "telemetry",
-                                 "probe", "box"), capture_output=True, text=True, env=env,
+    probe = subprocess.run(atlas_command("--record", str(root), "--as", "prober", "telemetry",
+                                         "probe", "box"), capture_output=True, text=True, env=env,
                            timeout=60)
     assert not pwned.exists(), probe.stderr
 

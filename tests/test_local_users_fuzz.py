@@ -1,5 +1,5 @@
 """The local-user boundary, tried as a hostile neighbour would: hypothesis draws what a
-second local user (tests/local_user.py) plants before the user's command runs, and the
+second local user (tests/support/local_user.py) plants before the user's command runs, and the
 command is one of those that touch the per-user state another user could reach.
 
 The threat: someone else on the machine who can write the shared temp folder (sticky,
@@ -31,7 +31,6 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -40,8 +39,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
-from local_user import Intruder, end_servers_under, servers_started_with
+from support.local_user import Intruder, end_servers_under, servers_started_with
 from support.memory import bound_kb, own_peak_kb
+from support.runner import atlas_command
 
 import atlas_files
 from atlas_files import ownfiles, yamlcache
@@ -248,7 +248,7 @@ def _atlas(scene: Scene, args: list[str], extra: dict[str, str]) -> Ran:
     start = time.monotonic()
     inherited = own_peak_kb()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        child = subprocess.Popen([sys.executable, "-m", "atlas_files", *args],
+        child = subprocess.Popen(atlas_command(*args),
                                  stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                  env={**scene.env, **extra}, cwd=scene.vault)
         deadline = start + TIME_LIMIT_S

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import snapshot
 from mcp import Client
-from mcp_support import call, frozen, run, seed, server, text
+from support.mcp_client import call, frozen, run, seed, server, text
+from support.runner import snapshot
 
 from atlas_files.api import core
 from atlas_files.api.leases import ADVISORY

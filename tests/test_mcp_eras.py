@@ -13,8 +13,8 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import seed, stdio, text
-from oauth_support import Server, approve_on_terminal, bounded, oauth_client, process
+from support.mcp_client import seed, stdio, text
+from support.oauth import Server, approve_on_terminal, bounded, oauth_client, process
 
 from atlas_files.mcp import tokens
 from atlas_files.record import Record

@@ -4,10 +4,8 @@ who may connect, who they act as, and many clients at once."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,10 +17,10 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from conftest import run_atlas, snapshot
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_support import run, seed, text
+from support.mcp_client import run, seed, text
+from support.runner import atlas_command, child_env, run_atlas, snapshot
 
 from atlas_files.mcp import tokens
 from atlas_files.record import Record
@@ -41,11 +39,11 @@ class Http:
 
 def _start(root: Path, tokens_file: Path, log: Path, *extra: str) -> tuple[subprocess.Popen[bytes],
                                                                            str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "atlas_files", "--record", str(root), "mcp", "--http",
-             "127.0.0.1:0", "--tokens", str(tokens_file), *extra],
+            atlas_command("--record", str(root), "mcp", "--http", "127.0.0.1:0", "--tokens",
+                          str(tokens_file), *extra),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

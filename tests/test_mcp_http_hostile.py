@@ -26,11 +26,10 @@ from urllib.parse import quote, urlencode
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mcp_support import seed
-from oauth_support import (
+from support.mcp_client import seed
+from support.oauth import (
     CALLBACK,
     Server,
-    atlas,
     code_by_hand,
     exchange,
     mcp_status,
@@ -39,6 +38,7 @@ from oauth_support import (
     process,
     register,
 )
+from support.runner import run_atlas
 
 from atlas_files.mcp import oauthstore, tokens
 from atlas_files.mcp.app import SPECS
@@ -402,7 +402,7 @@ def test_afterwards_the_server_serves_a_person_and_kept_every_bound(target: Targ
     granted = exchange(server, code_by_hand(server, "bob")).json()
     assert mcp_status(server, granted["access_token"]) == 200
     oauthstore.Store(oauthstore.state_path(server.tokens)).read()  # readable
-    code, _, err = atlas("mcp", "pending", "--tokens", str(server.tokens))
+    code, _, err = run_atlas("mcp", "pending", "--tokens", str(server.tokens))
     assert code == 0, err
     assert oauthstore.state_path(server.tokens).stat().st_size < oauthstore.MAX_FILE
     peak = peak_rss(server.pid)

@@ -9,10 +9,8 @@ conforms to its schema; OAuth works end to end, the authorization response's `is
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +19,10 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx2
 import pytest
-from inspector_support import Inspector, document, fake_browser, free_port, install, relay, teed
-from mcp_support import seed
-from oauth_support import Server, atlas, process, request_id
+from support.inspector import Inspector, document, fake_browser, free_port, install, relay, teed
+from support.mcp_client import seed
+from support.oauth import Server, process, request_id
+from support.runner import atlas_command, child_env, run_atlas
 
 from atlas_files.mcp import tokens
 from atlas_files.mcp.app import SPECS
@@ -76,7 +75,7 @@ def call(inspector: Inspector, transport: str, era: str, served: tuple[Record, S
     what = ["--protocol-era", era, "--method", "tools/call", "--tool-name", tool,
             "--tool-args-json", json.dumps(args)]
     if transport == "stdio":
-        command = teed(log, *atlas_command())
+        command = teed(log, *atlas_command("mcp"))
         done = inspector.against({"command": command[0], "args": command[1:], "env": {
             "ATLAS_RECORD": str(record.root), "ATLAS_AS": "alice"}}, *what)
         return document(done), log.read_text()
@@ -86,10 +85,6 @@ def call(inspector: Inspector, transport: str, era: str, served: tuple[Record, S
                                   "url": f"http://127.0.0.1:{kept.port}/mcp",
                                   "headers": {"Authorization": f"Bearer {secret}"}}, *what)
     return document(done), kept.text()
-
-
-def atlas_command() -> list[str]:
-    return [sys.executable, "-m", "atlas_files", "mcp"]
 
 
 def assert_era(era: str, sent: str) -> None:
@@ -141,7 +136,7 @@ def test_a_success_conforms_to_its_output_schema(
 def test_every_tool_schema_passes_the_inspectors_strict_portability_check(
         inspector: Inspector, served: tuple[Record, Server, str]) -> None:
     record, _, _ = served
-    command = atlas_command()
+    command = atlas_command("mcp")
     done = inspector.against({"command": command[0], "args": command[1:], "env": {
         "ATLAS_RECORD": str(record.root), "ATLAS_AS": "alice"}}, "--strict", "--method",
         "tools/list")
@@ -173,8 +168,8 @@ def oauth_run(inspector: Inspector, server: Server, folder: Path, era: str,
     try:
         url = wait_for_line(opened, 120)
         consent = httpx2.get(url, timeout=30).headers["location"]
-        code, _, err = atlas("mcp", "approve", request_id(consent), "--as", "web-alice",
-                             "--tokens", str(server.tokens))
+        code, _, err = run_atlas("mcp", "approve", request_id(consent), "--as", "web-alice",
+                                 "--tokens", str(server.tokens))
         assert code == 0, err
         back = httpx2.get(consent, timeout=30).headers["location"]
         if iss is not None:
@@ -191,7 +186,7 @@ def oauth_run(inspector: Inspector, server: Server, folder: Path, era: str,
 
 
 def inspector_env(inspector: Inspector, more: dict[str, str]) -> dict[str, str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    environ = child_env()
     return {**environ, "HOME": str(inspector.home), "MCP_INSPECTOR_SECRET_STORE": "memory",
             "NO_COLOR": "1", **more}
 
@@ -234,5 +229,5 @@ def test_the_inspector_refuses_a_code_that_names_another_issuer(
                          iss="https://elsewhere.example")
     assert "result" not in shown, shown
     assert "issuer" in json.dumps(shown).lower() or "iss" in json.dumps(shown), shown
-    code, out, err = atlas("mcp", "token", "ls", "--tokens", str(oauth_server.tokens), "--json")
+    code, out, err = run_atlas("mcp", "token", "ls", "--tokens", str(oauth_server.tokens), "--json")
     assert code == 0 and json.loads(out)["grants"] == [], err

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import call, cli_json, frozen, same, seed
+from support.mcp_client import call, cli_json, frozen, same, seed
 
 from atlas_files.record import Record
 

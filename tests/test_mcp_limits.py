@@ -6,11 +6,9 @@ many at once, do not keep another out. Real server processes, real sockets."""
 from __future__ import annotations
 
 import json
-import os
 import resource
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +20,8 @@ import httpx2
 import yaml
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from oauth_support import Server, bounded, mcp_status, peak_rss, post_chunked, process
+from support.oauth import Server, bounded, mcp_status, peak_rss, post_chunked, process
+from support.runner import atlas_command, child_env
 
 from atlas_files.mcp import connections, limits, tokens
 from atlas_files.record import Record
@@ -107,9 +106,9 @@ def test_an_http_call_past_the_record_limit_is_refused_unread(tmp_path: Path) ->
 
 def test_a_stdio_line_past_the_limit_is_skipped_unread_and_answered(tmp_path: Path) -> None:
     record = record_with(tmp_path)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")},
+    env = {**child_env(),
            "ATLAS_RECORD": str(record.root), "ATLAS_AS": "alice"}
-    child = subprocess.Popen([sys.executable, "-m", "atlas_files", "mcp"],
+    child = subprocess.Popen(atlas_command("mcp"),
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.DEVNULL, env=env)
     assert child.stdin is not None and child.stdout is not None

@@ -14,13 +14,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from mcp_support import text
-from oauth_support import (
+from support.mcp_client import text
+from support.oauth import (
     CALLBACK,
     Server,
     approve_on_page,
     approve_on_terminal,
-    atlas,
     authorize,
     bounded,
     code_by_hand,
@@ -34,6 +33,7 @@ from oauth_support import (
     start_by_hand,
     token,
 )
+from support.runner import run_atlas
 
 from atlas_files.mcp import oauthstore, tokens
 from atlas_files.record import Record
@@ -52,7 +52,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 def author(server: Server, name: str) -> Any:
     root = server.log.parent / "rec"
-    code, out, err = atlas("--record", str(root), "get", name, "--json")
+    code, out, err = run_atlas("--record", str(root), "get", name, "--json")
     assert code == 0, err
     return json.loads(out)["author"]
 
@@ -74,7 +74,7 @@ def test_the_full_flow_approved_on_the_terminal(server: Server) -> None:
     assert author(server, "t-a") == "alice"
     issued = storage.tokens
     assert issued is not None and issued.token_type == "Bearer" and issued.refresh_token
-    code, out, _ = atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
+    code, out, _ = run_atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
     assert code == 0 and json.loads(out) == {"requests": []}  # approved: waits no more
 
 
@@ -135,8 +135,8 @@ def test_a_revoked_token_gets_401(server: Server) -> None:
     flow = code_by_hand(server, "erin")
     got = exchange(server, flow).json()
     assert mcp_status(server, got["access_token"]) == 200
-    code, out, err = atlas("mcp", "token", "revoke", "erin", "--tokens", str(server.tokens),
-                           "--json")
+    code, out, err = run_atlas("mcp", "token", "revoke", "erin", "--tokens", str(server.tokens),
+                               "--json")
     assert code == 0 and json.loads(out) == {"identity": "erin", "revoked": 1}, err
     assert mcp_status(server, got["access_token"]) == 401
 
@@ -195,15 +195,15 @@ def no_code(server: Server, consent: str) -> httpx2.Response:
 
 def test_a_denied_request_never_yields_a_code(server: Server) -> None:
     flow = start_by_hand(server)
-    code, _, err = atlas("mcp", "deny", request_id(flow.consent), "--tokens",
-                         str(server.tokens))
+    code, _, err = run_atlas("mcp", "deny", request_id(flow.consent), "--tokens",
+                             str(server.tokens))
     assert code == 0, err
     told = no_code(server, flow.consent)
     assert told.status_code == 302
     assert parse_qs(urlsplit(told.headers["location"]).query)["error"] == ["access_denied"]
     assert no_code(server, flow.consent).status_code == 410
-    code, _, err = atlas("mcp", "approve", request_id(flow.consent), "--as", "hal",
-                         "--tokens", str(server.tokens))
+    code, _, err = run_atlas("mcp", "approve", request_id(flow.consent), "--as", "hal",
+                             "--tokens", str(server.tokens))
     assert code == 2 and "denied already" in err
 
     on_page = start_by_hand(server)
@@ -231,9 +231,9 @@ def test_an_expired_request_never_yields_a_code(server: Server) -> None:
         waiting = state.requests[rid]
         state.requests[rid] = type(waiting)(**{**waiting.__dict__,
                                                "created_at": waiting.created_at - 660})
-    code, out, _ = atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
+    code, out, _ = run_atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
     assert rid not in out
-    code, _, err = atlas("mcp", "approve", rid, "--as", "ivan", "--tokens", str(server.tokens))
+    code, _, err = run_atlas("mcp", "approve", rid, "--as", "ivan", "--tokens", str(server.tokens))
     assert code == 2 and "expired" in err
     posted = httpx2.post(flow.consent, data={"action": "approve", "as": "ivan", "code": otc},
                          timeout=30)
@@ -252,13 +252,13 @@ def test_static_tokens_keep_working_beside_oauth(server: Server) -> None:
 
 def test_the_pending_list_is_the_documented_shape(server: Server, tmp_path: Path) -> None:
     flow = start_by_hand(server, name="listed client")
-    code, out, err = atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
+    code, out, err = run_atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
     assert code == 0, err
     listed = [r for r in json.loads(out)["requests"] if r["id"] == request_id(flow.consent)]
     assert len(listed) == 1
     assert set(listed[0]) == {"id", "client_name", "redirect_uri", "created_at"}
     assert listed[0]["client_name"] == "listed client" and listed[0]["redirect_uri"] == CALLBACK
-    code, out, _ = atlas("mcp", "pending", "--tokens", str(server.tokens))
+    code, out, _ = run_atlas("mcp", "pending", "--tokens", str(server.tokens))
     assert code == 0 and request_id(flow.consent) in out
 
 
@@ -267,5 +267,5 @@ def test_a_hostile_client_name_stays_one_plain_line_on_the_terminal(server: Serv
     line = next(x for x in server.log_text().splitlines() if request_id(flow.consent) in x)
     assert "\x1b" not in line and "\u202e" not in line and "\\x1b" in line
     assert not any(x.startswith("atlas mcp: approved") for x in server.log_text().splitlines())
-    code, out, _ = atlas("mcp", "pending", "--tokens", str(server.tokens))
+    code, out, _ = run_atlas("mcp", "pending", "--tokens", str(server.tokens))
     assert code == 0 and "\x1b" not in out and "\u202e" not in out

@@ -12,11 +12,10 @@ from typing import Any
 
 import httpx2
 import pytest
-from oauth_support import (
+from support.oauth import (
     CALLBACK,
     Server,
     approve_on_terminal,
-    atlas,
     authorize,
     bounded,
     code_by_hand,
@@ -29,6 +28,7 @@ from oauth_support import (
     process,
     register,
 )
+from support.runner import run_atlas
 
 from atlas_files.errors import BadInput
 from atlas_files.mcp import oauthstore, tokens
@@ -47,7 +47,7 @@ def state_file(server: Server) -> Path:
 
 
 def pending_ok(server: Server) -> list[dict[str, Any]]:
-    code, out, err = atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
+    code, out, err = run_atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
     assert code == 0, err
     return list(json.loads(out)["requests"])
 
@@ -183,7 +183,7 @@ def test_a_damaged_state_file_is_said_once_and_does_not_stop_the_server(
         said = [x for x in server.log_text().splitlines() if "is refused" in x]
         assert len(said) == 1, said
         assert f"mv {state} {state}.damaged" in said[0]
-        code, _, err = atlas("mcp", "pending", "--tokens", str(tokens_file))
+        code, _, err = run_atlas("mcp", "pending", "--tokens", str(tokens_file))
         assert code == 2 and "move it aside" in err
         state.rename(state.with_name(state.name + ".damaged"))
         connects(server, "bob")  # no restart needed

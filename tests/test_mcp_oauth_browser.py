@@ -11,8 +11,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
-from cdp import CHROMIUM, Browser, CDPError, http_server
-from oauth_support import Server, atlas, pkce, process, request_id
+from support.cdp import CHROMIUM, Browser, CDPError, http_server
+from support.oauth import Server, pkce, process, request_id
+from support.runner import run_atlas
 
 from atlas_files.record import Record
 
@@ -157,8 +158,8 @@ def test_a_waiting_page_moves_on_when_approved_from_a_terminal(
         server: Server, browser: Browser, callback: str) -> None:
     url = consent_page(server, "Terminal Client", callback)
     browser.open(url)
-    code, _, err = atlas("mcp", "approve", request_id(url), "--as", "bob", "--tokens",
-                         str(server.tokens))
+    code, _, err = run_atlas("mcp", "approve", request_id(url), "--as", "bob", "--tokens",
+                             str(server.tokens))
     assert code == 0, err
     landed = wait_for(browser, callback)  # its script polled, then reloaded
     assert parse_qs(urlsplit(landed).query)["code"][0]

@@ -21,8 +21,9 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp_support import text
-from oauth_support import approve_on_terminal, atlas, bounded, in_process, oauth_client
+from support.mcp_client import text
+from support.oauth import approve_on_terminal, bounded, in_process, oauth_client
+from support.runner import run_atlas
 
 from atlas_files.mcp import oauthstore, transports
 from atlas_files.mcp.cimd import ClientDocuments, Fetcher, FetchRefused, client_info
@@ -172,5 +173,5 @@ def test_a_client_id_metadata_document_client_connects(docs: Docs, tmp_path: Pat
         assert storage.client is not None and storage.client.client_id.endswith("/client.json")
         assert 'from "Doc Client"' in server.log_text()
     assert oauthstore.Store(oauthstore.state_path(tokens_file)).read().clients == {}
-    code, out, _ = atlas("--record", str(record.root), "get", "by-doc", "--json")
+    code, out, _ = run_atlas("--record", str(record.root), "get", "by-doc", "--json")
     assert code == 0 and json.loads(out)["author"] == "alice"

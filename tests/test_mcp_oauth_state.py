@@ -9,7 +9,8 @@ import stat
 from pathlib import Path
 
 import httpx2
-from oauth_support import atlas, code_by_hand, exchange, mcp_status, process, start_by_hand
+from support.oauth import code_by_hand, exchange, mcp_status, process, start_by_hand
+from support.runner import run_atlas
 
 from atlas_files.mcp import oauthstore, tokens
 from atlas_files.record import Record
@@ -36,7 +37,7 @@ def test_grants_and_waiting_requests_survive_a_restart(tmp_path: Path) -> None:
     with process(root, tokens_file, tmp_path / "two.log", *public) as second:
         assert mcp_status(second, got["access_token"]) == 200
         rid = waiting.consent.rsplit("/", 1)[1]
-        code, _, err = atlas("mcp", "approve", rid, "--as", "bob", "--tokens", str(tokens_file))
+        code, _, err = run_atlas("mcp", "approve", rid, "--as", "bob", "--tokens", str(tokens_file))
         assert code == 0, err
         moved = f"{second.base}/consent/{rid}"  # the public URL's port is not bound here
         assert "code=" in httpx2.get(moved, timeout=30).headers["location"]
@@ -53,7 +54,7 @@ def test_a_state_file_others_can_read_is_refused(tmp_path: Path) -> None:
         assert mcp_status(server, got["access_token"]) == 401  # fail closed while running
         for args in (("pending",), ("approve", "0" * 12, "--as", "bob"), ("token", "ls"),
                      ("token", "revoke", "alice")):
-            code, _, err = atlas("mcp", *args, "--tokens", str(tokens_file))
+            code, _, err = run_atlas("mcp", *args, "--tokens", str(tokens_file))
             assert code == 2 and "can be read or changed by others" in err, args
         state.chmod(0o600)
         assert mcp_status(server, got["access_token"]) == 200
@@ -65,7 +66,7 @@ def test_token_ls_shows_oauth_grants_and_revoke_ends_them(tmp_path: Path) -> Non
     with process(root, tokens_file, tmp_path / "server.log") as server:
         first = exchange(server, code_by_hand(server, "alice", name="Claude")).json()
         other = exchange(server, code_by_hand(server, "bob", name="ChatGPT")).json()
-        code, out, err = atlas("mcp", "token", "ls", "--tokens", str(tokens_file), "--json")
+        code, out, err = run_atlas("mcp", "token", "ls", "--tokens", str(tokens_file), "--json")
         assert code == 0, err
         listed = json.loads(out)
         assert [t["identity"] for t in listed["tokens"]] == ["alice"]
@@ -74,28 +75,28 @@ def test_token_ls_shows_oauth_grants_and_revoke_ends_them(tmp_path: Path) -> Non
         assert all(set(g) == {"identity", "id", "created_at", "client_id", "client_name",
                               "refresh_expires_at"} for g in listed["grants"])
         assert first["access_token"] not in out and first["refresh_token"] not in out
-        code, out, _ = atlas("mcp", "token", "ls", "--tokens", str(tokens_file))
+        code, out, _ = run_atlas("mcp", "token", "ls", "--tokens", str(tokens_file))
         assert code == 0 and "OAuth grant to 'Claude'" in out
-        code, out, err = atlas("mcp", "token", "revoke", "alice", "--tokens", str(tokens_file),
-                               "--json")
+        code, out, err = run_atlas("mcp", "token", "revoke", "alice", "--tokens", str(tokens_file),
+                                   "--json")
         assert code == 0 and json.loads(out) == {"identity": "alice", "revoked": 2}, err
         assert mcp_status(server, first["access_token"]) == 401
         assert mcp_status(server, other["access_token"]) == 200
-        code, _, err = atlas("mcp", "token", "revoke", "alice", "--tokens", str(tokens_file))
+        code, _, err = run_atlas("mcp", "token", "revoke", "alice", "--tokens", str(tokens_file))
         assert code == 2 and "holds no token for alice" in err
 
 
 def test_the_commands_need_the_tokens_file_and_a_real_request(tmp_path: Path) -> None:
     _, tokens_file = places(tmp_path)
-    code, _, err = atlas("mcp", "pending", "--tokens", str(tokens_file))
+    code, _, err = run_atlas("mcp", "pending", "--tokens", str(tokens_file))
     assert code == 2 and "no tokens file" in err
     tokens.ensure(tokens_file)
-    code, out, _ = atlas("mcp", "pending", "--tokens", str(tokens_file), "--json")
+    code, out, _ = run_atlas("mcp", "pending", "--tokens", str(tokens_file), "--json")
     assert code == 0 and json.loads(out) == {"requests": []}
-    code, _, err = atlas("mcp", "approve", "nothing", "--as", "bob", "--tokens",
-                         str(tokens_file))
+    code, _, err = run_atlas("mcp", "approve", "nothing", "--as", "bob", "--tokens",
+                             str(tokens_file))
     assert code == 2 and "no connection request nothing" in err
-    code, _, err = atlas("mcp", "approve", "x", "--tokens", str(tokens_file))
+    code, _, err = run_atlas("mcp", "approve", "x", "--tokens", str(tokens_file))
     assert code == 2 and "--as" in err
-    code, _, err = atlas("mcp", "--oauth", "pending", "--tokens", str(tokens_file))
+    code, _, err = run_atlas("mcp", "--oauth", "pending", "--tokens", str(tokens_file))
     assert code == 2 and "belong to the server" in err

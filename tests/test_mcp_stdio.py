@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from conftest import run_atlas, snapshot
 from mcp import Client
-from mcp_support import run, seed, stdio, text
+from support.mcp_client import run, seed, stdio, text
+from support.runner import run_atlas, snapshot
 
 from atlas_files.api.leases import ADVISORY
 

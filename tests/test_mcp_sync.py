@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gitteam import Team, cli, git
-from mcp_support import call, text
+from support.git import git
+from support.gitteam import Team, cli
+from support.mcp_client import call, text
 
 # Git reads no user or system config here, and no ATLAS_* variable leaks in.
 pytestmark = pytest.mark.usefixtures("isolated_git")

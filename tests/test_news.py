@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result
-from conftest import run_atlas as run_in_process_or_child
-from gitrepo import GitRepo, git_env
+from support.git import GitRepo, git_env
+from support.runner import Result, atlas_command
+from support.runner import run_atlas as run_in_process_or_child
 
 from atlas_files.record import Record
 
@@ -214,8 +213,8 @@ def test_many_hooks_of_one_session_at_once_lose_no_edit(repo: GitRepo) -> None:
         ev = post_event("claude", repo.path, "Write",
                         {"file_path": str(repo.path / rel), "content": "x"})
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "atlas_files", "--as", "alice", "news", "--hook",
-             "claude"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            atlas_command("--as", "alice", "news", "--hook", "claude"),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, cwd=repo.path))
         procs[-1].stdin.write(json.dumps(ev).encode())  # type: ignore[union-attr]
         procs[-1].stdin.close()  # type: ignore[union-attr]

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.runner import atlas_command, child_env
 
 from atlas_files import artifacts, corrections, leases, status
 from atlas_files.record import Record
@@ -82,7 +83,7 @@ print(json.dumps({"kind": "written"}))
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     return env | {"ATLAS_AS": "ann"}
 
 
@@ -192,7 +193,7 @@ def test_a_command_waiting_on_its_body_writes_nothing_once_the_record_moved(
         tmp_path: Path, command: list[str], mutation: str) -> None:
     root = tmp_path / "rec"
     _make_record(root)
-    argv = [sys.executable, "-m", "atlas_files", "--record", "rec", *command]
+    argv = atlas_command("--record", "rec", *command)
     done, away, before, after = _run_paused(argv, root, MUTATIONS[mutation],
                                             b"# Late\n\nwritten after a pause\n")
     _assert_refused(done, mutation, before, after)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import run_atlas
+from support.runner import run_atlas
 
 from atlas_files import sessions, timeutil
 from atlas_files.api import Worker, core, decisions, leases, ritual, status

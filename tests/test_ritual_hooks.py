@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from conftest import Result
-from conftest import run_atlas as run_in_process_or_child
+from support.runner import Result
+from support.runner import run_atlas as run_in_process_or_child
 
 from atlas_files import launch, sessions
 from atlas_files.cli.app import cli

@@ -2,35 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import subprocess
 import sys
 from typing import Any
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 
 from atlas_files import artifacts, corrections, decisions, status
-from atlas_files.cli import main
 from atlas_files.errors import BadInput
 from atlas_files.record import Record
 from atlas_files.search import search
 
 KEYS = {"kind", "project", "name", "version", "id", "author", "written_at", "snippet", "marks"}
-
-
-def cli(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(argv))
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        else:  # pragma: no cover - main always exits
-            code = 0
-    return code, out.getvalue(), err.getvalue()
 
 
 def ids(doc: dict[str, Any]) -> list[str]:
@@ -133,7 +118,7 @@ def test_kinds_projects_and_limit(record: Record) -> None:
                                    "x" * 10_000, "a\x1bb", "a\x00b"])
 def test_queries_that_cannot_be_understood_exit_2_with_a_hint(record: Record,
                                                               query: str) -> None:
-    code, out, err = cli("--record", str(record.root), "search", "--", query)
+    code, out, err = run_atlas("--record", str(record.root), "search", "--", query)
     assert code == 2 and out == ""
     assert err.startswith("atlas: error: ") and "atlas: hint: " in err
     assert "Traceback" not in err
@@ -143,7 +128,7 @@ def test_queries_that_cannot_be_understood_exit_2_with_a_hint(record: Record,
                                    "NOT a", "a AND", "(a", "^a", "a + b", "{a b}"])
 def test_fts_syntax_is_just_words(record: Record, query: str) -> None:
     artifacts.put(record, "plan", "near a title head not and or b\n", author="ann")
-    code, out, err = cli("--record", str(record.root), "search", "--json", "--", query)
+    code, out, err = run_atlas("--record", str(record.root), "search", "--json", "--", query)
     assert code == 0, err
     assert json.loads(out)["query"] == query
 
@@ -151,7 +136,7 @@ def test_fts_syntax_is_just_words(record: Record, query: str) -> None:
 def test_bad_options_exit_2(record: Record) -> None:
     for argv in (["--limit", "0"], ["--limit", "5000"], ["--kind", "topic"],
                  ["--project", "web", "--all-projects"], ["--project", "nope"]):
-        code, _, err = cli("--record", str(record.root), "search", "x", *argv)
+        code, _, err = run_atlas("--record", str(record.root), "search", "x", *argv)
         assert code == 2 and "Traceback" not in err, argv
     with pytest.raises(BadInput):
         search(record, "x", kinds=["topic"])
@@ -162,12 +147,12 @@ def test_text_output_says_what_each_result_is(record: Record) -> None:
     artifacts.put(record, "plan", "use the beta queue\n", author="ann", expect=1)
     corrections.retract(record, "plan@v1", why="alpha is gone", author="bob")
     d = decide(record, "alpha was cheaper", topic="queue", relation="timed-out")
-    code, out, err = cli("--record", str(record.root), "search", "--all-versions", "alpha")
+    code, out, err = run_atlas("--record", str(record.root), "search", "--all-versions", "alpha")
     assert code == 0, err
     assert d.id in out and "[timed-out]" in out and "topic: queue" in out
     assert "plan@v1" in out and "[retracted by bob]" in out and "[superseded by v2]" in out
     assert "**alpha**" in out and "RETRACTED by bob" in out
-    code, out, _ = cli("--record", str(record.root), "search", "nothing-like-it")
+    code, out, _ = run_atlas("--record", str(record.root), "search", "nothing-like-it")
     assert code == 0 and out.startswith("no results for")
 
 
@@ -190,7 +175,7 @@ def test_control_characters_in_a_hand_written_file_never_reach_the_terminal(
     v.path.write_bytes(v.path.read_bytes().replace(b"ok\n", b"evil \x1b[2J kestrel\n"))
     snippet = search(record, "kestrel")["results"][0]["snippet"]
     assert snippet == "evil [2J **kestrel**"
-    code, out, _ = cli("--record", str(record.root), "search", "kestrel")
+    code, out, _ = run_atlas("--record", str(record.root), "search", "kestrel")
     assert code == 0 and "kestrel" in out and "\x1b" not in out
 
 

@@ -3,19 +3,16 @@ the scan without FTS5 matches what the index matches."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import warnings
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
+from support.runner import run_atlas
 
 from atlas_files import artifacts, status
-from atlas_files.cli import main
 from atlas_files.errors import AtlasWarning, BadInput
 from atlas_files.record import Record
 from atlas_files.search import search, store
@@ -36,18 +33,6 @@ def _fresh(tmp: Path) -> Record:
                   expect=1)
     status.write(record, "all fine\n", author="ann")
     return record
-
-
-def _cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        else:  # pragma: no cover - main always exits
-            code = 0
-    return code, out.getvalue(), err.getvalue()
 
 
 @settings(max_examples=150, deadline=None,
@@ -71,7 +56,7 @@ def test_any_query_is_answered_or_refused_plainly(tmp_path: Path, query: str,
 def test_the_command_exits_0_or_2_and_prints_one_json_document(tmp_path: Path,
                                                                query: str) -> None:
     record = Record(tmp_path / "rec") if (tmp_path / "rec").exists() else _fresh(tmp_path)
-    code, out, err = _cli(["--record", str(record.root), "search", "--json", "--", query])
+    code, out, err = run_atlas("search", "--json", "--", query, record=record.root)
     assert code in (0, 2), err
     assert "Traceback" not in err
     if code == 0:

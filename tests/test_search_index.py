@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.git import git
+from support.runner import atlas_command, child_env
 
 from atlas_files import artifacts, corrections, decisions, status
 from atlas_files.errors import AtlasWarning
@@ -50,10 +52,9 @@ def test_index_lives_in_the_ignored_cache_and_git_never_sees_it(record: Record) 
     path = index.index_path(record)
     assert path == record.root / ".atlas-cache" / "search.sqlite" and path.is_file()
     if shutil.which("git"):
-        subprocess.run(["git", "init", "-q"], cwd=record.root, check=True)
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                                cwd=record.root, capture_output=True, text=True, check=True)
-        assert ".atlas-cache" not in status.stdout and "projects/" in status.stdout
+        git(record.root, "init", "-q")
+        status = git(record.root, "status", "--porcelain", "--untracked-files=all")
+        assert ".atlas-cache" not in status and "projects/" in status
 
 
 def test_writers_never_touch_the_index(record: Record) -> None:
@@ -278,7 +279,6 @@ search(Record(sys.argv[1]), "kestrel")
 
 
 def test_a_search_killed_while_writing_the_index_harms_nothing(record: Record) -> None:
-    import sys
 
     seeded(record)
     before = search(record, "kestrel")
@@ -449,9 +449,9 @@ def test_a_planted_special_file_in_place_of_the_index_costs_nothing(
     else:
         path.mkdir()
     child = subprocess.run(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "-p", "web",
-         "search", "kestrel", "--json"], capture_output=True, text=True, timeout=60,
-        env={k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")})
+        atlas_command("--record", str(record.root), "-p", "web", "search", "kestrel", "--json"),
+        capture_output=True, text=True, timeout=60,
+        env=child_env())
     assert child.returncode == 0, child.stderr
     assert ids(json.loads(child.stdout)) == expected
     assert "Traceback" not in child.stderr

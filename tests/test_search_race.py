@@ -4,13 +4,13 @@ rebuilds race the others too."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 import warnings
 
 import pytest
+from support.runner import child_env
 
 from atlas_files.errors import AtlasWarning
 from atlas_files.record import Record
@@ -87,7 +87,7 @@ print("searches", done, "missing", bad)
 
 def test_eight_writers_and_eight_searchers(record: Record) -> None:
     go = record.root.parent / "go"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     root = str(record.root)
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, root, f"w{n}", str(SECONDS),
                                str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

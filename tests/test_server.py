@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import Result, run_atlas, snapshot
 from support.cmdserver import served, server_status, through, wait_for
+from support.runner import Result, atlas_command, child_env, run_atlas, snapshot
 
 from atlas_files.record import Record
 from atlas_files.server import serve, wire
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs L
 
 def env_with(**extra: str) -> dict[str, str]:
     """The test's environment less every ATLAS_* variable, plus ``extra``."""
-    return {**{k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}, **extra}
+    return {**child_env(), **extra}
 
 
 def test_commands_through_the_server_say_and_do_what_they_do_without_it(
@@ -98,8 +98,8 @@ def test_killing_atlas_kills_the_command_it_handed_over(server: Path, tmp_path: 
     before = snapshot(root)
     for how in (signal.SIGKILL, signal.SIGTERM):
         client = subprocess.Popen(
-            [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
-             "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            atlas_command("--record", str(root), "--as", "ann", "put", "plan"),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=env_with(ATLAS_SERVER=str(server)))
         assert client.stdin is not None
         client.stdin.write(b"half a body")
@@ -127,7 +127,7 @@ def test_a_worker_whose_atlas_is_killed_before_it_runs_does_nothing(
         made = tmp_path / f"rec{round}"
         args = ["--version"] if round % 2 else ["init", str(made)]
         reader, writer = os.pipe()
-        client = subprocess.Popen([sys.executable, "-m", "atlas_files", *args],
+        client = subprocess.Popen(atlas_command(*args),
                                   stdin=subprocess.DEVNULL, stdout=writer,
                                   stderr=subprocess.DEVNULL, env=env_with(ATLAS_SERVER=str(server)))
         os.close(writer)
@@ -234,8 +234,8 @@ def test_a_killed_server_lets_its_commands_finish_and_says_the_status_is_lost(
     root = tmp_path / "rec"
     Record.init(root, ["web"])
     client = subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
-         "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        atlas_command("--record", str(root), "--as", "ann", "put", "plan"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env_with(ATLAS_SERVER=str(server)))
     assert client.stdin is not None
     wait_for(lambda: server_status(server)["in_progress"] == 1)
@@ -262,8 +262,8 @@ def test_a_command_runs_in_the_worker_forked_ahead_of_it(server: Path, tmp_path:
     Record.init(root, ["web"])
     spare = int(server_status(server)["spare"])  # type: ignore[call-overload]
     client = subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", "ann", "put",
-         "plan"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        atlas_command("--record", str(root), "--as", "ann", "put", "plan"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         cwd=tmp_path, env=env_with(ATLAS_SERVER=str(server)))
     assert client.stdin is not None
     wait_for(lambda: server_status(server)["in_progress"] == 1)
@@ -380,13 +380,13 @@ def test_another_environment_gets_a_server_of_its_own(tmp_path: Path) -> None:
     base = env_with(XDG_RUNTIME_DIR=str(runtime), ATLAS_SERVER="1")
 
     def status_show(**extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "atlas_files", "--record", str(root),
-                               "status", "show"], env={**base, **extra},
+        return subprocess.run(atlas_command("--record", str(root), "status",
+                                            "show"), env={**base, **extra},
                               capture_output=True, text=True, timeout=60)
 
     def server(**extra: str) -> dict[str, object]:
-        answer = subprocess.run([sys.executable, "-m", "atlas_files", "server", "status",
-                                 "--json"], env={**base, **extra}, capture_output=True,
+        answer = subprocess.run(atlas_command("server", "status",
+                                              "--json"), env={**base, **extra}, capture_output=True,
                                 text=True, timeout=60)
         data: dict[str, object] = json.loads(answer.stdout)
         return data
@@ -408,7 +408,7 @@ def test_another_environment_gets_a_server_of_its_own(tmp_path: Path) -> None:
         assert server(TZ="UTC")["served"] == 2
     finally:
         for zone in zones:
-            subprocess.run([sys.executable, "-m", "atlas_files", "server", "stop"],
+            subprocess.run(atlas_command("server", "stop"),
                            env={**base, **zone}, capture_output=True, timeout=60)
         shutil.rmtree(runtime, ignore_errors=True)
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import run_atlas
+from support import linksites
 from support.cmdserver import served, server_status, wait_for
+from support.runner import run_atlas
 
 from atlas_files.server import wire
 
@@ -54,12 +55,10 @@ def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
     log = tmp_path / "imported-by"
     env = {"PYTHONPATH": str(outside), "PROBE_LOG": str(log)}
     site = tmp_path / "site"
-    (site / "docs").mkdir(parents=True)
-    (site / "probe_hook.py").write_text(HOOK)
-    (site / "mkdocs.yml").write_text(yaml.safe_dump({
+    linksites.site(site, text=yaml.safe_dump({
         "site_name": "t", "markdown_extensions": ["sane_lists", "atlas_probe_ext"],
-        "hooks": ["probe_hook.py"]}))
-    (site / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
+        "hooks": ["probe_hook.py"]}), pages={"index.md": "# Home\n\n[a](#home) [b](#nope)\n"})
+    (site / "probe_hook.py").write_text(HOOK)
     started = run_atlas("server", "start", "--socket", str(sock), env=env, process=True)
     assert started.returncode == 0, started.stderr
     server_pid = int(server_status(sock)["pid"])  # type: ignore[call-overload]

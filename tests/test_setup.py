@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 
 from atlas_files.api.setup import BEGIN_MARK, END_MARK, setup
 from atlas_files.cli import main

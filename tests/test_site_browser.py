@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cdp import CHROMIUM, FLAGS, Browser, http_server
-from site_fixtures import PAYLOAD, hostile_record, rich_record
+from support.cdp import CHROMIUM, FLAGS, Browser, http_server
+from support.site_records import PAYLOAD, hostile_record, rich_record
 
 from atlas_files import sitegen
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 import yaml
-from cdp import http_server
-from conftest import run_atlas, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from site_fixtures import Facts, broken_links, page_text, parse, rich_record
+from support.cdp import http_server
+from support.runner import run_atlas, snapshot
+from support.site_records import Facts, broken_links, page_text, parse, rich_record
 
 from atlas_files import artifacts, sitegen
 from atlas_files.leases import ADVISORY

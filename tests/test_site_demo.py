@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import run_atlas
-from site_fixtures import broken_links, page_text, parse
+from support.runner import run_atlas
+from support.site_records import broken_links, page_text, parse
 
 from atlas_files import artifacts, corrections, decisions, leases, status
 from atlas_files.cli import demo

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import snapshot
+from support.runner import snapshot
 
 from atlas_files import artifacts, corrections, sitegen, timeutil
 from atlas_files.cli import main

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cdp import CHROMIUM, Browser, http_server
-from site_fixtures import rich_record
-from sitelayout import PAGES, WIDTHS, look, probe
+from support.cdp import CHROMIUM, Browser, http_server
+from support.site_records import rich_record
+from support.sitelayout import PAGES, WIDTHS, look, probe
 
 from atlas_files import artifacts, leases, sitegen
 

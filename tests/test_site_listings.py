@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from site_fixtures import broken_links, page_text, parse
+from support.site_records import broken_links, page_text, parse
 
 from atlas_files import artifacts, sitegen
 from atlas_files.record import Record

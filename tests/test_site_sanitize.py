@@ -15,7 +15,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from site_fixtures import PAYLOADS, hostile_record
+from support.site_records import PAYLOADS, hostile_record
 
 from atlas_files import artifacts, frontmatter, leases, sitegen, timeutil
 from atlas_files.record import Record

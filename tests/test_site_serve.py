@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
-from cdp import free_port
+from support.cdp import free_port
+from support.runner import atlas_command, child_env
 
 from atlas_files import artifacts
 from atlas_files.record import Record
@@ -45,10 +44,10 @@ def test_serve_rebuilds_when_the_record_changes(tmp_path: Path, engine: str) -> 
     record = Record.init(tmp_path / "rec", ["web"])
     artifacts.put(record, "first", "the first topic\n", author="alice")
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "site", "serve",
-         "--out", str(tmp_path / "out"), "--dev-addr", f"127.0.0.1:{port}", "--engine", engine],
+        atlas_command("--record", str(record.root), "site", "serve", "--out", str(tmp_path / "out"),
+                      "--dev-addr", f"127.0.0.1:{port}", "--engine", engine),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
     )
     base = f"http://127.0.0.1:{port}"

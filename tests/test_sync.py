@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from gitteam import Team, accept_sync, bare_remote, cli, git, start_team
+from support.git import git
+from support.gitteam import Team, accept_sync, bare_remote, cli, start_team
 
 from atlas_files import config as configmod
 from atlas_files import gitcmd as gitmod

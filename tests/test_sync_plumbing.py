@@ -7,12 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from gitteam import Team, cli, git
+from support.git import git
+from support.gitteam import Team, cli
 
 from atlas_files import gitcmd as gitmod
 from atlas_files.sync import repo
@@ -201,8 +201,7 @@ def _loose_in_17(root: Path, count: int) -> None:
         path = root.parent / f"loose-{i}"
         path.write_bytes(body)
         paths.append(str(path))
-    subprocess.run(["git", "hash-object", "-w", "--stdin-paths"], cwd=root, check=True,
-                   input="\n".join(paths), text=True, capture_output=True)
+    git(root, "hash-object", "-w", "--stdin-paths", input="\n".join(paths))
 
 
 def test_a_synced_write_asks_git_for_nothing_it_knows(

@@ -9,20 +9,19 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from gitteam import (
+from support.git import git
+from support.gitteam import (
     bare_remote,
-    child_env,
     cli,
-    git,
     git_daemon,
     racer_command,
     start_team,
 )
+from support.runner import atlas_command, child_env
 
 from atlas_files import frontmatter, layout
 
@@ -193,8 +192,8 @@ def test_syncs_killed_at_random_points(tmp_path: Path) -> None:
             assert code == 0, err
             written.append((who, text.encode()))
             proc = subprocess.Popen(
-                [sys.executable, "-m", "atlas_files", "--record", str(root), "--as", who,
-                 "sync"], env=child_env(), stdin=subprocess.DEVNULL,
+                atlas_command("--record", str(root), "--as", who, "sync"),
+                env=child_env(), stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
             try:
                 # Kill at a random point of the sync's own work, which begins when it

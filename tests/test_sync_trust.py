@@ -1,19 +1,19 @@
 """The shared remote is someone else's content: nothing that a push to it brings in
 decides what runs on a clone, or where the clone's writes go, until a person on that
 clone accepts it. Real git throughout: a bare remote, a victim's clone, an attacker's.
-(The generated attacks are in test_sync_adversarial.py.)"""
+(The generated attacks are in test_sync_hostile.py.)"""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
-from gitteam import Team, accept_sync, bare_remote, cli, git
+from support.git import git
+from support.gitteam import Team, accept_sync, bare_remote, cli
+from support.runner import atlas_command, run_atlas
 
 from atlas_files.record import Record
 
@@ -206,7 +206,7 @@ def test_the_acceptance_is_the_persons_own(team: tuple[Team, Path],
     assert store.is_file() and not str(store).startswith(str(bob))
     other_home = tmp_path / "other-home"
     env = {**os.environ, "HOME": str(other_home), "XDG_CONFIG_HOME": str(other_home / "c")}
-    done = subprocess.run([sys.executable, "-m", "atlas_files", "--record", str(bob), "sync"],
+    done = subprocess.run(atlas_command("--record", str(bob), "sync"),
                           env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "has not been accepted" in done.stderr
     store.chmod(0o666)
@@ -335,13 +335,11 @@ def plant(clone: Path, what: str) -> str:
 
 
 def _blob(clone: Path, data: bytes) -> str:
-    return subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=clone, input=data,
-                          capture_output=True, check=True).stdout.decode().strip()
+    return git(clone, "hash-object", "-w", "--stdin", input=data)
 
 
 def _mktree(clone: Path, entries: list[str]) -> str:
-    return subprocess.run(["git", "mktree"], cwd=clone, input="\n".join(entries) + "\n",
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return git(clone, "mktree", input="\n".join(entries) + "\n")
 
 
 def test_drivers_of_the_persons_own_git_config_never_run_for_the_remote(

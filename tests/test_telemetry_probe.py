@@ -7,14 +7,13 @@ import os
 import shlex
 import signal
 import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas, snapshot
+from support.runner import atlas_command, child_env, run_atlas, snapshot
 
 from atlas_files import schemas, timeutil
 from atlas_files import telemetry as telemetrymod
@@ -38,7 +37,7 @@ def _own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _add(record: Record, name: str, probe: str, **kwargs: str) -> None:
     """A machine in atlas.yaml whose probe the person running these probers approved: an
-    atlas.yaml probe nobody approved is not run (tests/test_hardening_probe.py)."""
+    atlas.yaml probe nobody approved is not run (tests/test_telemetry_trust.py)."""
     probemod.add_machine(record, name, probe, **kwargs)
     trust.approve(record, name, probe)
 
@@ -215,10 +214,10 @@ def _rows_seen(record: Record, machine: str, seen: set[str]) -> None:
 def test_every_keeps_going_when_one_machine_fails(record: Record, stop: int) -> None:
     _add(record, "good", ANSWER, timeout="5s")
     _add(record, "bad", "exit 1", timeout="5s")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", "prober",
-         "telemetry", "probe", "--every", "0.3"],
+        atlas_command("--record", str(record.root), "--as", "prober", "telemetry", "probe",
+                      "--every", "0.3"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
     )
     good: set[str] = set()
@@ -247,10 +246,10 @@ def test_stopping_the_prober_kills_a_probe_in_flight(record: Record, tmp_path: P
     pidfile = tmp_path / "slow.pid"
     _add(record, "slow", f"sleep 60 & echo $! > {shlex.quote(str(pidfile))}; wait",
                    timeout="50s")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", "prober",
-         "telemetry", "probe", "--every", "5m"],
+        atlas_command("--record", str(record.root), "--as", "prober", "telemetry", "probe",
+                      "--every", "5m"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )
     try:
@@ -479,10 +478,10 @@ def test_a_very_long_every_waits_instead_of_crashing(record: Record) -> None:
     """time.sleep() refuses waits past about 292 years; the loop sleeps in bounded steps,
     so a huge --every is a long wait until stopped, not a traceback after round one."""
     _add(record, "box", ANSWER)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", "p",
-         "telemetry", "probe", "--every", "9" * 30 + "d"],
+        atlas_command("--record", str(record.root), "--as", "p", "telemetry", "probe", "--every",
+                      "9" * 30 + "d"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
     )
     _wait_for_file(record.telemetry_dir / "box.json")

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.runner import run_atlas, snapshot
 
 from atlas_files import schemas
 from atlas_files import telemetry as telemetrymod

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import Result, run_atlas
+
+from support.runner import Result, run_atlas
 
 
 @pytest.fixture

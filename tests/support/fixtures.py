@@ -8,9 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitrepo import git_env
 
 from support import harness_tools
+from support.git import git_env
 
 
 @pytest.fixture(scope="session")
@@ -42,7 +42,7 @@ def harness_home(tmp_path: Path) -> Path:
 def clean_git_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """No identity, record or project from the caller's environment (``ATLAS_AS``,
     ``ATLAS_RECORD``, ``ATLAS_PROJECT``), and git with the suite's own identity and no
-    config of the machine's (gitrepo.git_env)."""
+    config of the machine's (support.git.git_env)."""
     for key in ("ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT"):
         monkeypatch.delenv(key, raising=False)
     for key, value in git_env().items():

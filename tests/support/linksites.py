@@ -1,5 +1,6 @@
-"""A MkDocs site of a few pages for the links check's tests: ``site`` writes its mkdocs.yml
-(strict validation, the extensions a real site uses), ``write`` its pages."""
+"""The one builder of MkDocs sites for the tests of the links check: ``site`` writes a
+mkdocs.yml (by default strict validation and the extensions a real site uses) and pages,
+``write`` more pages."""
 
 from __future__ import annotations
 
@@ -18,12 +19,26 @@ EXTENSIONS: list[object] = [
 STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn"}}
 
 
-def site(root: Path, extensions: list[object] | None = None, **more: object) -> Path:
-    config = {"site_name": "t", "validation": STRICT,
-              "markdown_extensions": EXTENSIONS if extensions is None else extensions, **more}
-    (root / "mkdocs.yml").write_text(yaml.safe_dump(config))
-    (root / "docs" / "includes").mkdir(parents=True, exist_ok=True)
-    return root / "docs"
+def site(root: Path, extensions: list[object] | None = None, *, text: str | None = None,
+         pages: dict[str, str] | None = None, **more: object) -> Path:
+    """A site in ``root``: its docs folder, made, with ``pages`` written in it.
+
+    Its mkdocs.yml is ``text`` as given (for what YAML cannot dump: tags, INHERIT, hostile
+    values), or else strict validation, ``extensions`` (``EXTENSIONS`` by default) and the
+    keys ``more``; then docs/includes, where their snippets are looked for, is made too.
+    """
+    docs = root / "docs"
+    if text is None:
+        config = {"site_name": "t", "validation": STRICT,
+                  "markdown_extensions": EXTENSIONS if extensions is None else extensions,
+                  **more}
+        text = yaml.safe_dump(config)
+        (docs / "includes").mkdir(parents=True, exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "mkdocs.yml").write_text(text)
+    docs.mkdir(exist_ok=True)
+    write(docs, pages or {})
+    return docs
 
 
 def write(folder: Path, pages: dict[str, str]) -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas, snapshot
-from site_fixtures import page_text, parse
+from support.runner import child_env, run_atlas, snapshot
+from support.site_records import page_text, parse
 
 from atlas_files import artifacts, frontmatter, sitegen, status
 from atlas_files.record import Record
@@ -253,7 +253,7 @@ def test_three_huge_versions_build_in_bounded_memory(tmp_path: Path) -> None:
         from atlas_files.cli import main
         main(["--record", {str(record.root)!r}, "site", "build", "--out", {str(out)!r}])
     """)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     try:
         proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                               timeout=240, env=env)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 
 from atlas_files import artifacts, decisions, frontmatter, leases
 from atlas_files.check import check_record

@@ -34,6 +34,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from support.git import git, git_env
+from support.linksites import site
+from support.runner import atlas_command
+
 MEMORY = 2 << 30  # bytes of address space a run of atlas (and each fork) may take
 SECONDS = 90.0  # wall-clock limit of one command, on a loaded two-core machine
 SECRET = "s3cr3t-9d2e"  # in every file outside the repository
@@ -348,14 +352,6 @@ class Built:
     marker: Path
 
 
-def _git(repo: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "ATLAS_"))}
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@example.invalid",
-               GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
-    subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
-
-
 def build(spec: Spec, base: Path, port: int) -> Built:
     """The repository ``spec`` describes, in ``base``, with its outside folder beside it,
     committed (all but the files git cannot hold) and then staged again for a commit."""
@@ -399,10 +395,8 @@ def build(spec: Spec, base: Path, port: int) -> Built:
     with open(docs / "huge.md", "wb") as f:
         f.truncate(3 << 30)  # not committed (.git/info/exclude)
     (docs / "sub").symlink_to(outside, target_is_directory=True)
-    (repo / "mkdocs.yml").write_text(fill("\n".join(spec.config) + "\n"))
-    for name, text in spec.pages.items():
-        (docs / name).parent.mkdir(parents=True, exist_ok=True)
-        (docs / name).write_text(fill(text))
+    site(repo, text=fill("\n".join(spec.config) + "\n"),
+         pages={name: fill(text) for name, text in spec.pages.items()})
     if spec.record:
         record = repo / "rec"
         (record / "projects" / "web").mkdir(parents=True)
@@ -410,16 +404,17 @@ def build(spec: Spec, base: Path, port: int) -> Built:
                                            "default_project: web\n")
         (record / "notes.md").write_text(fill("# Notes\n\n" + "\n\n".join(LINES) + "\n"))
         (record / "leak.md").symlink_to(outside / "secret.md")
-    _git(repo, "init", "-q")
+    env = git_env()
+    git(repo, "init", "-q", env=env)
     (repo / ".git" / "info").mkdir(exist_ok=True)
     (repo / ".git" / "info" / "exclude").write_text("big.yml\ndocs/huge.md\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "--no-verify", "-m", "hostile")
+    git(repo, "add", "-A", env=env)
+    git(repo, "commit", "-q", "--no-verify", "-m", "hostile", env=env)
     for name, text in spec.pages.items():  # the commit being made changes the pages
         (docs / name).write_text(fill(text) + "\nMore.\n")
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A", env=env)
     if spec.fsmonitor:  # a program the repository's git config names (set last: git ran)
-        _git(repo, "config", "core.fsmonitor", f"touch {marker}; false")
+        git(repo, "config", "core.fsmonitor", f"touch {marker}; false", env=env)
     return Built(base, repo, outside, cache, marker)
 
 
@@ -433,7 +428,7 @@ def audit_folder(base: Path) -> Path:
 def watched_env(built: Built, audit: Path, log: Path) -> dict[str, str]:
     """The environment that has every atlas started in it watched, logging to ``log``."""
     readable = [str(built.repo), str(built.cache), sys.prefix, sys.base_prefix,
-                str(Path(__file__).resolve().parent.parent), str(audit), "/dev/null",
+                str(Path(__file__).resolve().parents[2]), str(audit), "/dev/null",
                 "/proc/self", f"/proc/{os.getpid()}", "/usr/lib", "/usr/share/zoneinfo",
                 "/etc/localtime"]
     env = {k: v for k, v in os.environ.items()
@@ -458,7 +453,7 @@ def run_watched(argv: list[str], built: Built, audit: Path) -> Watch:
     log = built.base / f"audit-{os.getpid()}.log"
     log.unlink(missing_ok=True)
     env = watched_env(built, audit, log)
-    command = [sys.executable, "-m", "atlas_files", *argv]
+    command = atlas_command(*argv)
     try:
         proc = subprocess.run(command, cwd=built.repo, env=env, capture_output=True,
                               text=True, timeout=SECONDS, stdin=subprocess.DEVNULL)

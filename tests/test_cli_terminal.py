@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_atlas
 from hypothesis import given
 from hypothesis import strategies as st
+from support.runner import atlas_command, child_env, run_atlas
 
 from atlas_files import artifacts, leases, status, timeutil
 from atlas_files.api import core
@@ -86,7 +86,7 @@ def poisoned(tmp_path_factory: pytest.TempPathFactory) -> Record:
 
 
 def _env(record: Record, identity: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     env.update(ATLAS_RECORD=str(record.root), ATLAS_AS=identity, **extra)
     return env
 
@@ -179,7 +179,7 @@ def test_errors_on_stderr_are_escaped_and_an_ascii_terminal_gets_no_bypass(
 def test_body_only_into_a_file_is_byte_exact(poisoned: Record, tmp_path: Path) -> None:
     target = tmp_path / "plan.md"
     with target.open("wb") as fh:
-        subprocess.run([sys.executable, "-m", "atlas_files", "get", "plan", "--body-only"],
+        subprocess.run(atlas_command("get", "plan", "--body-only"),
                        stdout=fh, env=_env(poisoned, "ann"), check=True, timeout=60)
     stored = artifacts.get(poisoned, "plan").body
     assert target.read_bytes() == PLAN_V2.encode() == stored.encode()

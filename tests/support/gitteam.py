@@ -4,7 +4,6 @@ daemon` on 127.0.0.1), clones of it in temp folders, and `atlas` run in this pro
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import socket
 import subprocess
@@ -16,52 +15,14 @@ from typing import Any
 
 import pytest
 
-from atlas_files.cli import main
 from atlas_files.record import Record
-
-GITCONFIG = """\
-[user]
-\tname = Test Team
-\temail = team@example.invalid
-[init]
-\tdefaultBranch = main
-[gc]
-\tauto = 0
-[advice]
-\tdetachedHead = false
-"""
+from support.git import git, isolate_git
+from support.runner import Result, run_atlas
 
 
-def isolate_git(home: Path) -> dict[str, str]:
-    """Environment that keeps git away from this machine's own config (set it in
-    os.environ: atlas's git children inherit it)."""
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "gitconfig"
-    config.write_text(GITCONFIG)
-    return {"GIT_CONFIG_GLOBAL": str(config), "GIT_CONFIG_NOSYSTEM": "1",
-            "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
-
-
-def git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          check=False, stdin=subprocess.DEVNULL)
-    if check and done.returncode != 0:
-        raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
-    return done.stdout.strip()
-
-
-def cli(root: Path, *args: str, identity: str | None = None) -> tuple[int, str, str]:
-    """Run `atlas` in this process against the record at ``root``: (exit, stdout, stderr)."""
-    argv = ["--record", str(root)] + (["--as", identity] if identity else [])
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main([*argv, *args])
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        else:  # pragma: no cover - main always exits
-            code = 0
-    return code, out.getvalue(), err.getvalue()
+def cli(root: Path, *args: str, identity: str | None = None) -> Result:
+    """`atlas ARGS` in this process against the record at ``root``."""
+    return run_atlas(*args, record=root, identity=identity)
 
 
 class Team:
@@ -156,13 +117,8 @@ def git_daemon(base: Path) -> Iterator[str]:
 
 
 def racer_command(*args: str) -> list[str]:
-    """The racer script (tests/sync_racer.py) in a child process."""
+    """The racer script (tests/support/sync_racer.py) in a child process."""
     return [sys.executable, str(Path(__file__).with_name("sync_racer.py")), *args]
-
-
-def child_env() -> dict[str, str]:
-    """os.environ for a child atlas: no ATLAS_ variables of the caller's own."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The adversarial suite of the checked-repository boundary (issue 25): generated hostile
-repositories (tests/hostile_repo.py says what a teammate controls), each checked by every
+repositories (tests/support/hostile_repo.py says what a teammate controls), each checked by every
 command that reads a checked repository, under watch. Whatever the repository holds, a
 check writes no file outside the user's own cache folder, starts no process but git,
 opens no file outside the repository, connects nowhere, runs no code of the repository,
@@ -8,7 +8,7 @@ with exit 0 or 1 and one JSON document.
 
 ``HOSTILE_EXAMPLES`` (default 12) sets how many repositories are generated; each costs
 one run of every command in hostile_repo.COMMANDS. The pre-commit hooks run on some of
-the same repositories in test_hooks.py.
+the same repositories in test_precommit_hooks.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_repo import (
+from hypothesis import HealthCheck, given, settings
+from support.hostile_repo import (
     COMMANDS,
     Listener,
     Spec,
@@ -28,7 +29,6 @@ from hostile_repo import (
     run_watched,
     specs,
 )
-from hypothesis import HealthCheck, given, settings
 
 EXAMPLES = int(os.environ.get("HOSTILE_EXAMPLES", "12"))
 
@@ -70,7 +70,7 @@ def test_the_watch_sees_what_it_must_refuse(tmp_path: Path, listener: Listener) 
         f"socket.create_connection(('127.0.0.1', {listener.port})).close()\n")
     watch = run_watched(["check", "--links-only", "--json"], built, audit)
     assert problems(watch, built, listener) == []  # a plain check: nothing to say
-    import hostile_repo as hostile
+    from support import hostile_repo as hostile
 
     sneaky = run_watched(["check", "--links-only", "--json"], built, audit)
     sneaky.events += [["write", str(built.outside / "w")], ["process", "sh"],

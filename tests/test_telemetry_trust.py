@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Result, run_atlas
+from support.git import git
+from support.runner import Result, run_atlas
 
 from atlas_files import ownfiles
 from atlas_files.record import Record
@@ -177,21 +177,17 @@ def test_a_probe_with_control_characters_is_shown_escaped_for_approval(
 
 # -- atlas check: a new or changed probe is a finding --------------------------------------
 
-def _git(repo: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
-
-
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "repo"
     root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
-    _git(root, "config", "user.email", "test@example.invalid")
-    _git(root, "config", "user.name", "test")
-    _git(root, "config", "commit.gpgsign", "false")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "config", "user.email", "test@example.invalid")
+    git(root, "config", "user.name", "test")
+    git(root, "config", "commit.gpgsign", "false")
     Record.init(root / "rec", ["web"])
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "record")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "record")
     return root
 
 
@@ -204,7 +200,7 @@ def test_check_reports_a_new_or_changed_probe_command(repo: Path) -> None:
     probemod.add_machine(record, "here", "local")
     probemod.add_machine(record, "gpubox", "ssh gpubox atlas telemetry sample --json")
     line = (repo / "rec" / "atlas.yaml").read_text().splitlines().index("  gpubox:") + 1
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     staged = run_atlas("check", "--staged", "--json", cwd=repo)
     assert staged.returncode == 1, staged.stdout
     assert _findings(staged) == [(
@@ -216,12 +212,12 @@ def test_check_reports_a_new_or_changed_probe_command(repo: Path) -> None:
     assert [f[2] for f in _findings(plain)] == ["ATL050"]
     assert "since the last commit" in _findings(plain)[0][3]
 
-    _git(repo, "commit", "-q", "-m", "machines (reviewed)")
+    git(repo, "commit", "-q", "-m", "machines (reviewed)")
     assert run_atlas("check", "--staged", cwd=repo).returncode == 0
     assert run_atlas("check", cwd=repo / "rec").returncode == 0
 
     probemod.add_machine(record, "gpubox", "curl -s https://example.invalid/x | sh")
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     changed = run_atlas("check", "--staged", "--json", cwd=repo)
     assert changed.returncode == 1
     (found,) = _findings(changed)
@@ -231,14 +227,14 @@ def test_check_reports_a_new_or_changed_probe_command(repo: Path) -> None:
     assert "rec/atlas.yaml:" in text.stdout and "ATL050" in text.stdout
 
     # Only what can make someone run something new: not a timeout, not a removal.
-    _git(repo, "reset", "-q", "--hard")
+    git(repo, "reset", "-q", "--hard")
     probemod.add_machine(Record(repo / "rec"), "gpubox", "ssh gpubox atlas telemetry sample --json",
                    timeout="30s")
     config = repo / "rec" / "atlas.yaml"
     raw = yaml.safe_load(config.read_text())
     del raw["machines"]["here"]
     config.write_text(yaml.safe_dump(raw))
-    _git(repo, "add", "-A")
+    git(repo, "add", "-A")
     quiet = run_atlas("check", "--staged", cwd=repo)
     assert quiet.returncode == 0, quiet.stdout
 
@@ -251,7 +247,7 @@ def test_plain_check_outside_git_or_of_an_untracked_record_says_nothing_of_machi
     untracked = Record.init(repo / "later", ["web"])
     probemod.add_machine(untracked, "gpubox", "ssh gpubox atlas telemetry sample --json")
     assert run_atlas("check", cwd=untracked.root).returncode == 0
-    _git(repo, "add", "later/atlas.yaml")  # staged: now about to be committed
+    git(repo, "add", "later/atlas.yaml")  # staged: now about to be committed
     res = run_atlas("check", "--json", cwd=untracked.root)
     assert [f[2] for f in _findings(res)] == ["ATL050"]
 

@@ -3,24 +3,20 @@ bodies, names with a trailing newline, and the messages a damaged file is report
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
 import resource
 import subprocess
-import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import snapshot
+from support.runner import atlas_command, child_env, run_atlas, snapshot
 
 from atlas_files import artifacts, documents, entries, frontmatter, schemas
-from atlas_files.cli import main
 from atlas_files.errors import AtlasWarning, BadInput, DamagedFile
 from atlas_files.names import is_entry_id
 from atlas_files.record import Record
@@ -32,26 +28,15 @@ BOMB = "".join(
 )
 
 
-def cli(record: Record, *args: str, identity: str | None = None) -> tuple[int, str, str]:
-    """Run `atlas` in this process: (exit code, stdout, stderr)."""
-    argv = ["--record", str(record.root)] + (["--as", identity] if identity else [])
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        with pytest.raises(SystemExit) as exit_:
-            main([*argv, *args])
-    code = exit_.value.code
-    return (code if isinstance(code, int) else 1), out.getvalue(), err.getvalue()
-
-
 def bounded_atlas(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The real `atlas` in a child process that may use at most 1 GiB of address space."""
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     return subprocess.run(
-        [sys.executable, "-m", "atlas_files", *args], capture_output=True, text=True,
+        atlas_command(*args), capture_output=True, text=True,
         timeout=timeout, env=env, preexec_fn=limit, stdin=subprocess.DEVNULL,
     )
 
@@ -81,7 +66,7 @@ def test_a_symlinked_config_lock_is_refused_and_creates_nothing(
     target.parent.mkdir()
     (record.root / ".atlas.yaml.lock").symlink_to(target)
     config = (record.root / "atlas.yaml").read_bytes()
-    code, _, err = cli(record, "init", str(record.root), "--project", "new")
+    code, _, err = run_atlas("init", str(record.root), "--project", "new", record=record.root)
     assert code == 2
     assert ".atlas.yaml.lock is a symlink" in err and "atlas: hint: delete" in err
     assert not target.exists()
@@ -92,7 +77,7 @@ def test_a_symlinked_receipt_lock_creates_nothing(record: Record, tmp_path: Path
     artifacts.put(record, "plan", "one\n", author="ann")
     target = tmp_path / "created-by-the-receipt-lock"
     (record.root / "receipts" / ".bob.lock").symlink_to(target)
-    code, out, err = cli(record, "get", "plan", identity="bob")
+    code, out, err = run_atlas("get", "plan", identity="bob", record=record.root)
     # The read itself stands; the receipt it could not update is a warning.
     assert code == 0 and "one" in out
     assert "warning" in err and ".bob.lock is a symlink" in err
@@ -117,7 +102,7 @@ def test_a_version_that_is_a_named_pipe_is_refused_without_hanging(
     artifacts.put(record, "plan", "one\n", author="ann")
     os.mkfifo(topic_dir(record, "plan") / "plan.v0002.md")
     proc = subprocess.run(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "get", "plan"],
+        atlas_command("--record", str(record.root), "get", "plan"),
         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2
@@ -210,14 +195,14 @@ def test_a_body_over_the_limit_is_refused_at_every_write(record: Record, tmp_pat
     before = snapshot(record.root)
     for args in (["put", "plan", "-f", str(body)], ["put", "new", "-f", str(body)],
                  ["status", "write", "-f", str(body)]):
-        code, _, err = cli(Record(record.root), *args, identity="ann")
+        code, _, err = run_atlas(*args, identity="ann", record=record.root)
         assert code == 2, (args, err)
         assert "the body is 1001 bytes; this record's body_limit is 1000 bytes" in err
         assert "nothing was written" in err
         assert "raise body_limit in atlas.yaml" in err
     assert snapshot(record.root) == before
     body.write_text("x" * 1000)
-    assert cli(Record(record.root), "put", "plan", "-f", str(body), identity="ann")[0] == 0
+    assert run_atlas("put", "plan", "-f", str(body), identity="ann", record=record.root)[0] == 0
 
 
 def test_a_hand_written_version_over_the_limit_is_refused_unread(
@@ -245,11 +230,11 @@ def test_names_with_a_trailing_newline_are_refused(record: Record, tmp_path: Pat
     body = tmp_path / "body.md"
     body.write_text("x\n")
     before = snapshot(record.root)
-    code, _, err = cli(record, "put", "plan\n", "-f", str(body), identity="ann")
+    code, _, err = run_atlas("put", "plan\n", "-f", str(body), identity="ann", record=record.root)
     assert code == 2 and "bad topic name" in err
-    code, _, err = cli(record, "put", "plan", "-f", str(body), identity="alice\n")
+    code, _, err = run_atlas("put", "plan", "-f", str(body), identity="alice\n", record=record.root)
     assert code == 2 and "bad identity" in err
-    code, _, err = cli(record, "-p", "web\n", "ls")
+    code, _, err = run_atlas("-p", "web\n", "ls", record=record.root)
     assert code == 2 and "bad project name" in err
     assert snapshot(record.root) == before
     assert not is_entry_id("dec-20261129t110512123456z-1a2b3c4d\n")
@@ -289,12 +274,12 @@ def test_a_topic_folder_symlinked_to_another_topic_is_refused(
     body.write_text("x\n")
     before = snapshot(record.root)
     for args in (["put", "alias", "-f", str(body)], ["get", "alias"], ["history", "alias"]):
-        code, _, err = cli(record, *args, identity="ann")
+        code, _, err = run_atlas(*args, identity="ann", record=record.root)
         assert code == 2, (args, err)
         assert "alias is a symlink to projects/web/artifacts/plan inside the record" in err
     assert snapshot(record.root) == before
     assert sorted(os.listdir(topic_dir(record, "plan"))) == ["plan.v0001.md"]
-    code, out, err = cli(record, "ls", "--json")
+    code, out, err = run_atlas("ls", "--json", record=record.root)
     assert code == 0 and [t["name"] for t in json.loads(out)["topics"]] == ["plan"]
     assert "alias is a symlink" in err
 
@@ -321,7 +306,7 @@ def test_symlinked_project_status_decision_and_lease_folders_are_refused(
         "leases": [["lease", "claim", "gpu", "--for", "1h", "--why", "w"]],
     }[folder]
     for args in commands:
-        code, _, err = cli(record, "-p", "ml", *args, identity="ann")
+        code, _, err = run_atlas("-p", "ml", *args, identity="ann", record=record.root)
         assert code == 2, (args, err)
         assert "is a symlink" in err and "never follows a symlinked folder" in err, err
     assert snapshot(record.root) == before
@@ -333,7 +318,7 @@ def test_symlinked_project_status_decision_and_lease_folders_are_refused(
 def test_a_version_that_is_a_folder_names_its_path(record: Record) -> None:
     artifacts.put(record, "plan", "one\n", author="ann")
     (topic_dir(record, "plan") / "plan.v0002.md").mkdir()
-    code, _, err = cli(record, "get", "plan")
+    code, _, err = run_atlas("get", "plan", record=record.root)
     assert code == 2
     assert "plan.v0002.md should be a version file, but it is a folder" in err
     assert "Is a directory" not in err
@@ -365,7 +350,7 @@ def test_a_negative_receipt_is_never_shown_as_a_negative_version(
     (record.root / "receipts" / "bob.json").write_text(json.dumps(row))
     body = tmp_path / "body.md"
     body.write_text("x\n")
-    code, _, err = cli(record, "put", "plan", "-f", str(body), identity="bob")
+    code, _, err = run_atlas("put", "plan", "-f", str(body), identity="bob", record=record.root)
     assert code == 3, err
     assert "you have never read plan, and it is at v1" in err
     assert not re.search(r"v-\d|\bv0\b", err), err
@@ -378,7 +363,7 @@ def test_a_byte_order_mark_is_named(record: Record) -> None:
     artifacts.put(record, "plan", "one\n", author="ann")
     path = hand_write(topic_dir(record, "plan"), "plan", 2)
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
-    code, _, err = cli(record, "get", "plan")
+    code, _, err = run_atlas("get", "plan", record=record.root)
     assert code == 2 and "starts with a byte-order mark (BOM)" in err
     assert "does not start with" not in err
 

@@ -39,10 +39,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gitteam import Team, child_env, git
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
+from support.git import git
+from support.gitteam import Team
 from support.memory import bound_kb, own_peak_kb
+from support.runner import atlas_command, child_env
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 
@@ -305,9 +307,7 @@ def plants(world: World) -> st.SearchStrategy[list[list[Entry]]]:
 # -- pushing a tree git's porcelain would refuse to make ------------------------------------
 
 def _plumb(repo: Path, env: dict[str, str], args: list[str], data: bytes) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, input=data, capture_output=True,
-                          env=env, check=True)
-    return done.stdout.decode().strip()
+    return git(repo, *args, env=env, input=data)
 
 
 def build_tree(repo: Path, env: dict[str, str], base: str, entries: list[Entry]) -> str:
@@ -395,7 +395,7 @@ def watched(argv: list[str], cwd: Path, env: dict[str, str], prefix: Path) -> Ru
     """``atlas ARGV`` in a child under strace, with its whole tree's peak memory."""
     start = time.monotonic()
     inherited = own_peak_kb()
-    proc = subprocess.Popen(strace(prefix, [sys.executable, "-m", "atlas_files", *argv]),
+    proc = subprocess.Popen(strace(prefix, atlas_command(*argv)),
                             cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None

@@ -9,12 +9,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import secrets
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -27,7 +25,6 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import anyio
 import httpx2
 import uvicorn
-from click.testing import CliRunner
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -38,10 +35,10 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from atlas_files.cli import main
 from atlas_files.mcp import transports
 from atlas_files.mcp.app import Served
 from atlas_files.mcp.notices import Notices
+from support.runner import atlas_command, child_env, run_atlas
 
 CALLBACK = "http://127.0.0.1:9/callback"  # loopback: allowed; nothing listens, nothing needs to
 T = TypeVar("T")
@@ -88,11 +85,11 @@ def process(root: Path, tokens: Path, log: Path, *extra: str,
     """`atlas --record ROOT mcp --http 127.0.0.1:0 --tokens TOKENS --oauth EXTRA...`
     (without --oauth if not ``oauth``; ``preexec`` runs in the child before atlas: a
     resource limit, say; ``env`` adds to its environment)."""
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    environ = child_env()
     with log.open("wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "atlas_files", "--record", str(root), "mcp", "--http",
-             "127.0.0.1:0", "--tokens", str(tokens), *(["--oauth"] if oauth else []), *extra],
+            atlas_command("--record", str(root), "mcp", "--http", "127.0.0.1:0", "--tokens",
+                          str(tokens), *(["--oauth"] if oauth else []), *extra),
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
             env={**environ, **(env or {})}, preexec_fn=preexec, cwd=cwd)
     deadline = time.monotonic() + 60
@@ -158,18 +155,6 @@ def in_process(root: Path, tokens: Path, log: Path, oauth: transports.OAuth) -> 
         sock.close()
 
 
-def atlas(*args: str) -> tuple[int, str, str]:
-    """`atlas ARGS` through the CLI's own top-level handler (exit codes, error lines),
-    in-process; (exit code, stdout, stderr)."""
-    with CliRunner().isolation(env={"ATLAS_AS": None, "ATLAS_RECORD": None}) as (out, err, _):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-    return code, out.getvalue().decode(), err.getvalue().decode()
-
-
 class Storage:
     """The SDK client's token storage, in memory."""
 
@@ -201,11 +186,11 @@ def approve_on_terminal(server: Server, identity: str) -> Callable[[str], Awaita
 
     async def person(consent_url: str) -> str:
         rid = request_id(consent_url)
-        code, out, err = atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
+        code, out, err = run_atlas("mcp", "pending", "--tokens", str(server.tokens), "--json")
         assert code == 0, err
         assert rid in {r["id"] for r in json.loads(out)["requests"]}
-        code, _, err = atlas("mcp", "approve", rid, "--as", identity, "--tokens",
-                             str(server.tokens))
+        code, _, err = run_atlas("mcp", "approve", rid, "--as", identity, "--tokens",
+                                 str(server.tokens))
         assert code == 0, err
         return consent_url
 
@@ -320,8 +305,8 @@ def start_by_hand(server: Server, name: str = "by hand") -> Manual:
 def code_by_hand(server: Server, identity: str, name: str = "by hand") -> Manual:
     """A registered public client, approved on the terminal, holding its code."""
     flow = start_by_hand(server, name)
-    code, _, err = atlas("mcp", "approve", request_id(flow.consent), "--as", identity,
-                         "--tokens", str(server.tokens))
+    code, _, err = run_atlas("mcp", "approve", request_id(flow.consent), "--as", identity,
+                             "--tokens", str(server.tokens))
     assert code == 0, err
     back = httpx2.get(flow.consent, timeout=30)
     assert back.status_code == 302, back.text

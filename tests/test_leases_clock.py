@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result, _child_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.runner import Result, child_env
 
 from atlas_files import fsio, leases, timeutil, volclock
 from atlas_files.errors import LeaseHeld
@@ -43,7 +43,7 @@ def offset_atlas(clock: str, *args: str, record: Path, identity: str | None = No
     who = ["--as", identity] if identity else []
     return subprocess.run([FAKETIME, "-f", clock, sys.executable, "-m", "atlas_files",
                            "--record", str(record), *who, *args], capture_output=True,
-                          text=True, env=_child_env(None), timeout=120,
+                          text=True, env=child_env(), timeout=120,
                           stdin=subprocess.DEVNULL)
 
 

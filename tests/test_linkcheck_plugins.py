@@ -20,13 +20,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
+import yaml
+from support.git import GitRepo
+from support.linksites import STRICT, site, write
 
 from atlas_files.check import check_links, check_staged
 from atlas_files.findings import ERROR, Report
 
-STRICT = ("validation:\n  links:\n    not_found: warn\n    anchors: warn\n"
-          "    unrecognized_links: warn\n")
 MKDOCS_WARNING = re.compile(r"Doc file '(?P<page>[^']+)' contains (?:a link|an unrecognized "
                             r"relative link) '(?P<link>.*?)'")
 QUOTED = re.compile(r"'(.*?)'")
@@ -139,15 +139,10 @@ CASES = {
 
 
 def _write(root: Path, case: Case) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "mkdocs.yml").write_text(case.config + STRICT)
-    for name, text in case.extra.items():
-        (root / name).write_text(text)
-    for name, text in case.files.items():
-        path = root / "docs" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root / "docs"
+    validation = yaml.safe_dump({"validation": STRICT}, sort_keys=False)
+    docs = site(root, text=case.config + validation, pages=case.files)
+    write(root, case.extra)
+    return docs
 
 
 def _judged(report: Report, docs: Path) -> tuple[set[tuple[str, str]], list[str]]:

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+from support.runner import atlas_command
 from support.writers import KILLED_WRITER
 
 from atlas_files import artifacts, frontmatter
@@ -126,8 +127,8 @@ def test_two_cli_writers_for_the_same_next_version_exactly_one_wins(
     # Both believe v1 is the latest; --expect 1 for both, started together.
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "atlas_files", "--record", str(record.root), "--as", who,
-             "put", "plan", "--expect", "1"],
+            atlas_command("--record", str(record.root), "--as", who, "put", "plan", "--expect",
+                          "1"),
             stdin=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         for who in ("a", "b", "c", "d")

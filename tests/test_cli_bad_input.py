@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Result, run_atlas, snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.runner import Result, atlas_command, child_env, run_atlas, snapshot
 
 from atlas_files import artifacts
 from atlas_files.errors import BadInput
@@ -76,7 +76,7 @@ def test_a_deleted_current_folder_is_named_as_such(tmp_path: Path, served: bool)
     of what was missing."""
     gone = tmp_path / "gone"
     gone.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     env["ATLAS_SERVER"] = str(tmp_path / "srv" / "s.sock") if served else "0"
     (tmp_path / "srv").mkdir(mode=0o700)
     for args in ("status show", "check", "status show --json"):
@@ -89,7 +89,7 @@ def test_a_deleted_current_folder_is_named_as_such(tmp_path: Path, served: bool)
         assert "No such file or directory" not in proc.stderr
         assert "Traceback" not in proc.stderr
     if served:
-        subprocess.run([sys.executable, "-m", "atlas_files", "server", "stop"], env=env,
+        subprocess.run(atlas_command("server", "stop"), env=env,
                        capture_output=True, timeout=60)
 
 
@@ -199,7 +199,7 @@ def _installed_atlas(*args: str, record: Path, identity: str | None = None,
     path = os.pathsep.join([scripts, os.environ.get("PATH", "")])
     exe = shutil.which("atlas", path=path)
     assert exe is not None and Path(exe).parent == Path(scripts), "atlas is not installed"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     env["PATH"] = path
     who = ["--as", identity] if identity else []
     proc = subprocess.run(["atlas", "--record", str(record), *who, *args], input=input.encode(),

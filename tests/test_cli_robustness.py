@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import run_atlas, snapshot
+from support.runner import atlas_command, run_atlas, snapshot
 
 from atlas_files import artifacts, frontmatter, status
 from atlas_files.record import Record
@@ -138,8 +137,8 @@ def test_concurrent_inits_adding_projects_lose_none(tmp_path: Path) -> None:
     root = tmp_path / "rec"
     Record.init(root, ["main"])
     procs = [
-        subprocess.Popen([sys.executable, "-m", "atlas_files", "init", str(root),
-                          "--project", f"p{i}"], stdout=subprocess.DEVNULL)
+        subprocess.Popen(atlas_command("init", str(root), "--project",
+                                       f"p{i}"), stdout=subprocess.DEVNULL)
         for i in range(10)
     ]
     assert [p.wait(timeout=120) for p in procs] == [0] * 10
@@ -206,7 +205,7 @@ def test_a_reader_that_goes_away_is_not_an_error(record: Record) -> None:
     for i in range(400):
         artifacts.put(record, "plan", f"v{i}\n", author="ann")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "atlas_files", "--record", str(record.root), "history", "plan"],
+        atlas_command("--record", str(record.root), "history", "plan"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     assert proc.stdout is not None and proc.stderr is not None

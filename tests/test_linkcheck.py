@@ -9,28 +9,23 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import run_atlas
+from support.linksites import site
+from support.runner import run_atlas
 
 from atlas_files.check import check_links
 from atlas_files.findings import ERROR
 
 MODES = ["plain", "site"]
-EXTENSIONS = ["attr_list", "footnotes", "admonition", "md_in_html", "pymdownx.details",
-              "pymdownx.superfences", {"pymdownx.tabbed": {"alternate_style": True}},
-              {"pymdownx.snippets": {"base_path": ["docs/includes"]}}]
-STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links": "warn"}}
-
-
-def site(tmp_path: Path, extensions: list[object] | None = None, **more: object) -> Path:
-    config = {"site_name": "t", "markdown_extensions": EXTENSIONS if extensions is None
-              else extensions, "validation": STRICT, **more}
-    (tmp_path / "mkdocs.yml").write_text(yaml.safe_dump(config))
-    return tmp_path / "docs"
+# Fewer than a real site's (support.linksites.EXTENSIONS): each page here is judged as
+# these few would render it.
+EXTENSIONS: list[object] = [
+    "attr_list", "footnotes", "admonition", "md_in_html", "pymdownx.details",
+    "pymdownx.superfences", {"pymdownx.tabbed": {"alternate_style": True}},
+    {"pymdownx.snippets": {"base_path": ["docs/includes"]}}]
 
 
 def docs(tmp_path: Path, mode: str) -> Path:
-    folder = site(tmp_path) if mode == "site" else tmp_path / "docs"
+    folder = site(tmp_path, EXTENSIONS) if mode == "site" else tmp_path / "docs"
     folder.mkdir(exist_ok=True)
     return folder
 
@@ -154,7 +149,7 @@ def test_a_snippet_that_cannot_be_found_makes_anchors_unverifiable(tmp_path: Pat
 @pytest.mark.parametrize("mode", MODES)
 def test_anchors_of_a_build_directive_cannot_be_checked_from_source(tmp_path: Path,
                                                                     mode: str) -> None:
-    folder = site(tmp_path, plugins=["search", "mkdocstrings"]) if mode == "site" \
+    folder = site(tmp_path, EXTENSIONS, plugins=["search", "mkdocstrings"]) if mode == "site" \
         else docs(tmp_path, mode)
     folder.mkdir(exist_ok=True)
     pages = {"api.md": "# API\n\n::: package.module\n",
@@ -166,8 +161,7 @@ def test_anchors_of_a_build_directive_cannot_be_checked_from_source(tmp_path: Pa
 
 def test_a_hook_that_changes_pages_makes_anchors_unverifiable(tmp_path: Path) -> None:
     (tmp_path / "hooks.py").write_text("def on_page_markdown(markdown, **kw):\n    return x\n")
-    folder = site(tmp_path, hooks=["hooks.py"])
-    folder.mkdir()
+    folder = site(tmp_path, EXTENSIONS, hooks=["hooks.py"])
     found = findings(folder, {"index.md": "# Top\n\n[a](#made-by-the-hook) [b](gone.md)\n"})
     assert sorted(f[0] for f in found) == ["ATL010", "ATL017"]
 
@@ -212,12 +206,10 @@ def test_a_heading_in_raw_html_has_no_id(tmp_path: Path, mode: str) -> None:
 
 
 def test_the_sites_slugify_and_validation_levels_are_used(tmp_path: Path) -> None:
-    (tmp_path / "mkdocs.yml").write_text(
+    folder = site(tmp_path, text=(
         "site_name: t\nmarkdown_extensions:\n  - toc:\n      slugify: !!python/object/apply:"
         "pymdownx.slugs.slugify {kwds: {case: lower}}\n      separator: _\n"
-        "validation:\n  links:\n    anchors: info\n")
-    folder = tmp_path / "docs"
-    folder.mkdir()
+        "validation:\n  links:\n    anchors: info\n"))
     found = findings(folder, {"index.md": "# Über Alles\n\n[a](#über_alles) [b](#uber-alles)\n"})
     # The site's slugify keeps the umlaut; its validation makes a broken anchor a warning.
     assert found == [("ATL011", "warning", 3, "index.md")]
@@ -225,14 +217,12 @@ def test_the_sites_slugify_and_validation_levels_are_used(tmp_path: Path) -> Non
 
 def test_a_missing_extension_is_said_once_and_code_is_never_run(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
-    (tmp_path / "mkdocs.yml").write_text(
+    folder = site(tmp_path, text=(
         "site_name: t\nmarkdown_extensions:\n  - no_such_extension_here\n"
         "  - toc:\n      slugify: !!python/name:os.system\n"
         f"  - pymdownx.superfences:\n      custom_fences:\n        - name: x\n"
         f"          class: x\n          format: !!python/name:builtins.print\n"
-        f"extra: !!python/object/apply:os.system ['touch {marker}']\n")
-    folder = tmp_path / "docs"
-    folder.mkdir()
+        f"extra: !!python/object/apply:os.system ['touch {marker}']\n"))
     found = findings(folder, {"a.md": "# A\n[x](b.md#b)\n", "b.md": "# B\n[y](a.md#a)\n"})
     assert not marker.exists()
     said = [f for f in found if f[0] == "ATL018"]
@@ -244,7 +234,7 @@ def test_a_missing_extension_is_said_once_and_code_is_never_run(tmp_path: Path) 
 
 
 def test_files_outside_docs_dir_are_read_without_the_site(tmp_path: Path) -> None:
-    site(tmp_path).mkdir()
+    site(tmp_path, EXTENSIONS)
     (tmp_path / "README.md").write_text("[docs](docs/) [gone](gone.md)\n")
     found = findings(tmp_path, {"docs/index.md": "# Home\n"})
     assert sorted((f[0], f[3]) for f in found) == [("ATL010", "README.md"),
@@ -290,9 +280,7 @@ def test_an_installed_extension_outside_the_toolkits_is_never_loaded(
         "    return Broken(**kwargs)\n")
     monkeypatch.syspath_prepend(str(tmp_path / "lib"))  # installed: not the project's own
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
-    (tmp_path / "project").mkdir()
     folder = site(tmp_path / "project", ["attr_list", "brokenext"])
-    folder.mkdir()
     (folder / "a.md").write_text("# A\n*x*{ #here }\n[b](b.md#b) [gone](b.md#gone)\n")
     (folder / "b.md").write_text("# B\n[a](a.md#here)\n")
     result = run_atlas("check", "--links-only", "--json", str(folder), cwd=tmp_path / "project")
@@ -311,7 +299,6 @@ def test_an_extension_of_the_toolkits_that_loads_its_own_helpers_is_set_up(
     # toolkit's own modules, loaded; and an extension that fails halfway through its set-up
     # is taken out, not left to fail again as each page starts.
     folder = site(tmp_path, ["attr_list", {"pymdownx.superfences": {"preserve_tabs": True}}])
-    found = findings(folder.parent / "docs" if folder.exists() else folder,
-                     {"index.md": "# Top\n\n```\n# code\n```\n\n*x*{ #here }\n\n"
-                                  "[a](#here) [b](#code) [c](#top)\n"})
+    found = findings(folder, {"index.md": "# Top\n\n```\n# code\n```\n\n*x*{ #here }\n\n"
+                                           "[a](#here) [b](#code) [c](#top)\n"})
     assert found == [("ATL011", ERROR, 9, "index.md")]

@@ -3,7 +3,7 @@ links check reads nothing outside the repository, fetches nothing, and quotes no
 a file it was not asked to check (issue 25, items 1 and 5, and the render cache).
 
 Each reproduction runs the real `atlas` (a process of its own) on a git repository in
-both modes, `--links-only` on the tree and `--staged`; test_hooks.py runs the same two
+both modes, `--links-only` on the tree and `--staged`; test_precommit_hooks.py runs the same two
 through the real pre-commit framework.
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo
-from hostile_repo import Listener
+from support import linksites
+from support.git import GitRepo
+from support.hostile_repo import Listener
+from support.runner import Result, run_atlas
 
 from atlas_files.linkcheck import rendercache, siteconfig
 from atlas_files.linkcheck.siteplan import plan
@@ -28,21 +28,17 @@ MODES = ["tree", "staged"]
 SECRET = "s3cr3t-7f3a"  # in files outside the repository: no output may hold it
 
 
-def atlas(repo: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
-    return subprocess.run([sys.executable, "-m", "atlas_files", "check", "--links-only",
-                           "--json", *args], cwd=repo, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def check(repo: GitRepo, mode: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    if mode == "staged":
+def check(repo: GitRepo, mode: str, timeout: float = 120) -> Result:
+    """`atlas check --links-only --json` in the repository, a process of its own; with
+    ``mode`` "staged", on what is staged (all of it)."""
+    staged = ["--staged"] if mode == "staged" else []
+    if staged:
         repo.git("add", "-A")
-        return atlas(repo.path, "--staged", timeout=timeout)
-    return atlas(repo.path, timeout=timeout)
+    return run_atlas("check", "--links-only", "--json", *staged, cwd=repo.path,
+                     timeout=timeout, process=True)
 
 
-def findings(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
+def findings(result: Result) -> list[dict[str, object]]:
     assert "Traceback" not in result.stderr, result.stderr
     data = json.loads(result.stdout)
     assert isinstance(data, dict), result.stdout
@@ -52,9 +48,9 @@ def findings(result: subprocess.CompletedProcess[str]) -> list[dict[str, object]
 
 
 def site(repo: GitRepo, config: str, pages: dict[str, str] | None = None) -> None:
-    repo.write("mkdocs.yml", config)
-    for name, text in (pages or {"index.md": "# Home\n\n[a](#home) [b](#nope)\n"}).items():
-        repo.write(f"docs/{name}", text)
+    """The repository's site: ``config`` as its mkdocs.yml, and ``pages``."""
+    linksites.site(repo.path, text=config,
+                   pages=pages or {"index.md": "# Home\n\n[a](#home) [b](#nope)\n"})
 
 
 @pytest.fixture

@@ -12,15 +12,14 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
-from click.testing import CliRunner
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
 from atlas_files import artifacts, decisions, leases, status, timeutil, volclock
-from atlas_files.cli.app import cli
 from atlas_files.mcp.app import Served, build
 from atlas_files.record import Record
 from atlas_files.telemetry.rows import write_row
+from support.runner import run_atlas
 
 T = TypeVar("T")
 FROZEN = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -59,9 +58,7 @@ def stdio(root: Path, identity: str, *extra: str) -> StdioServerParameters:
 
 def cli_json(root: Path, *args: str, identity: str = "alice", input: str | None = None) -> Any:
     """`atlas --record ROOT --as IDENTITY ARGS --json`, in-process; its stdout parsed."""
-    result = CliRunner().invoke(cli, ["--record", str(root), "--as", identity, *args, "--json"],
-                                input=input, catch_exceptions=False)
-    return json.loads(result.stdout)
+    return run_atlas(*args, "--json", record=root, identity=identity, input=input).json()
 
 
 def same(doc: Any, root: Path) -> Any:

@@ -16,7 +16,9 @@ import sys
 import time
 from pathlib import Path
 
-from gitteam import cli
+# Run as a script, this folder is sys.path[0]: tests/ takes its place, as under pytest.
+sys.path[0] = str(Path(__file__).resolve().parents[1])
+from support.gitteam import cli  # noqa: E402
 
 
 def wait_for(path: Path, timeout: float = 300.0) -> None:

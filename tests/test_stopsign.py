@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from conftest import snapshot
+from support.runner import snapshot
 
 from atlas_files import artifacts
 from atlas_files import feed as feedmod

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import snapshot
-from gitrepo import GitRepo, cli
+from support.git import GitRepo
+from support.runner import run_atlas, snapshot
 
 from atlas_files import api, leases, schemas, sitegen, timeutil
 from atlas_files.api import leases as lease_api
@@ -33,21 +33,21 @@ def _file(record: Record, resource: str, generation: int) -> dict[str, object]:
 
 
 def test_claim_with_paths_stores_them_and_every_read_shows_them(record: Record) -> None:
-    code, out, err = cli("lease", "claim", METRICS, "--for", "1h", "--why", "export rewrite",
-                         "--paths", "src/metrics.py", "--paths", "./src/export/",
-                         record=record.root, identity="bob")
+    code, out, err = run_atlas("lease", "claim", METRICS, "--for", "1h", "--why", "export rewrite",
+                               "--paths", "src/metrics.py", "--paths", "./src/export/",
+                               record=record.root, identity="bob")
     assert code == 0, err
     assert "paths: src/metrics.py, src/export" in out
     assert _file(record, METRICS, 1)["paths"] == ["src/metrics.py", "src/export"]
 
-    code, out, _ = cli("lease", "ls", record=record.root)
+    code, out, _ = run_atlas("lease", "ls", record=record.root)
     assert "held by bob" in out and "    paths: src/metrics.py, src/export" in out
-    code, out, _ = cli("lease", "ls", "--json", record=record.root)
+    code, out, _ = run_atlas("lease", "ls", "--json", record=record.root)
     (row,) = json.loads(out)["leases"]
     assert row["paths"] == ["src/metrics.py", "src/export"]
-    code, out, _ = cli("lease", "show", METRICS, record=record.root)
+    code, out, _ = run_atlas("lease", "show", METRICS, record=record.root)
     assert "paths: src/metrics.py, src/export" in out
-    code, out, _ = cli("lease", "show", METRICS, "--json", record=record.root)
+    code, out, _ = run_atlas("lease", "show", METRICS, "--json", record=record.root)
     shown = json.loads(out)
     assert shown["paths"] == ["src/metrics.py", "src/export"]
     assert shown["history"][0]["paths"] == ["src/metrics.py", "src/export"]
@@ -84,14 +84,14 @@ def test_renew_break_and_a_reclaim_keep_the_paths_a_release_drops_them(
 ])
 def test_bad_globs_exit_2_and_write_nothing(record: Record, glob: str, words: str) -> None:
     before = snapshot(record.root)
-    code, out, err = cli("lease", "claim", METRICS, "--for", "1h", "--why", "w",
-                         "--paths", "src/ok.py", "--paths", glob, "--json",
-                         record=record.root, identity="bob")
+    code, out, err = run_atlas("lease", "claim", METRICS, "--for", "1h", "--why", "w",
+                               "--paths", "src/ok.py", "--paths", glob, "--json",
+                               record=record.root, identity="bob")
     assert code == 2
     assert words in err and "relative to the repository root" in err
     assert json.loads(out)["error"]["kind"] == "bad_input"
     assert snapshot(record.root) == before
-    code, _, err = cli("lease", "ls", "--path", glob, record=record.root)
+    code, _, err = run_atlas("lease", "ls", "--path", glob, record=record.root)
     assert code == 2 and words in err
 
 
@@ -105,20 +105,20 @@ def test_ls_path_lists_only_the_unexpired_leases_covering_it(record: Record) -> 
     leases.claim(record, "gpubox.gpu0", holder="erin", duration_s=600, why="training")
     _expired(record, "repo.old", "fay", ["src/metrics.py"])
 
-    code, out, _ = cli("lease", "ls", "--path", "src/metrics.py", "--json",
-                       record=record.root)
+    code, out, _ = run_atlas("lease", "ls", "--path", "src/metrics.py", "--json",
+                             record=record.root)
     data = json.loads(out)
     assert code == 0 and data["path"] == "src/metrics.py"
     assert [row["resource"] for row in data["leases"]] == ["repo.metrics", "repo.py"]
-    code, out, _ = cli("lease", "ls", "--path", "src/metrics.py", record=record.root)
+    code, out, _ = run_atlas("lease", "ls", "--path", "src/metrics.py", record=record.root)
     assert "repo.metrics" in out and "repo.py" in out and "repo.docs" not in out
     assert "repo.old" not in out and "gpubox" not in out
     assert "Leases are advisory" in out
 
-    code, out, _ = cli("lease", "ls", "--path", "README.md", record=record.root)
+    code, out, _ = run_atlas("lease", "ls", "--path", "README.md", record=record.root)
     assert code == 0 and "no unexpired lease covers README.md." in out
     # A folder written with its slash: every lease on something in it.
-    code, out, _ = cli("lease", "ls", "--path", "src/", "--json", record=record.root)
+    code, out, _ = run_atlas("lease", "ls", "--path", "src/", "--json", record=record.root)
     assert [row["resource"] for row in json.loads(out)["leases"]] == ["repo.metrics",
                                                                        "repo.py"]
 
@@ -156,12 +156,12 @@ def _expired(record: Record, resource: str, holder: str, paths: list[str]) -> No
 def test_a_claim_says_which_leases_of_others_overlap_its_paths(record: Record) -> None:
     leases.claim(record, "repo.src", holder="carol", duration_s=600, why="refactor src",
                  paths=["src/"])
-    code, out, err = cli("lease", "claim", METRICS, "--for", "1h", "--why", "w",
-                         "--paths", "src/metrics.py", record=record.root, identity="bob")
+    code, out, err = run_atlas("lease", "claim", METRICS, "--for", "1h", "--why", "w",
+                               "--paths", "src/metrics.py", record=record.root, identity="bob")
     assert code == 0  # advisory: said, not refused
     assert "carol holds repo.src" in err and "refactor src" in err
-    code, out, _ = cli("lease", "claim", "repo.docs", "--for", "1h", "--why", "w",
-                       "--paths", "docs/", "--json", record=record.root, identity="bob")
+    code, out, _ = run_atlas("lease", "claim", "repo.docs", "--for", "1h", "--why", "w",
+                             "--paths", "docs/", "--json", record=record.root, identity="bob")
     assert json.loads(out)["overlapping"] == []
 
 
@@ -173,7 +173,7 @@ def test_a_hand_written_path_that_leads_out_is_damage_not_a_wider_lease(
     data["paths"] = ["../../etc"]
     path.chmod(0o644)
     path.write_text(json.dumps(data))
-    code, out, err = cli("lease", "ls", "--json", record=record.root)
+    code, out, err = run_atlas("lease", "ls", "--json", record=record.root)
     problems = json.loads(out)["problems"]
     assert problems and "paths" in problems[0] and "leads out" in problems[0]
 
@@ -194,8 +194,8 @@ def test_the_sites_lease_board_says_what_a_lease_covers(record: Record, tmp_path
 
 def test_ls_path_json_is_the_api_result(record: Record) -> None:
     leases.claim(record, METRICS, holder="bob", duration_s=600, why="w", paths=["src/"])
-    code, out, _ = cli("lease", "ls", "--path", "src/metrics.py", "--json",
-                       record=record.root)
+    code, out, _ = run_atlas("lease", "ls", "--path", "src/metrics.py", "--json",
+                             record=record.root)
     from_api = lease_api.ls(api.Worker(record), "src/metrics.py").to_json()
     from_cli = json.loads(out)
     for doc in (from_cli, from_api):

@@ -1,5 +1,5 @@
 """`atlas lease guard`: which record, which committer, which paths (the hook itself runs
-under the real pre-commit framework in test_hooks.py)."""
+under the real pre-commit framework in test_precommit_hooks.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
-from gitrepo import GitRepo, cli
+from support.git import GitRepo
+from support.runner import run_atlas
 
 from atlas_files import leases
 from atlas_files.api import guard
@@ -31,48 +32,47 @@ def _bob_leases_metrics(record: Record) -> None:
 
 
 def test_the_record_comes_from_atlas_record_then_git_config_then_above_the_repo(
-        repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        repo: GitRepo, tmp_path: Path) -> None:
     repo.write("src/metrics.py", "changed\n")
     repo.git("add", "-A")
 
-    code, out, _ = cli("lease", "guard", "--staged", identity="alice")
+    code, out, _ = run_atlas("lease", "guard", "--staged", identity="alice")
     assert code == 0
     assert "no atlas record found" in out and "no path lease was checked" in out
     assert out.count("no atlas record found") == 1
 
     elsewhere = Record.init(tmp_path / "records" / "team")
     _bob_leases_metrics(elsewhere)
-    monkeypatch.setenv("ATLAS_RECORD", str(elsewhere.root))
-    assert cli("lease", "guard", "--staged", identity="alice")[0] == 4
-    monkeypatch.delenv("ATLAS_RECORD")
+    assert run_atlas("lease", "guard", "--staged", identity="alice",
+                     env={"ATLAS_RECORD": str(elsewhere.root)})[0] == 4
 
     repo.git("config", "atlas.record", "../records/team")  # relative to the repository root
-    code, out, _ = cli("lease", "guard", "--staged", "--json", identity="alice")
+    code, out, _ = run_atlas("lease", "guard", "--staged", "--json", identity="alice")
     assert code == 4 and Path(json.loads(out)["record"]) == repo.path / "../records/team"
     repo.git("config", "atlas.record", "../records/none")
-    code, _, err = cli("lease", "guard", "--staged", identity="alice")
+    code, _, err = run_atlas("lease", "guard", "--staged", identity="alice")
     assert code == 2 and "no record at" in err  # named but missing: stop, never pass
     repo.git("config", "--unset", "atlas.record")
 
     above = Record.init(tmp_path)  # an atlas.yaml in a folder above the repository
     _bob_leases_metrics(above)
-    code, out, _ = cli("lease", "guard", "--staged", "--json", identity="alice")
+    code, out, _ = run_atlas("lease", "guard", "--staged", "--json", identity="alice")
     assert code == 4 and json.loads(out)["record"] == str(tmp_path)
 
 
 def test_the_committer_is_atlas_as_or_git_config_atlas_as(
-        repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        repo: GitRepo, tmp_path: Path) -> None:
     record = Record.init(tmp_path)
     _bob_leases_metrics(record)
     repo.write("src/metrics.py", "changed\n")
     repo.git("add", "-A")
-    code, out, _ = cli("lease", "guard", "--staged")
+    code, out, _ = run_atlas("lease", "guard", "--staged")
     assert code == 4 and "You have no atlas identity" in out and "ATLAS_AS" in out
     repo.git("config", "atlas.as", "bob")
-    code, out, _ = cli("lease", "guard", "--staged")
+    code, out, _ = run_atlas("lease", "guard", "--staged")
     assert code == 0, out
-    monkeypatch.setenv("ATLAS_AS", "alice")  # the environment wins over git config
-    code, out, _ = cli("lease", "guard", "--staged")
+    # the environment wins over git config
+    code, out, _ = run_atlas("lease", "guard", "--staged", env={"ATLAS_AS": "alice"})
     assert code == 4 and "committing as alice" in out
 
 
@@ -84,7 +84,7 @@ def test_what_the_refusal_says(repo: GitRepo, tmp_path: Path) -> None:
     repo.write("src/metrics.py", "changed\n")
     repo.write("src/util.py", "changed\n")
     repo.git("add", "-A")
-    code, out, _ = cli("lease", "guard", "--staged", identity="alice")
+    code, out, _ = run_atlas("lease", "guard", "--staged", identity="alice")
     assert code == 4
     words = " ".join(out.split())
     assert "bob holds repo.metrics for 59m more" in words or \
@@ -95,7 +95,7 @@ def test_what_the_refusal_says(repo: GitRepo, tmp_path: Path) -> None:
     assert "The lease is advisory" in words
     assert "SKIP=atlas-leases git commit ..." in out  # whole, on its own line
     assert "tell bob and carol through the record" in words
-    code, out, _ = cli("lease", "guard", "--staged", "--json", identity="alice")
+    code, out, _ = run_atlas("lease", "guard", "--staged", "--json", identity="alice")
     data = json.loads(out)
     assert data["ok"] is False and data["paths_checked"] == 2
     assert {(c["path"], c["holder"]) for c in data["conflicts"]} == {
@@ -110,21 +110,21 @@ def test_deleting_or_moving_a_leased_file_counts_as_touching_it(
     _bob_leases_metrics(record)
     (repo.path / "lib").mkdir()
     repo.git("mv", "src/metrics.py", "lib/metrics.py")
-    code, out, _ = cli("lease", "guard", "--staged", identity="alice")
+    code, out, _ = run_atlas("lease", "guard", "--staged", identity="alice")
     assert code == 4 and "src/metrics.py" in out
     repo.git("reset", "-q", "--hard")
     repo.git("rm", "-q", "src/metrics.py")
-    assert cli("lease", "guard", "--staged", identity="alice")[0] == 4
+    assert run_atlas("lease", "guard", "--staged", identity="alice")[0] == 4
 
 
 def test_explicit_paths_and_usage(repo: GitRepo, tmp_path: Path) -> None:
     record = Record.init(tmp_path)
     _bob_leases_metrics(record)
-    assert cli("lease", "guard", "src/util.py", identity="alice")[0] == 0
-    assert cli("lease", "guard", "./src/metrics.py", identity="alice")[0] == 4
-    code, _, err = cli("lease", "guard", identity="alice")
+    assert run_atlas("lease", "guard", "src/util.py", identity="alice")[0] == 0
+    assert run_atlas("lease", "guard", "./src/metrics.py", identity="alice")[0] == 4
+    code, _, err = run_atlas("lease", "guard", identity="alice")
     assert code == 2 and "--staged or PATHs" in err
-    code, _, err = cli("lease", "guard", "/etc/passwd", identity="alice")
+    code, _, err = run_atlas("lease", "guard", "/etc/passwd", identity="alice")
     assert code == 2 and "absolute" in err
 
 
@@ -133,13 +133,13 @@ def test_a_damaged_lease_is_reported_not_obeyed(repo: GitRepo, tmp_path: Path) -
     _bob_leases_metrics(record)
     (record.leases_dir / "repo.broken").mkdir()
     (record.leases_dir / "repo.broken" / "g00000001.json").write_text("{not json")
-    code, out, err = cli("lease", "guard", "src/util.py", identity="alice")
+    code, out, err = run_atlas("lease", "guard", "src/util.py", identity="alice")
     assert code == 0 and "repo.broken" in err and "not obeyed" in err
 
 
 def test_outside_a_git_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    code, _, err = cli("lease", "guard", "--staged", identity="alice")
+    code, _, err = run_atlas("lease", "guard", "--staged", identity="alice")
     assert code == 2 and "not inside a git repository" in err
 
 
@@ -148,7 +148,7 @@ def test_the_cli_json_is_the_api_result(repo: GitRepo, tmp_path: Path) -> None:
     _bob_leases_metrics(record)
     repo.write("src/metrics.py", "changed\n")
     repo.git("add", "-A")
-    code, out, _ = cli("lease", "guard", "--staged", "--json", identity="alice")
+    code, out, _ = run_atlas("lease", "guard", "--staged", "--json", identity="alice")
     from_cli = json.loads(out)
     from_api = guard.guard(identity="alice").to_json()
     for doc in (from_cli, from_api):
@@ -220,7 +220,7 @@ def test_a_hand_widened_or_symlinked_lease_is_reported_not_obeyed(
     gen.symlink_to(record.leases_dir / "repo.linked" / "g00000001.json")
     (record.leases_dir / "repo.pipe").mkdir()
     os.mkfifo(record.leases_dir / "repo.pipe" / "g00000001.json")  # must not wait on it
-    code, out, err = cli("lease", "guard", "src/metrics.py", identity="alice")
+    code, out, err = run_atlas("lease", "guard", "src/metrics.py", identity="alice")
     assert code == 0, out
     assert "leads out" in err and "repo.link" in err and "symlink" in err
     assert "repo.linked/g00000002.json" in err and "repo.pipe" in err

@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
 from support.cmdserver import through
 from support.linksites import site, write
+from support.runner import run_atlas
 
 from atlas_files.check import check_links
 from atlas_files.linkcheck import rendercache, renderpool
@@ -69,9 +69,7 @@ Words[^1] and **term**{ #term } and `x = 1`{ #inline-id }.
 
 
 def _site(root: Path) -> Path:
-    root.mkdir(parents=True)
-    folder = site(root)
-    write(folder, PAGES)
+    folder = site(root, pages=PAGES)
     for n in range(8):  # pages large enough to be worth a process of their own
         body = "".join(f"## Part {n} {k}\n\nSome [text](../index.md#start) `code` *em*.\n\n"
                        for k in range(60))

@@ -219,14 +219,13 @@ def test_the_emoji_index_a_site_names_is_found_not_imported(tmp_path: Path) -> N
     # pymdownx.emoji makes no id and no link, so atlas leaves it out; the index its
     # configuration names (a large module) is looked for, not imported, and a name that
     # cannot be found is still said.
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "index.md").write_text("# Home\n\n[a](#home) [b](#nope)\n")
-    (tmp_path / "mkdocs.yml").write_text(
+    folder = site(tmp_path, text=(
         "site_name: t\nmarkdown_extensions:\n  - pymdownx.emoji:\n"
         "      emoji_index: !!python/name:material.extensions.emoji.twemoji\n"
-        "      emoji_generator: !!python/name:pymdownx.no_such_module.to_svg\n")
+        "      emoji_generator: !!python/name:pymdownx.no_such_module.to_svg\n"),
+        pages={"index.md": "# Home\n\n[a](#home) [b](#nope)\n"})
     script = ("import json, sys; from atlas_files.check import check_links; "
-              f"report = check_links([{str(tmp_path / 'docs')!r}]); "
+              f"report = check_links([{str(folder)!r}]); "
               "print(json.dumps([[f.code, f.message] for f in report.findings])); "
               "print('material.extensions.emoji' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,

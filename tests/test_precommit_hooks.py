@@ -15,9 +15,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import hostile_repo
 import pytest
 from hypothesis import HealthCheck, given, settings
+from support import hostile_repo
+from support.git import git
 
 from atlas_files import artifacts, leases
 from atlas_files.record import Record
@@ -50,7 +51,7 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str,
     home = base / "pre-commit-home"
     env = _env(home)
     src = base / "atlas-files"
-    listed = run(["git", "ls-files", "-co", "--exclude-standard", "-z"], ROOT, env).stdout
+    listed = git(ROOT, "ls-files", "-co", "--exclude-standard", "-z", env=env)
     for rel in filter(None, listed.split("\0")):
         source = ROOT / rel
         if not os.path.lexists(source):
@@ -61,14 +62,14 @@ def hooks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str,
             target.symlink_to(os.readlink(source))
         elif source.is_file():
             shutil.copy2(source, target)
-    run(["git", "init", "-q"], src, env)
-    run(["git", "add", "-A"], src, env)
-    run(["git", "commit", "-q", "--no-verify", "-m", "snapshot"], src, env)
-    sha = run(["git", "rev-parse", "HEAD"], src, env).stdout.strip()
+    git(src, "init", "-q", env=env)
+    git(src, "add", "-A", env=env)
+    git(src, "commit", "-q", "--no-verify", "-m", "snapshot", env=env)
+    sha = git(src, "rev-parse", "HEAD", env=env)
     # Install the environment once; every test repository below reuses it.
     warm = base / "warm"
     warm.mkdir()
-    run(["git", "init", "-q"], warm, env)
+    git(warm, "init", "-q", env=env)
     (warm / ".pre-commit-config.yaml").write_text(_config(src, sha))
     run(["pre-commit", "install-hooks"], warm, env, timeout=900)
     yield src, sha, home
@@ -85,7 +86,7 @@ class Repo:
         self.env = env
 
     def git(self, *args: str) -> str:
-        return run(["git", *args], self.path, self.env).stdout
+        return git(self.path, *args, env=self.env)
 
     def commit(self, message: str = "change", env: dict[str, str] | None = None,
                add: tuple[str, ...] = ("-A",)) -> subprocess.CompletedProcess[str]:
@@ -243,7 +244,7 @@ def test_the_links_hook_fetches_nothing_and_quotes_nothing_from_outside(
 @given(spec=hostile_repo.specs())
 def test_the_hooks_on_a_hostile_repository_reach_nowhere(
         hooks: tuple[Path, str, Path], tmp_path: Path, spec: hostile_repo.Spec) -> None:
-    """The adversarial suite's repositories (test_hostile_repository.py), committed through
+    """The adversarial suite's repositories (test_repository_hostile.py), committed through
     the real pre-commit framework: each hook's atlas is watched as there."""
     src, sha, home = hooks
     spec.fsmonitor = False  # pre-commit's own git would run it; atlas's never does

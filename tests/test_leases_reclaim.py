@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import run_atlas
-from mcp_support import call, text
+from support.mcp_client import call, text
+from support.runner import run_atlas
 
 from atlas_files import timeutil
 from atlas_files.record import Record

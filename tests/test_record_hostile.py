@@ -43,6 +43,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from support.git import git
+from support.runner import child_env
 
 from atlas_files import artifacts, corrections, decisions, leases, status
 from atlas_files.api import Worker, ritual
@@ -637,7 +639,7 @@ def _run_case(top: Path, steps: list[tuple[Mutation, random.Random]], config: fl
     (top / "cache").mkdir(mode=0o700)
     spec = {"mcp": MCP_READS, "writable": [str(record.root), str(out), str(top / "tmp"),
                                            str(top / "cache")]}
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     env |= {"TMPDIR": str(top / "tmp"), "XDG_CACHE_HOME": str(top / "cache"),
             "HOME": str(victim)}
     try:
@@ -666,7 +668,7 @@ def _run_case(top: Path, steps: list[tuple[Mutation, random.Random]], config: fl
 
 
 def _capped_atlas(root: Path, *args: str, input: bytes = b"") -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+    env = child_env()
     script = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30));"
               "from atlas_files.cli import main; main(sys.argv[1:])")
     return subprocess.run([sys.executable, "-c", script, "--record", str(root), "--as", "ann",
@@ -738,14 +740,14 @@ def test_the_childs_audit_hook_sees_a_write_outside_and_a_process_started(
     victim = tmp_path / "home"
     victim.mkdir()
     record = _base(tmp_path / "rec")
-    subprocess.run(["git", "init", "-q", str(record.root)], check=True)
+    git(record.root, "init", "-q")
     commands = [["activity"], ["site", "build", "--out", str(victim / "site")]]
     spec = {"mcp": [], "writable": [str(record.root)]}
     child = subprocess.run(
         [sys.executable, "-c", CHILD, str(record.root), json.dumps(commands),
          str(MEMORY_BOUND), json.dumps(spec)], capture_output=True, text=True,
         timeout=TIME_BOUND_S, cwd=record.root,
-        env={k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")})
+        env=child_env())
     assert child.returncode == 0, child.stderr[-3000:]
     events = json.loads(child.stdout)["events"]
     assert any(e[0] == "process" and e[1] == "git" for e in events), events

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from support.runner import child_env
+
 PACKAGE = "@modelcontextprotocol/inspector"
 VERSION = "2.12.0"
 REQUIRE = "ATLAS_REQUIRE_INSPECTOR"  # set by .ci/run: a missing Inspector fails, not skips
@@ -61,7 +63,7 @@ class Inspector:
             timeout: float = 180) -> subprocess.CompletedProcess[str]:
         """``mcp-inspector --cli --format json ARGS``; the JSON document it printed is
         the last line of stdout."""
-        environ = {k: v for k, v in os.environ.items() if not k.startswith("ATLAS_")}
+        environ = child_env()
         environ.update({"HOME": str(self.home), "MCP_INSPECTOR_SECRET_STORE": "memory",
                         "NO_COLOR": "1", **(env or {})})
         return subprocess.run([str(self.binary), "--cli", "--format", "json", *args],

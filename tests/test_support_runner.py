@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from conftest import run_atlas
+from support.runner import run_atlas
 
 from atlas_files import artifacts
 from atlas_files.record import Record

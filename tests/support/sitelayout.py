@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdp import Browser
+from support.cdp import Browser
 
 # Pages a newcomer opens first, as (name, path in the site).
 PAGES = [("home", "index.html"), ("decisions", "decisions.html"),
