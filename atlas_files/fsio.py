@@ -477,10 +477,13 @@ class Folder:
         return removed
 
     @contextlib.contextmanager
-    def locked(self, name: str, wait_s: float | None = None) -> Iterator[None]:
+    def locked(self, name: str, wait_s: float | None = None, *,
+               make: bool = True) -> Iterator[None]:
         """Hold the lock file ``name`` here (see the module function ``locked``); the
-        record is verified before the lock file is made, not when it is there already."""
-        with _locked_at(self.path / name, name, self.fd, wait_s, self._verify):
+        record is verified before the lock file is made, not when it is there already.
+        Without ``make``, FileNotFoundError if it is not there: nothing is written."""
+        with _locked_at(self.path / name, name, self.fd, wait_s,
+                        self._verify if make else _refuse_to_make):
             yield
 
 
@@ -662,6 +665,10 @@ def locked(lock_path: Path, wait_s: float | None = None, *,
     with open_folder(lock_path.parent, within=within) as folder, \
             folder.locked(lock_path.name, wait_s):
         yield
+
+
+def _refuse_to_make() -> None:
+    raise FileNotFoundError(errno.ENOENT, "no lock file yet")
 
 
 @contextlib.contextmanager

@@ -128,13 +128,15 @@ class Row:
 
 
 @contextlib.contextmanager
-def held(record: Record, identity: str) -> Iterator[Row]:
+def held(record: Record, identity: str, *, make: bool = True) -> Iterator[Row]:
     """``identity``'s receipts, locked while inside: a write reads them for its stop sign
     and marks what it wrote under one lock and one read of the row. DamagedFile if the row
-    is damaged; OSError if the folder or the lock cannot be had."""
+    is damaged; OSError if the folder or the lock cannot be had. Without ``make``, the
+    receipts folder and the row's lock file must be there already (FileNotFoundError
+    otherwise): nothing is written before the caller writes."""
     path = _path(record, identity)
-    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder, \
-            folder.locked(f".{identity}.lock"):
+    with fsio.open_folder(path.parent, within=record.opened, create=make) as folder, \
+            folder.locked(f".{identity}.lock", make=make):
         yield Row(folder, path.name, identity, _read_at(path, identity, folder.fd))
 
 

@@ -40,11 +40,13 @@ def write_checked(
     check_body_size(body.encode("utf-8"), record.config.body_limit)
     with contextlib.ExitStack() as stack:
         # The writer's receipts are locked and read once, for the stop sign and for the
-        # mark of what it wrote; where they cannot be had, the write goes on without them
-        # as it did before (a lost receipt errs on the safe side), except that a write
-        # that must judge by a damaged receipt stops.
+        # mark of what it wrote. Where they cannot be had (or have no lock file yet: a
+        # refused write makes nothing), the write goes on without them, the receipt read
+        # unlocked and marked after (a lost receipt errs on the safe side), except that a
+        # write that must judge by a damaged receipt stops.
         try:
-            row: receipts.Row | None = stack.enter_context(receipts.held(record, author))
+            row: receipts.Row | None = stack.enter_context(
+                receipts.held(record, author, make=False))
         except BadInput:
             if expect is None:
                 raise

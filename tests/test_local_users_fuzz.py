@@ -368,12 +368,31 @@ def _servers_left_are_private(scene: Scene) -> None:
     are ended."""
     try:
         for pid in servers_started_with(scene.shared):
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            sock = os.fsdecode(argv[argv.index(b"--socket") + 1])
+            sock = _socket_of(pid)
+            if sock is None:
+                continue  # it ended meanwhile
             folder = os.lstat(os.path.dirname(sock))
             assert folder.st_uid == os.geteuid() and folder.st_mode & 0o077 == 0, sock
     finally:
         end_servers_under(scene.shared)
+
+
+def _socket_of(pid: int) -> str | None:
+    """The --socket of server ``pid``; None once it has ended. A process caught between
+    its fork and its exec still shows its parent's command line (`atlas server start`,
+    without --socket): it is looked at again, for at most a few seconds."""
+    deadline = time.monotonic() + 5
+    while True:
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        if b"--socket" in argv:
+            return os.fsdecode(argv[argv.index(b"--socket") + 1])
+        if argv == [b""]:  # a zombie: ended, not yet reaped
+            return None
+        assert time.monotonic() < deadline, f"a server without --socket: {argv}"
+        time.sleep(0.02)
 
 
 plants = st.lists(st.tuples(st.sampled_from(PLACES), st.sampled_from(KINDS)), min_size=1,
