@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -201,3 +202,20 @@ def test_the_root_is_found_from_anywhere_in_the_working_tree(repo: GitRepo,
     repo.git("init", "-q", "--bare", str(bare))
     with pytest.raises(gitcmd.NotARepository, match="bare repository"):
         gitcmd.toplevel(bare)
+
+
+def test_outside_every_repository_git_is_not_started_and_git_dir_still_counts(
+        repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No folder above holds a .git: the answer needs no git process (a session start
+    # outside a repository pays for none), and is the same on a machine without git.
+    outside = tmp_path / "plain" / "deeper"
+    outside.mkdir(parents=True)
+    path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", str(tmp_path / "no-git-here"))
+    with pytest.raises(gitcmd.NotARepository, match="not inside a git repository"):
+        gitcmd.toplevel(outside)
+    # A variable that moves git's search is git's to follow.
+    monkeypatch.setenv("PATH", path)
+    monkeypatch.setenv("GIT_DIR", str(repo.path / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(repo.path))
+    assert gitcmd.toplevel(outside) == repo.path
