@@ -234,3 +234,49 @@ def test_the_emoji_index_a_site_names_is_found_not_imported(tmp_path: Path) -> N
     assert [code for code, _ in found] == ["ATL018", "ATL011"]
     assert "pymdownx.no_such_module.to_svg" in found[0][1]
     assert out[1] == "False"
+
+
+MACRO_PAGES = {
+    "index.md": "# Home\n\n{% include 'part.md' %}\n{% include 'later.md' ignore missing %}\n"
+                "## About {{ product }}\n\n"
+                "[a](#included-heading) [b](#about-widget) [c](#came-later)\n",
+    "part.md": "## Included heading\n",
+}
+
+
+def macro_errors(folder: Path) -> set[str]:
+    report = check_links([folder])
+    return {f.message.split("'")[1] for f in report.findings if f.severity == ERROR}
+
+
+def test_a_kept_macros_expansion_holds_only_while_what_it_used_is_the_same(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from atlas_files.linkcheck import renderpool
+
+    folder = site(tmp_path, text="site_name: t\nplugins: [macros]\nextra:\n  product: Widget\n",
+                  pages=MACRO_PAGES)
+    forks: list[object] = []
+    real = renderpool.fork_child
+
+    def counted(*args: object, **kwargs: object) -> int | None:
+        forks.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(renderpool, "fork_child", counted)
+    assert macro_errors(folder) == {"#came-later"}
+    expanded = len(forks)
+    assert expanded >= 1
+    # A later run (a pre-commit hook's) forks no expanding child and says the same.
+    assert macro_errors(folder) == {"#came-later"}
+    assert len(forks) == expanded
+    # A template the page included changed: expanded again, and judged as it now reads.
+    (folder / "part.md").write_text("## Renamed heading\n")
+    assert macro_errors(folder) == {"#came-later", "#included-heading"}
+    assert len(forks) > expanded
+    # A template it looked for in vain appeared.
+    (folder / "later.md").write_text("## Came later\n")
+    assert macro_errors(folder) == {"#included-heading"}
+    # A variable of mkdocs.yml changed.
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins: [macros]\nextra:\n"
+                                         "  product: Gadget\n")
+    assert macro_errors(folder) == {"#included-heading", "#about-widget"}

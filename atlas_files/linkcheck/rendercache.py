@@ -97,7 +97,7 @@ def _canon(value: Any) -> Any:
     raise _Uncacheable(type(value).__name__)
 
 
-def _stamp(path: str) -> list[int] | None:
+def stamp(path: str) -> list[int] | None:
     try:
         st = os.stat(path)
     except OSError:
@@ -105,14 +105,14 @@ def _stamp(path: str) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns, st.st_ino]
 
 
-def _package(name: str) -> list[Any]:
+def package(name: str) -> list[Any]:
     """Where top-level package ``name`` lies and its stamp (found, not imported)."""
     try:
         spec = importlib.util.find_spec(name)
     except (ImportError, ValueError):
         spec = None
     origin = getattr(spec, "origin", None) if spec is not None else None
-    return [name, origin, _stamp(origin) if origin else None]
+    return [name, origin, stamp(origin) if origin else None]
 
 
 def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
@@ -131,13 +131,13 @@ def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
         "format": FORMAT, "python": sys.version, "atlas": __version__, "root": str(site.root),
         "docs": str(site.docs_dir), "extensions": extensions, "autorefs": autorefs(site),
         "emoji": emoji(site),
-        "packages": [_package(t) for t in sorted(tops)],
-        "renderer": [_stamp(str(here / f)) for f in _RENDERER],
+        "packages": [package(t) for t in sorted(tops)],
+        "renderer": [stamp(str(here / f)) for f in _RENDERER],
     }, sort_keys=True, default=str)
     return hashlib.sha256(described.encode()).hexdigest()
 
 
-def _sha(path: str, within: Boundary) -> str | None:
+def sha_of(path: str, within: Boundary) -> str | None:
     """The digest of a snippet file: a regular file of the repository, of a size that
     was included (else None: the rendering that included it no longer holds)."""
     try:
@@ -210,7 +210,7 @@ class RenderCache:
         try:
             ids, links = entry["ids"], entry["links"]
             holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
-                _sha(path, self._within) == sha for path, sha in entry["included"])
+                sha_of(path, self._within) == sha for path, sha in entry["included"])
             rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links),
                                 entry.get("partial") is not True)
         except (KeyError, TypeError, ValueError):
@@ -228,7 +228,7 @@ class RenderCache:
         missing: set[str] = set()
         for asked, got in included:
             if got is not None:
-                found[got] = _sha(got, self._within)
+                found[got] = sha_of(got, self._within)
             missing |= candidates(asked, bases)
         missing = {p for p in missing if not os.path.exists(p)}
         key = self.key(uri, text)

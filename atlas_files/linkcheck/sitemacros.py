@@ -14,20 +14,31 @@ knows: its anchors cannot be checked from source, said once per site with their 
 
 ``{% include %}`` reads templates from ``include_dir`` (default: docs_dir), inside the
 repository only, as regular files of bounded size.
+
+What an expansion yielded is kept between runs with the renderings (rendercache.py, in
+the user's own cache folder), keyed by the page's text and front matter and by a digest of
+everything else it used (the marks, the variables, include_dir, Jinja's install, this
+module, atlas's and Python's versions). It holds while every template it included is byte
+for byte the same and every template it looked for in vain is still missing. So a warm
+check (a pre-commit hook's) forks no child for pages that did not change. A page that ran
+out of its time or memory is not kept.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import resource
 import signal
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frames
+from atlas_files import __version__, frames
 from atlas_files.filesources import DiskSource
-from atlas_files.linkcheck import renderpool
+from atlas_files.linkcheck import rendercache, renderpool
 from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.siteconfig import SiteConfig, Unresolved, read_file, safe_load
 
@@ -87,6 +98,7 @@ class Macros:
         self.include_dir = site.root / include if isinstance(include, str) and include \
             else site.docs_dir
         self._done: dict[str, tuple[str | None, str | None]] = {}
+        self._kept: ExpansionCache | None | bool = False  # False: not opened yet
 
     def _include_yaml(self, key: Any, path: Path) -> None:
         try:
@@ -114,6 +126,12 @@ class Macros:
         """Expand ``pages`` (uri: text, front matter) in one capped child; each result is
         then ``result(uri)``."""
         todo = {uri: job for uri, job in pages.items() if uri not in self._done}
+        kept = self._cache()
+        for uri, (text, front) in list(todo.items()):
+            hit = kept.get_expansion(uri, text, front) if kept is not None else None
+            if hit is not None:
+                self._done[uri] = hit
+                del todo[uri]
         if not todo:
             return
         reader, writer = os.pipe()
@@ -122,29 +140,51 @@ class Macros:
             frames.write(writer, self._expand_all(todo))
 
         pid = renderpool.fork_child(child, [reader], [writer])
-        got: dict[str, tuple[str | None, str | None]] = {}
+        got: dict[str, tuple[Any, ...]] = {}
         data = None if pid is None else renderpool.child_answer(pid, reader)
         if data is not None:
             try:
-                got = {str(k): (v[0], v[1]) for k, v in data.items()}
-            except (ValueError, TypeError, IndexError, AttributeError):
+                got = {str(k): (v[0], v[1], v[2], v[3], v[4]) for k, v in data.items()}
+            except (ValueError, TypeError, IndexError, AttributeError, KeyError):
                 got = {}
-        for uri in todo:
-            self._done[uri] = got.get(uri, (None, "the expansion did not finish (it ran out of "
-                                               "its time or memory)"))
+        for uri, (text, front) in todo.items():
+            done, why, included, missing, keep = got.get(uri, (
+                None, "the expansion did not finish (it ran out of its time or memory)",
+                (), (), False))
+            self._done[uri] = (done, why)
+            if keep and kept is not None:
+                kept.put_expansion(uri, text, front, (done, why), included, missing)
+        if kept is not None:
+            kept.save()
+
+    def _cache(self) -> ExpansionCache | None:
+        """The expansions kept from earlier runs (None: no cache folder of this user's)."""
+        if self._kept is False:
+            described = json.dumps({
+                "format": 1, "atlas": __version__, "python": sys.version,
+                "jinja2": rendercache.package("jinja2"), "marks": self.marks,
+                "variables": self.variables, "include_dir": str(self.include_dir),
+                "code": self.has_code, "module": rendercache.stamp(__file__),
+            }, sort_keys=True, default=str)
+            setup = "m" + hashlib.sha256(described.encode()).hexdigest()
+            self._kept = ExpansionCache(self.site, setup) \
+                if rendercache.folder() is not None else None
+        return self._kept if isinstance(self._kept, ExpansionCache) else None
 
     def result(self, uri: str) -> tuple[str | None, str | None]:
         """(the expanded text, None), or (None, why it cannot be expanded here)."""
         return self._done.get(uri, (None, "it was not expanded"))
 
     def _expand_all(self, todo: Mapping[str, tuple[str, dict[str, Any]]],
-                    ) -> dict[str, tuple[str | None, str | None]]:  # pragma: no cover - child
+                    ) -> dict[str, tuple[Any, ...]]:  # pragma: no cover - child
         resource.setrlimit(resource.RLIMIT_AS, (_MEMORY, _MEMORY))
         signal.alarm(_SECONDS_ALL)
         from jinja2 import BaseLoader, TemplateNotFound, TemplateSyntaxError, meta  # noqa: PLC0415
         from jinja2.sandbox import SandboxedEnvironment  # noqa: PLC0415
 
         within, include_dir = self._within, self.include_dir
+        included: list[tuple[str, str]] = []  # of the page being expanded
+        missing: list[str] = []
 
         class Loader(BaseLoader):
             def get_source(self, environment: Any, template: str) -> tuple[str, str, Any]:
@@ -152,44 +192,109 @@ class Macros:
                 try:
                     data, size = DiskSource(within=within).read_limited(path, _MAX_TEMPLATE)
                 except OSError:
+                    missing.append(str(path))
                     raise TemplateNotFound(template) from None
                 if size > _MAX_TEMPLATE:
+                    missing.append(str(path))  # as good as missing, while it stays so large
                     raise TemplateNotFound(template)
+                included.append((str(path), hashlib.sha256(data).hexdigest()))
                 return data.decode("utf-8", "replace"), str(path), lambda: False
 
         m = self.marks
         env = SandboxedEnvironment(
             loader=Loader(), block_start_string=m[0], block_end_string=m[1],
             variable_start_string=m[2], variable_end_string=m[3], comment_start_string=m[4],
-            comment_end_string=m[5], keep_trailing_newline=True)
+            comment_end_string=m[5], keep_trailing_newline=True,
+            # No cache of loaded templates: each page's includes must reach get_source,
+            # which notes them for that page's kept expansion.
+            cache_size=0)
         known = set(self.variables) | set(env.globals)
-        out: dict[str, tuple[str | None, str | None]] = {}
+        # uri -> (expanded text, why not, templates included, templates missing, whether
+        # the answer may be kept: one that ran out of time or memory may not).
+        out: dict[str, tuple[Any, ...]] = {}
 
         def expired(signum: int, frame: Any) -> None:
             raise TimeoutError
 
         signal.signal(signal.SIGALRM, expired)
         for uri, (text, front) in todo.items():
+            included.clear()
+            missing.clear()
+            keep = True
             try:
                 tree = env.parse(text)
                 unknown = sorted(meta.find_undeclared_variables(tree) - known - set(front))
                 if unknown:
-                    out[uri] = (None, f"it uses {', '.join(unknown[:3])}"
-                                + (" (and more)" if len(unknown) > 3 else "")
-                                + (", which the repository's own macros module may define"
-                                   if self.has_code else ", which the plugin alone knows"))
-                    continue
-                signal.setitimer(signal.ITIMER_REAL, _SECONDS_PAGE)
-                try:
-                    done = env.from_string(text).render({**self.variables, **front})
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-                out[uri] = (done, None) if len(done) <= _MAX_OUT else \
-                    (None, "it expands to more than any page")
+                    answer: tuple[str | None, str | None] = (
+                        None, f"it uses {', '.join(unknown[:3])}"
+                        + (" (and more)" if len(unknown) > 3 else "")
+                        + (", which the repository's own macros module may define"
+                           if self.has_code else ", which the plugin alone knows"))
+                else:
+                    signal.setitimer(signal.ITIMER_REAL, _SECONDS_PAGE)
+                    try:
+                        done = env.from_string(text).render({**self.variables, **front})
+                    finally:
+                        signal.setitimer(signal.ITIMER_REAL, 0)
+                    answer = (done, None) if len(done) <= _MAX_OUT else \
+                        (None, "it expands to more than any page")
             except TemplateSyntaxError as exc:
-                out[uri] = (None, f"its template does not parse ({exc.message})"[:200])
+                answer = (None, f"its template does not parse ({exc.message})"[:200])
             except (TimeoutError, MemoryError, RecursionError):
-                out[uri] = (None, "it takes longer or more memory to expand than a check gives")
+                answer = (None, "it takes longer or more memory to expand than a check gives")
+                keep = False
             except Exception as exc:  # noqa: BLE001 - the sandbox's refusals, a bad filter...
-                out[uri] = (None, f"it cannot be expanded here ({type(exc).__name__})")
+                answer = (None, f"it cannot be expanded here ({type(exc).__name__})")
+            out[uri] = (*answer, list(included), list(missing), keep)
         return out
+
+
+class ExpansionCache(rendercache.RenderCache):
+    """The macros plugin's expansions of one site's pages, kept with its renderings (see
+    the module's docstring): the same file handling, other entries."""
+
+    def __init__(self, site: SiteConfig, setup: str) -> None:
+        super().__init__(site, setup)
+        if self.problems is None:
+            self.problems = []  # an expansion has no renderer whose problems are kept
+
+    @staticmethod
+    def _expansion_key(uri: str, text: str, front: Mapping[str, Any]) -> str:
+        described = json.dumps([uri, text, front], sort_keys=True, default=str)
+        return hashlib.sha256(described.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def get_expansion(self, uri: str, text: str, front: Mapping[str, Any],
+                      ) -> tuple[str | None, str | None] | None:
+        """The page's expansion (text, or why not) if one is kept and still holds."""
+        key = self._expansion_key(uri, text, front)
+        entry = self._pages.get(key)
+        if entry is None:
+            return None
+        try:
+            done, why = entry["text"], entry["why"]
+            holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
+                rendercache.sha_of(path, self._within) == sha
+                for path, sha in entry["included"])
+            if not (isinstance(done, str | None) and isinstance(why, str | None)):
+                return None
+        except (KeyError, TypeError, ValueError):
+            return None
+        if not holds:
+            return None
+        self._used.add(key)
+        return done, why
+
+    def put_expansion(self, uri: str, text: str, front: Mapping[str, Any],
+                      answer: tuple[str | None, str | None],
+                      included: Any, missing: Any) -> None:
+        """Keep ``answer`` with the templates it included (path, digest) and missed."""
+        try:
+            kept_included = [[str(p), str(sha)] for p, sha in included]
+            kept_missing = [str(p) for p in missing]
+        except (TypeError, ValueError):
+            return
+        key = self._expansion_key(uri, text, front)
+        self._pages[key] = {"text": answer[0], "why": answer[1], "missing": kept_missing,
+                            "included": kept_included}
+        self._used.add(key)
+        self._dirty = True
