@@ -280,3 +280,21 @@ def test_a_kept_macros_expansion_holds_only_while_what_it_used_is_the_same(
     (tmp_path / "mkdocs.yml").write_text("site_name: t\nplugins: [macros]\nextra:\n"
                                          "  product: Gadget\n")
     assert macro_errors(folder) == {"#included-heading", "#about-widget"}
+
+
+def test_macros_are_expanded_in_a_caller_that_holds_much_address_space(
+        tmp_path: Path) -> None:
+    # A long-lived caller (a server with threads) may hold more address space than the
+    # expanding child's cap, mostly reserved: the child's cap comes on top of it.
+    folder = site(tmp_path, text="site_name: t\nplugins: [macros]\nextra:\n  product: Widget\n",
+                  pages=MACRO_PAGES)
+    script = ("import mmap, sys, json; from pathlib import Path; "
+              "held = mmap.mmap(-1, 3 << 30); "  # reserved, never touched
+              "from atlas_files.check import check_links; "
+              "r = check_links([Path(sys.argv[1])]); "
+              "print(json.dumps(sorted(f.message for f in r.findings)))")
+    done = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True,
+                          text=True, check=True)
+    messages = json.loads(done.stdout)
+    assert any("#came-later" in m and "broken anchor" in m for m in messages), messages
+    assert not any("cannot be checked" in m for m in messages), messages

@@ -177,7 +177,7 @@ class Macros:
 
     def _expand_all(self, todo: Mapping[str, tuple[str, dict[str, Any]]],
                     ) -> dict[str, tuple[Any, ...]]:  # pragma: no cover - child
-        resource.setrlimit(resource.RLIMIT_AS, (_MEMORY, _MEMORY))
+        _cap_memory()
         signal.alarm(_SECONDS_ALL)
         from jinja2 import BaseLoader, TemplateNotFound, TemplateSyntaxError, meta  # noqa: PLC0415
         from jinja2.sandbox import SandboxedEnvironment  # noqa: PLC0415
@@ -247,6 +247,23 @@ class Macros:
                 answer = (None, f"it cannot be expanded here ({type(exc).__name__})")
             out[uri] = (*answer, list(included), list(missing), keep)
         return out
+
+
+def _cap_memory() -> None:  # pragma: no cover - child
+    """Let the expanding child take _MEMORY more address space than it was forked with.
+    A long-lived caller (a server with threads, each with its own stack and malloc arena)
+    may hold more than _MEMORY already, most of it reserved and never used; a cap of
+    _MEMORY in all would make every allocation of the child fail."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            held = int(statm.read().split()[0]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        held = 0
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = held + _MEMORY
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 class ExpansionCache(rendercache.RenderCache):
