@@ -10,6 +10,7 @@ on stderr and lets the session go on.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from atlas_files import hookio
@@ -57,10 +58,16 @@ def _hook_worker(record_path: str | None, identity: str | None, project: str | N
                  event: dict[str, Any], harness: str) -> Worker | None:
     """The worker a hook acts as, in the record around the session's folder; None (after
     printing the harness's "go on") when there is no record there."""
+    root = _record_root(record_path, event, harness)
+    return None if root is None else Worker(Record(root), hookio.identity(identity), project)
+
+
+def _record_root(record_path: str | None, event: dict[str, Any], harness: str) -> Path | None:
+    """The record named, or the one around the session's folder; None (after printing the
+    harness's "go on") when there is none."""
     where = hookio.cwd(event)
     try:
-        root = locate(record_path, starts=[where] if where else [])
-        return Worker(Record(root), hookio.identity(identity), project)
+        return locate(record_path, starts=[where] if where else [])
     except NotFound as exc:
         if record_path:  # a record was named and is not there: worth a word
             hookio.say(f"{exc.message} (the hook did nothing)")
@@ -106,13 +113,8 @@ def stop_hook(harness: str, record_path: str | None, identity: str | None,
     if hookio.stop_hook_active(event):
         hookio.out(hookio.allow(harness))  # already going on because of a block
         return
-    where = hookio.cwd(event)
-    try:
-        root = locate(record_path, starts=[where] if where else [])
-    except NotFound as exc:
-        if record_path:  # a record was named and is not there: worth a word
-            hookio.say(f"{exc.message} (the hook did nothing)")
-        hookio.out(hookio.allow(harness))
+    root = _record_root(record_path, event, harness)
+    if root is None:
         return
     if identity is not None and not is_name(identity):
         hookio.say(f"--as {identity!r} is not an identity name: the stop was not checked")

@@ -137,7 +137,7 @@ def setup_key(site: SiteConfig, planned: list[Planned]) -> str | None:
     return hashlib.sha256(described.encode()).hexdigest()
 
 
-def sha_of(path: str, within: Boundary) -> str | None:
+def _sha(path: str, within: Boundary) -> str | None:
     """The digest of a snippet file: a regular file of the repository, of a size that
     was included (else None: the rendering that included it no longer holds)."""
     try:
@@ -209,8 +209,7 @@ class RenderCache:
             return None
         try:
             ids, links = entry["ids"], entry["links"]
-            holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
-                sha_of(path, self._within) == sha for path, sha in entry["included"])
+            holds = self._holds(entry)
             rendered = Rendered(frozenset(str(i) for i in ids), tuple(str(u) for u in links),
                                 entry.get("partial") is not True)
         except (KeyError, TypeError, ValueError):
@@ -220,6 +219,12 @@ class RenderCache:
         self._used.add(key)
         return rendered
 
+    def _holds(self, entry: dict[str, Any]) -> bool:
+        """Whether every file ``entry`` included is the same and every one it looked for
+        in vain is still missing. KeyError, TypeError or ValueError for a damaged entry."""
+        return all(not os.path.exists(p) for p in entry["missing"]) and all(
+            _sha(path, self._within) == sha for path, sha in entry["included"])
+
     def put(self, uri: str, text: str, rendered: Rendered,
             included: Iterable[tuple[str, str | None]], bases: list[str]) -> None:
         """Keep ``rendered``; ``included``: (file asked for, file found or None) for each
@@ -228,7 +233,7 @@ class RenderCache:
         missing: set[str] = set()
         for asked, got in included:
             if got is not None:
-                found[got] = sha_of(got, self._within)
+                found[got] = _sha(got, self._within)
             missing |= candidates(asked, bases)
         missing = {p for p in missing if not os.path.exists(p)}
         key = self.key(uri, text)

@@ -289,9 +289,7 @@ class ExpansionCache(rendercache.RenderCache):
             return None
         try:
             done, why = entry["text"], entry["why"]
-            holds = all(not os.path.exists(p) for p in entry["missing"]) and all(
-                rendercache.sha_of(path, self._within) == sha
-                for path, sha in entry["included"])
+            holds = self._holds(entry)
             if not (isinstance(done, str | None) and isinstance(why, str | None)):
                 return None
         except (KeyError, TypeError, ValueError):
