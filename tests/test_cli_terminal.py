@@ -18,6 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from support.runner import atlas_command, child_env, run_atlas
+from support.tools import needs
 
 from atlas_files import artifacts, leases, status, timeutil
 from atlas_files.api import core
@@ -144,7 +145,7 @@ READS = [
 ]
 
 
-@pytest.mark.skipif(not ATLAS.exists(), reason="the atlas command is not installed")
+@needs(ATLAS, "the atlas command is not installed")
 @pytest.mark.parametrize(("args", "shown"), READS, ids=[" ".join(a) for a, _ in READS])
 def test_every_read_command_shows_agent_text_escaped_on_a_terminal(
     poisoned: Record, args: list[str], shown: list[str], tmp_path: Path
@@ -158,7 +159,7 @@ def test_every_read_command_shows_agent_text_escaped_on_a_terminal(
         assert escaped in text, (escaped, text)
 
 
-@pytest.mark.skipif(not ATLAS.exists(), reason="the atlas command is not installed")
+@needs(ATLAS, "the atlas command is not installed")
 def test_errors_on_stderr_are_escaped_and_an_ascii_terminal_gets_no_bypass(
     poisoned: Record
 ) -> None:

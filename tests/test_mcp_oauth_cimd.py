@@ -8,7 +8,6 @@ with its default address rule refuses 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import shutil
 import ssl
 import subprocess
 import threading
@@ -24,13 +23,13 @@ import pytest
 from support.mcp_client import text
 from support.oauth import approve_on_terminal, bounded, in_process, oauth_client
 from support.runner import run_atlas
+from support.tools import needs
 
 from atlas_files.mcp import oauthstore, transports
 from atlas_files.mcp.cimd import ClientDocuments, Fetcher, FetchRefused, client_info
 from atlas_files.record import Record
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None,
-                                reason="the openssl command makes the test certificate")
+pytestmark = needs("openssl", "the openssl command makes the test certificate")
 
 GOOD = {"client_name": "Doc Client", "redirect_uris": ["http://127.0.0.1:9/callback"],
         "grant_types": ["authorization_code", "refresh_token"],

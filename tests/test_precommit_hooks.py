@@ -19,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from support import hostile_repo
 from support.git import git
+from support.tools import needs
 
 from atlas_files import artifacts, leases
 from atlas_files.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None,
-                                reason="pre-commit is not installed")
+pytestmark = needs("pre-commit", "pre-commit is not installed")
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str], check: bool = True,
