@@ -382,12 +382,14 @@ class Folder:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, mode,
                      dir_fd=self.fd)
         try:
+            # Asked before the data is written: a network file system answers from what
+            # the create returned, where after a write it must first send the data.
+            if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
+                os.fchmod(fd, mode)
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            if stat.S_IMODE(os.fstat(fd).st_mode) != mode:
-                os.fchmod(fd, mode)
             if durable:
                 os.fsync(fd)
         except BaseException:
