@@ -41,9 +41,13 @@ def _entry(where: str, text: str) -> str:
     return os.path.join(where, f"{binascii.crc32(data):08x}-{len(data)}.json")
 
 
-def load(text: str, parse: Callable[[str], Any]) -> Any:
+def load(text: str, parse: Callable[[str], Any], *,
+         encode: Callable[[Any], Any] | None = None,
+         decode: Callable[[Any], Any] | None = None) -> Any:
     """``parse(text)``, or what it returned the last time this user's atlas parsed the
-    same text. Whatever ``parse`` raises is raised, and nothing is kept."""
+    same text. Whatever ``parse`` raises is raised, and nothing is kept. A parse that
+    gives more than JSON's values is kept as ``encode`` makes it JSON (a ValueError
+    there: not kept) and given back as ``decode`` makes it again."""
     where = folder()
     if where is None or not hasattr(os, "getuid"):
         return parse(text)
@@ -51,9 +55,16 @@ def load(text: str, parse: Callable[[str], Any]) -> Any:
     if usercache.private(where):
         found = _read(path, text)
         if found is not _MISS:
-            return found
+            try:
+                return found if decode is None else decode(found)
+            except (KeyError, TypeError, ValueError, IndexError):
+                pass  # an entry of another shape than ours: parsed again, and replaced
     data = parse(text)
-    _keep(where, path, text, data)
+    try:
+        kept = data if encode is None else encode(data)
+    except (ValueError, RecursionError):
+        return data
+    _keep(where, path, text, kept)
     return data
 
 

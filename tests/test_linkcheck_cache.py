@@ -300,3 +300,66 @@ def test_macros_are_expanded_in_a_caller_that_holds_much_address_space(
     messages = json.loads(done.stdout)
     assert any("#came-later" in m and "broken anchor" in m for m in messages), messages
     assert not any("cannot be checked" in m for m in messages), messages
+
+
+TAGGED_CONFIG = """\
+site_name: t
+validation: {anchors: warn, links: {not_found: warn}}
+extra_css: !relative css/x.css
+markdown_extensions:
+  - toc:
+      slugify: !!python/object/apply:pymdownx.slugs.slugify {kwds: {case: lower}}
+  - pymdownx.superfences:
+      custom_fences:
+        - name: chart
+          class: chart
+          format: !!python/name:mypackage.fences.chart
+  - attr_list
+"""
+
+
+def test_a_site_configuration_read_before_is_read_without_pyyaml(tmp_path: Path) -> None:
+    # A warm check of a small site is mostly start-up, PyYAML's import a large share of it:
+    # an unchanged mkdocs.yml comes from the user's YAML cache, its tags as they were read.
+    folder = site(tmp_path, text=TAGGED_CONFIG, pages={
+        "index.md": "# Two Words\n\n[a](#two-words) [b](#nope)\n",
+    })
+    expected = [("ATL011", "error", 3, "index.md"), ("ATL018", "warning", 7, "mkdocs.yml")]
+    script = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from atlas_files.check import check_links\n"
+        "report = check_links([Path(sys.argv[1])])\n"
+        "print(json.dumps({'yaml': 'yaml' in sys.modules, 'found': [\n"
+        "    [f.code, f.severity, f.line, Path(f.path).name, f.message]\n"
+        "    for f in report.findings]}))\n"
+    )
+
+    def run() -> tuple[bool, list[tuple[str, str, int, str, str]]]:
+        done = subprocess.run([sys.executable, "-c", script, str(folder)],
+                              capture_output=True, text=True, check=True, cwd=tmp_path)
+        out = json.loads(done.stdout)
+        return out["yaml"], [tuple(f) for f in out["found"]]
+
+    (first_yaml, first), (second_yaml, second) = run(), run()
+    assert first_yaml and not second_yaml
+    assert second == first
+    assert sorted(f[:4] for f in first) == expected
+    # Edited, the configuration is read again: the slugs now keep their case.
+    (tmp_path / "mkdocs.yml").write_text(TAGGED_CONFIG.replace("lower", "none"))
+    (folder / "index.md").write_text("# Two Words\n\n[a](#Two-Words)\n")
+    third_yaml, third = run()
+    assert third_yaml
+    assert [f[0] for f in third] == ["ATL018"]
+
+
+def test_a_configuration_naming_the_environment_is_read_every_time(tmp_path: Path) -> None:
+    # !ENV's values are the environment's, not the text's: never taken from the cache.
+    text = "site_name: t\nvalidation: {anchors: !ENV [ANCHOR_LEVEL, warn]}\n"
+    folder = site(tmp_path, text=text, pages={"index.md": "# A\n\n[b](#nope)\n"})
+    for level, codes in (("warn", ["ATL011"]), ("ignore", []), ("warn", ["ATL011"])):
+        done = subprocess.run(
+            [sys.executable, "-m", "atlas_files", "check", "--links-only", "--json",
+             str(folder)], capture_output=True, text=True, cwd=tmp_path,
+            env={**__import__("os").environ, "ANCHOR_LEVEL": level})
+        assert [f["code"] for f in json.loads(done.stdout)["findings"]] == codes, level

@@ -172,6 +172,10 @@ class RenderCache:
         self.problems: list[tuple[str, str]] | None = None  # said as the renderer was made
         self._pages: dict[str, dict[str, Any]] = {}
         self._used: set[str] = set()
+        # What this run asked already, by (uri, text): one check asks of a page many times
+        # (each link to it), and a string's hash is kept with it, so an answer is found
+        # again without digesting the page or testing its included files once more.
+        self._answers: dict[tuple[str, str], Rendered | None] = {}
         self._dirty = False
         self._load()
 
@@ -203,6 +207,15 @@ class RenderCache:
 
     def get(self, uri: str, text: str) -> Rendered | None:
         """The page's rendering if one is kept and still holds."""
+        if self.problems is None:  # no renderer made yet: nothing kept can be trusted
+            return None
+        asked = (uri, text)
+        if asked in self._answers:
+            return self._answers[asked]
+        found = self._answers[asked] = self._get(uri, text)
+        return found
+
+    def _get(self, uri: str, text: str) -> Rendered | None:
         key = self.key(uri, text)
         entry = self._pages.get(key)
         if entry is None or self.problems is None:
@@ -243,6 +256,7 @@ class RenderCache:
         if not rendered.whole:
             self._pages[key]["partial"] = True
         self._used.add(key)
+        self._answers.pop((uri, text), None)
         self._dirty = True
 
     def save(self) -> None:

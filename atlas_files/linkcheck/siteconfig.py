@@ -21,6 +21,7 @@ as carefully as the first.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -28,13 +29,15 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
+from atlas_files import yamlcache
 from atlas_files.filesources import DiskSource
 from atlas_files.findings import ERROR, WARNING
 from atlas_files.linkcheck.boundary import OUTSIDE, Boundary, root_of
+
+if TYPE_CHECKING:
+    import yaml
 
 NAMES = ("mkdocs.yml", "mkdocs.yaml")
 BUILTIN_EXTENSIONS = ("toc", "tables", "fenced_code")
@@ -112,16 +115,9 @@ class _Named:
         return Unresolved(f"!!python/{kind}:{self.name}", self.line)
 
 
-class _Loader(yaml.SafeLoader):
-    def get_single_data(self) -> Any:
-        node = self.get_single_node()
-        if node is None:
-            return None
-        _bounded(node)
-        return self.construct_document(node)
-
-
 def _children(node: yaml.Node) -> Iterator[yaml.Node]:
+    import yaml  # noqa: PLC0415 - here only while a text is parsed (see _loader)
+
     if isinstance(node, yaml.SequenceNode):
         yield from node.value
     elif isinstance(node, yaml.MappingNode):
@@ -160,7 +156,9 @@ def _line(node: yaml.Node) -> int:
     return node.start_mark.line + 1 if node.start_mark is not None else 0
 
 
-def _env(loader: _Loader, node: yaml.Node) -> Any:
+def _env(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    import yaml  # noqa: PLC0415 - see _loader
+
     names = ([loader.construct_scalar(node)] if isinstance(node, yaml.ScalarNode)
              else loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode)
              else [])
@@ -178,16 +176,20 @@ class Relative:
     suffix: str
 
 
-def _relative(loader: _Loader, node: yaml.Node) -> Relative:
+def _relative(loader: yaml.SafeLoader, node: yaml.Node) -> Relative:
+    import yaml  # noqa: PLC0415 - see _loader
+
     value = loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else ""
     return Relative(str(value or ""))
 
 
-def _python_name(loader: _Loader, suffix: str, node: yaml.Node) -> _Named:
+def _python_name(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> _Named:
     return _Named(suffix, None, _line(node))
 
 
-def _python_apply(loader: _Loader, suffix: str, node: yaml.Node) -> _Named:
+def _python_apply(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> _Named:
+    import yaml  # noqa: PLC0415 - see _loader
+
     if isinstance(node, yaml.MappingNode):
         spec = loader.construct_mapping(node, deep=True)
         args, kwds = spec.get("args", []), spec.get("kwds", {})
@@ -201,18 +203,102 @@ def _python_apply(loader: _Loader, suffix: str, node: yaml.Node) -> _Named:
                   _line(node))
 
 
-def _unknown(loader: _Loader, suffix: str, node: yaml.Node) -> Unresolved:
+def _unknown(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Unresolved:
     tag = str(node.tag)
     shown = "!!" + tag[len("tag:yaml.org,2002:"):] if tag.startswith("tag:yaml.org,2002:") \
         else tag
     return Unresolved(shown, _line(node))
 
 
-_Loader.add_constructor("!ENV", _env)
-_Loader.add_constructor("!relative", _relative)
-_Loader.add_multi_constructor("tag:yaml.org,2002:python/name:", _python_name)
-_Loader.add_multi_constructor("tag:yaml.org,2002:python/object/apply:", _python_apply)
-_Loader.add_multi_constructor(None, _unknown)
+@functools.cache
+def _loader() -> type[yaml.SafeLoader]:
+    """The loader that constructs nothing (see the module's docstring). Made, and PyYAML
+    imported, only when a text is parsed: a site whose mkdocs.yml this user's atlas read
+    before is read from the YAML cache (``_parse``), and PyYAML's import is a large share
+    of a warm check of a small site."""
+    import yaml  # noqa: PLC0415
+
+    class Loader(yaml.SafeLoader):
+        def get_single_data(self) -> Any:
+            node = self.get_single_node()
+            if node is None:
+                return None
+            _bounded(node)
+            return self.construct_document(node)
+
+    Loader.add_constructor("!ENV", _env)
+    Loader.add_constructor("!relative", _relative)
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/name:", _python_name)
+    Loader.add_multi_constructor("tag:yaml.org,2002:python/object/apply:", _python_apply)
+    Loader.add_multi_constructor(None, _unknown)
+    return Loader
+
+
+class _NotYAML(ValueError):
+    """PyYAML's YAMLError, as what the callers here catch without importing PyYAML."""
+
+
+def _yaml_load(text: str) -> Any:
+    import yaml  # noqa: PLC0415 - see _loader
+
+    try:
+        return yaml.load(text, Loader=_loader())  # noqa: S506 - constructs nothing, see above
+    except yaml.YAMLError as exc:
+        raise _NotYAML(str(exc)) from None
+
+
+# A value the YAML cache keeps as a mapping with this one key: none that PyYAML gives
+# back for a site's own text holds it (such a text is parsed every time instead).
+_TAGGED = "\u0000atlas"
+
+
+class _Uncacheable(ValueError):
+    pass
+
+
+def _to_json(value: Any) -> Any:
+    """``value`` with what the loader made of tags as tagged mappings, for the cache."""
+    if isinstance(value, dict):
+        if _TAGGED in value:
+            raise _Uncacheable
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_json(v) for v in value]
+    if isinstance(value, Unresolved):
+        return {_TAGGED: "unresolved", "what": value.what, "line": value.line}
+    if isinstance(value, Relative):
+        return {_TAGGED: "relative", "suffix": value.suffix}
+    if isinstance(value, _Named):
+        call = None if value.call is None else [_to_json(value.call[0]),
+                                                _to_json(value.call[1])]
+        return {_TAGGED: "named", "name": value.name, "call": call, "line": value.line}
+    return value
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    kind = value.get(_TAGGED)
+    if kind == "unresolved":
+        return Unresolved(value["what"], value["line"])
+    if kind == "relative":
+        return Relative(value["suffix"])
+    if kind == "named":
+        call = value["call"]
+        return _Named(value["name"], None if call is None else
+                      (_from_json(call[0]), _from_json(call[1])), value["line"])
+    return {k: _from_json(v) for k, v in value.items()}
+
+
+def _parse(text: str) -> Any:
+    """``text`` as the loader reads it, from the YAML cache where this user's atlas read
+    the same text before. A text with ``!ENV`` in it is parsed every time: its values are
+    the environment's."""
+    if "!ENV" in text:
+        return _yaml_load(text)
+    return yamlcache.load(text, _yaml_load, encode=_to_json, decode=_from_json)
 
 
 def _known(name: str) -> Any:
@@ -335,8 +421,8 @@ def safe_load(text: str) -> Any:
     """YAML ``text`` read as mkdocs.yml is (nothing constructed, aliases bounded);
     ValueError if it is not readable."""
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - constructs nothing, see above
-    except yaml.YAMLError as exc:
+        return _yaml_load(text)
+    except _NotYAML as exc:
         raise ValueError(f"not readable YAML: {exc}") from None
     except RecursionError:
         raise ValueError("nested too deep to read") from None
@@ -346,8 +432,8 @@ def _load_yaml(path: Path, within: Boundary, depth: int = 0,
                what: str = "it") -> tuple[dict[str, Any], str]:
     text = read_file(path, within, what)
     try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - constructs nothing, see above
-    except yaml.YAMLError as exc:
+        data = _parse(text)
+    except _NotYAML as exc:
         raise ValueError(f"{'' if what == 'it' else what + ' is '}not readable YAML: "
                          f"{exc}") from None
     except RecursionError:
