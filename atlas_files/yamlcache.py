@@ -1,6 +1,7 @@
 """YAML texts this user's atlas has parsed before, kept as JSON, so that a command whose
-atlas.yaml has not changed need not import PyYAML, a large share of every command's start
-(bench/bench_sync.py prints the start-up floors).
+atlas.yaml (or a links check whose site's mkdocs.yml) has not changed need not import
+PyYAML, a large share of every command's start (bench/bench_sync.py prints the start-up
+floors).
 
 An entry is found by the text itself and used only when the whole text it holds equals,
 character for character, the text just read. No clock or file time is trusted, so an edit

@@ -551,7 +551,8 @@ def bench_plugins(kind: str, project: str, version: str, sub: str, cache: Path, 
     pages = sum(1 for _ in docs.rglob("*.md"))
     print(f"{label} ({pages} pages; plugins {', '.join(names)}"
           f"{'; hooks ' + ', '.join(hooks) if hooks else ''}): MkDocs {len(with_code)} link "
-          f"warnings ({len(with_code) - len(truth)} depend on the repository's code)")
+          f"warnings ({len(with_code) - len(truth)} depend on the repository's code; "
+          f"{len(without_code)} with that code not run)")
     for hooked, (recall, precision, wall, w_wall, errors, warnings) in results.items():
         said, most = _causes(warnings)
         print(f"    {'--run-site-hooks' if hooked else 'as a hook runs it'}: recall "
