@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -43,6 +42,7 @@ from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 from support.git import git
 from support.gitteam import Team
+from support.hostile_repo import Listener
 from support.memory import bound_kb, own_peak_kb
 from support.runner import atlas_command, child_env
 
@@ -64,37 +64,6 @@ BIG = 6 << 20  # the largest file the generator pushes
 COMMANDS = [["sync", "--json"], ["put", "adversary", "-f", "BODY"], ["begin", "--json"],
             ["check", "--json"], ["search", "plan", "--json"], ["ls", "--json"]]
 SITE_COMMANDS = [["sync"], ["site", "build", "--out", "SITE", "--json"]]
-
-
-# -- the listener the hostile URLs point at ------------------------------------------------
-
-class Canary:
-    """A TCP listener on 127.0.0.1 that counts every connection made to it."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.2)
-        self.port = int(self.sock.getsockname()[1])
-        self.hits = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.hits += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sock.close()
 
 
 # -- what the generator builds: entries of a tree -------------------------------------------
@@ -465,7 +434,7 @@ class Arena:
 
     def __init__(self, team: Team, first: Path, tmp: Path) -> None:
         self.team, self.tmp = team, tmp
-        self.canary = Canary()
+        self.canary = Listener()
         self.marker = tmp / "markers"
         self.marker.mkdir()
         self.outside = tmp / "outside"
@@ -545,7 +514,7 @@ class Arena:
             assert unnamed(run, self.allowed) == [], run.argv
             assert run.connects == [], run.argv
         assert sorted(p.name for p in self.marker.iterdir()) == []
-        assert self.canary.hits == 0
+        assert self.canary.connections == 0
         assert fingerprint(self.tmp, skip) == before
         assert (self.outside / "secret.txt").read_text() == "the victim's own file\n"
         assert snapshot_git(self.victim) == own_git
@@ -608,7 +577,7 @@ def test_the_watch_sees_what_it_must(arena: Arena, tmp_path: Path) -> None:
     programs, connects = traced(tmp_path / "logs" / "naughty")
     naughty = Run([], 0, "", 0, 0.0, programs, connects, MEMORY_BOUND)
     assert any("touch" in p for p in unnamed(naughty, arena.allowed))
-    assert connects and arena.canary.hits >= 1
+    assert connects and arena.canary.connections >= 1
     assert fingerprint(tmp_path, skip) != before
     # ... while atlas itself, watched the same way, starts and reaches nothing.
     run = watched(["--version"], tmp_path, arena.env, tmp_path / "logs" / "version")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.prober import ANSWER, own_home
 from support.runner import atlas_command, child_env, run_atlas, snapshot
 
 from atlas_files import schemas, timeutil
@@ -21,18 +22,11 @@ from atlas_files.record import Record
 from atlas_files.telemetry import probe as probemod
 from atlas_files.telemetry import rows, trust
 
-SAMPLE = json.dumps({"host": "box", "sampled_at": None,
-                     "nvml": {"available": False, "reason": "no driver"}, "gpus": []})
-ANSWER = f"printf '%s' {shlex.quote(SAMPLE)}"
-
 
 @pytest.fixture(autouse=True)
 def _own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The prober's per-user files (approvals) live in the test's own home folder."""
-    home = tmp_path / "home"
-    home.mkdir(mode=0o700)
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    own_home(tmp_path, monkeypatch)
 
 
 def _add(record: Record, name: str, probe: str, **kwargs: str) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from support.git import git
+from support.prober import ANSWER, own_home
 from support.runner import Result, run_atlas
 
 from atlas_files import ownfiles
@@ -18,19 +19,11 @@ from atlas_files.record import Record
 from atlas_files.telemetry import probe as probemod
 from atlas_files.telemetry import trust
 
-SAMPLE = json.dumps({"host": "box", "sampled_at": None,
-                     "nvml": {"available": False, "reason": "no driver"}, "gpus": []})
-ANSWER = f"printf '%s' {shlex.quote(SAMPLE)}"
-
 
 @pytest.fixture(autouse=True)
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The prober's own home: approvals and probes files live here, never in the real one."""
-    folder = tmp_path / "home"
-    folder.mkdir(mode=0o700)
-    monkeypatch.setenv("HOME", str(folder))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return folder
+    return own_home(tmp_path, monkeypatch)
 
 
 def _touch(path: Path) -> str:

@@ -149,23 +149,27 @@ class Listener:
 
     def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
+        # A closed socket does not wake a thread blocked in accept(): it looks up this often.
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
         self.connections = 0
+        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
     def _serve(self) -> None:
-        while True:
+        while not self._stop.is_set():
             try:
                 conn, _ = self.sock.accept()
             except OSError:
-                return
+                continue
             self.connections += 1
             conn.close()
 
     def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
         self.sock.close()
-        self._thread.join(5)
 
 
 # -- the generator ------------------------------------------------------------------------
