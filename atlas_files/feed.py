@@ -10,6 +10,7 @@ from atlas_files.artifacts import artifacts_folder, topic_streams
 from atlas_files.documents import LatestHints
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, warn
 from atlas_files.names import check_name
+from atlas_files.stopsign import what_was_read
 
 if TYPE_CHECKING:
     from atlas_files.documents import Stream
@@ -55,7 +56,7 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
         )
     identity = check_name(identity, "identity")
     try:
-        read = receipts.read(record, identity)
+        read = what_was_read(record, identity)
     except (DamagedFile, OSError) as exc:
         warn(f"{_reason(exc)}; the feed treats {identity} as having read nothing")
         read = {}

@@ -5,11 +5,14 @@ own processes may update it at the same moment, so the read-modify-write is done
 lock on that reader's row; versions only ever move forward (a receipt keeps the highest
 version read), so the order in which two updates land cannot lose a read.
 
+A write counts as a read of what it wrote, but that is told from the versions (their
+author), not written here on every write: see stopsign.read_through_writes, which every
+reader of receipts asks.
+
 Rows are replaced without fsync: a receipt is re-creatable state. A power cut can lose its
 last updates (never a document), and losing one errs on the safe side: the feed offers
 those versions again and the stop sign asks for a fresh read before the next write. An
-empty row (what some file systems leave after a power cut) reads as no receipts.
-"""
+empty row (what some file systems leave after a power cut) reads as no receipts."""
 
 from __future__ import annotations
 
@@ -128,15 +131,12 @@ class Row:
 
 
 @contextlib.contextmanager
-def held(record: Record, identity: str, *, make: bool = True) -> Iterator[Row]:
-    """``identity``'s receipts, locked while inside: a write reads them for its stop sign
-    and marks what it wrote under one lock and one read of the row. DamagedFile if the row
-    is damaged; OSError if the folder or the lock cannot be had. Without ``make``, the
-    receipts folder and the row's lock file must be there already (FileNotFoundError
-    otherwise): nothing is written before the caller writes."""
+def held(record: Record, identity: str) -> Iterator[Row]:
+    """``identity``'s receipts, locked while inside, for one read-modify-write.
+    DamagedFile if the row is damaged; OSError if the folder or the lock cannot be had."""
     path = _path(record, identity)
-    with fsio.open_folder(path.parent, within=record.opened, create=make) as folder, \
-            folder.locked(f".{identity}.lock", make=make):
+    with fsio.open_folder(path.parent, within=record.opened, create=True) as folder, \
+            folder.locked(f".{identity}.lock"):
         yield Row(folder, path.name, identity, _read_at(path, identity, folder.fd))
 
 

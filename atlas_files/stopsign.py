@@ -1,14 +1,16 @@
 """The version-jump stop sign: a write checked against what its writer read.
 
-A write names the version it was based on (``expect``, or what the writer's receipt says
-it read); if the stream moved past it, nothing is written and the writer gets
-VersionConflict (optimistic concurrency control: validate at commit, redo rather than
-overwrite). Reads through here record what was read, so the next write knows.
+A write names the version it was based on (``expect``, or what the writer read: its
+receipt, or a later version it wrote itself); if the stream moved past it, nothing is
+written and the writer gets VersionConflict (optimistic concurrency control: validate at
+commit, redo rather than overwrite). Reads through here record what was read, so the next
+write knows; what_was_read is what every reader of receipts asks.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Sequence
 
 from atlas_files import fsio, receipts
@@ -30,29 +32,15 @@ def write_checked(
     proposal: bool = False,
     links: Sequence[str] = (),
 ) -> Version:
-    """Write the next version of ``stream`` under the stop sign, then update the receipt.
+    """Write the next version of ``stream`` under the stop sign.
 
-    ``expect`` is the version the writer read; None means "whatever my receipt says". A
-    writer that never read an existing stream, or whose read is out of date, is refused
-    with VersionConflict and nothing is written.
+    ``expect`` is the version the writer read; None means "what it read": its receipt, or
+    a later version it wrote itself. A writer that never read an existing stream, or whose
+    read is out of date, is refused with VersionConflict and nothing is written.
     """
     # Before anything is read: too large a body is bad input whatever the versions say.
     check_body_size(body.encode("utf-8"), record.config.body_limit)
     with contextlib.ExitStack() as stack:
-        # The writer's receipts are locked and read once, for the stop sign and for the
-        # mark of what it wrote. Where they cannot be had (or have no lock file yet: a
-        # refused write makes nothing), the write goes on without them, the receipt read
-        # unlocked and marked after (a lost receipt errs on the safe side), except that a
-        # write that must judge by a damaged receipt stops.
-        try:
-            row: receipts.Row | None = stack.enter_context(
-                receipts.held(record, author, make=False))
-        except BadInput:
-            if expect is None:
-                raise
-            row = None
-        except OSError:
-            row = None
         # The topic's folder is opened once, to list it and to publish in it.
         try:
             folder: fsio.Folder | None = stack.enter_context(
@@ -61,6 +49,10 @@ def write_checked(
             folder = None
         versions, temps = stream.scan(folder)
         latest = versions[-1] if versions else 0
+        # A write counts as a read of what it wrote: when the latest version is the
+        # writer's own, it has read the stream to there, whatever its receipt says.
+        own_latest = latest > 0 and author_of(stream, latest) == author
+        receipt: int | None = None
         if expect is not None:
             if expect < 0:
                 raise BadInput(f"--expect {expect}: versions start at 0 (nothing read yet)")
@@ -72,36 +64,104 @@ def write_checked(
                 )
             if expect < latest:
                 raise stream.conflict(expect)
+            if not own_latest:
+                receipt = _receipt_or_none(record, author, key, latest)
+        elif own_latest:
+            expect = latest
         else:
-            read = row.current if row is not None else receipts.read(record, author)
-            read_version = read.get(key)
-            if read_version is not None and not 0 <= read_version <= latest:
-                # The receipt names a version that does not exist (removed by hand, or a
-                # negative number written by hand): it says nothing about what this writer
-                # has seen.
-                read_version = None
-            if latest and (read_version or 0) < latest and author_of(stream, latest) == author:
-                # A write counts as a read of what it wrote: the author's next write expects
-                # its own version even if the receipt update after that write was lost.
-                read_version = latest
-            if read_version is None and latest > 0:
+            # Judging by the receipt: a damaged one stops the write (DamagedFile).
+            receipt = _receipt(receipts.read(record, author).get(key), latest)
+            expect = read_through_writes(stream, author, receipt or 0, latest)
+            if receipt is None and expect == 0 and latest > 0:
                 raise stream.conflict(0, never_read=True)
-            expect = read_version or 0
             if expect < latest:
                 raise stream.conflict(expect)
         written = stream.write(
             body, author=author, based_on=expect, summary=summary, proposal=proposal,
             links=links, temps=temps, folder=folder,
         )
-        done = f"wrote {written.path.name}"
-        if row is None:
-            _mark_quietly(record, author, key, written.version, done)
-        else:
-            try:
-                row.update({key: written.version})
-            except (OSError, BadInput) as exc:
-                _receipt_lost(author, done, exc)
+    # The receipt row is written only where what the writer read cannot be told from the
+    # versions (read_through_writes): its first write of the stream, or a write based on a
+    # version that was neither its own nor on its receipt. Its writes in a row after that
+    # cost no second file.
+    if not own_latest and receipt != expect:
+        _mark_quietly(record, author, key, written.version, f"wrote {written.path.name}")
     return written
+
+
+def _receipt(version: int | None, latest: int) -> int | None:
+    """A receipt's version, or None where it says nothing about what its writer saw: a
+    version that does not exist (removed by hand, or a negative number written by hand)."""
+    return version if version is not None and 0 <= version <= latest else None
+
+
+def _receipt_or_none(record: Record, identity: str, key: str, latest: int) -> int | None:
+    """The receipt, for a write that does not judge by it: one that cannot be read counts
+    as none (and the mark after the write says why)."""
+    try:
+        return _receipt(receipts.read(record, identity).get(key), latest)
+    except (OSError, BadInput):
+        return None
+
+
+def read_through_writes(stream: Stream, identity: str, read: int, latest: int) -> int:
+    """What ``identity`` has read of ``stream``: its receipt's ``read``, or the newest
+    version after it that it wrote itself (a write counts as a read of what it wrote:
+    writing vN took a read of vN-1), up to ``latest``.
+
+    write_checked writes a receipt row only where the versions cannot tell, so after
+    ``read`` come the identity's own run of writes, then only others'; the run's end is
+    found in O(log n) reads of front matter, one in the common cases. Where the row was
+    lost or edited by hand the versions may not lie so; any version found is still one
+    the identity wrote, so the answer can only be too low, which errs on the safe side
+    (the stop sign asks for a read, the feed offers a version again).
+    """
+    if latest <= read:
+        return read
+    if author_of(stream, latest) == identity:
+        return latest
+    if read + 1 == latest or author_of(stream, read + 1) != identity:
+        return read
+    low, high = read + 1, latest  # low: written by identity; high: not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if author_of(stream, middle) == identity:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def what_was_read(record: Record, identity: str) -> dict[str, int]:
+    """What ``identity`` has read: its receipts (receipts.read, and its errors), each
+    moved on through the versions it wrote itself since (read_through_writes)."""
+    read = receipts.read(record, identity)
+    for key, version in list(read.items()):
+        stream = _stream_of(record, key)
+        # One stat for a stream that did not move: this runs over every receipt.
+        if stream is None or not os.path.exists(stream.path(version + 1)):
+            continue
+        try:
+            latest = stream.latest()
+        except OSError:
+            continue
+        read[key] = read_through_writes(stream, identity, version, latest)
+    return read
+
+
+def _stream_of(record: Record, key: str) -> Stream | None:
+    """The stream a receipt key names; None for one that names none (a project gone from
+    atlas.yaml, a row edited by hand)."""
+    project, _, rest = key.partition("/")
+    if project not in record.config.projects:
+        return None
+    try:
+        if rest == "status":
+            return record.status_stream(project)
+        kind, _, name = rest.partition("/")
+        return record.artifact_stream(name, project) if kind == "artifacts" else None
+    except BadInput:
+        return None
 
 
 def _mark_quietly(record: Record, identity: str, key: str, version: int, done: str) -> None:
@@ -124,8 +184,8 @@ def _receipt_lost(identity: str, done: str, exc: OSError | BadInput) -> None:
 def author_of(stream: Stream, version: int) -> str | None:
     """Who wrote ``version``; None if the file cannot be read."""
     try:
-        return stream.read(version).author
-    except BadInput:
+        return stream.read(version, head_only=True).author
+    except (BadInput, OSError):
         return None
 
 

@@ -112,6 +112,18 @@ def test_what_the_session_never_read_and_its_own_writes_are_not_news(repo: GitRe
     assert news(repo) is None
 
 
+def test_what_the_session_wrote_counts_as_read(repo: GitRepo) -> None:
+    put(repo, "alice", "plan", "v2\n", "mine", "--expect", "1")
+    put(repo, "alice", "plan", "v3\n", "mine again")  # judged by her own v2
+    assert news(repo) is None
+    put(repo, "bob", "plan", "v4\n", "the loader moves", "--expect", "3")
+    said = news(repo) or ""
+    assert "plan v4 by bob" in said and "(you read v3)" in said
+    assert run_atlas("--as", "bob", "correct", "plan@v3", "--what", "step two is Monday",
+                     record=repo.path).returncode == 0
+    assert "bob corrected plan@v3, which you read: step two is Monday" in (news(repo) or "")
+
+
 def test_a_correction_of_what_was_read_or_of_what_it_links_to_is_told(
         repo: GitRepo) -> None:
     put(repo, "ann", "notes", "n\n", "notes one")

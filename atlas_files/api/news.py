@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from atlas_files import jsonfile, layout, pathleases, receipts, sessions, timeutil
+from atlas_files import jsonfile, layout, pathleases, receipts, sessions, stopsign, timeutil
 from atlas_files.errors import DamagedFile
 from atlas_files.record import Record
 from atlas_files.sessions import Baseline, Row, Told
@@ -310,7 +310,7 @@ def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
     if due:
         _looked(stamp)
         try:
-            read = receipts.read(record, identity)
+            read = stopsign.what_was_read(record, identity)
         except DamagedFile:
             read = {}
         status_items, status = _status(record, row, baseline, identity)

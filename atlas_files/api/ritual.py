@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from atlas_files import corrections, leases, receipts, sessions, timeutil
+from atlas_files import corrections, leases, receipts, sessions, stopsign, timeutil
 from atlas_files import status as statusmod
 from atlas_files.api import Worker, briefing, budget, reads, writes
 from atlas_files.api.activity import repository_briefing
@@ -142,7 +142,7 @@ def _begin(worker: Worker, max_chars: int, go_on: bool) -> Briefing:
     else:
         since = (previous.ended_at or previous.started_at) if previous else None
     try:
-        read = receipts.read(record, identity)
+        read = stopsign.what_was_read(record, identity)
     except (DamagedFile, OSError) as exc:
         warn(f"{getattr(exc, 'message', exc)}; the briefing treats everything as unread")
         read = {}
@@ -256,6 +256,6 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
 
 def _receipts(record: Record, identity: str) -> dict[str, int]:
     try:
-        return receipts.read(record, identity)
+        return stopsign.what_was_read(record, identity)
     except (DamagedFile, OSError):
         return {}

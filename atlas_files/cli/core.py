@@ -44,7 +44,7 @@ def init(directory: str, projects: tuple[str, ...], default_project: str | None,
               help="Read the body from FILE ('-': stdin); at most body_limit bytes (atlas.yaml), "
               "and no more is read.")
 @click.option("--expect", type=click.IntRange(min=0), metavar="N",
-              help="The version you read (default: the one your receipt says you read).")
+              help="The version you read (default: the newest you read or wrote).")
 @click.option("--summary", metavar="TEXT", help="One line saying what this version is.")
 @click.option("--proposal", is_flag=True,
               help="Mark this version a proposal: accepted only by a decision (--accepts).")

@@ -43,7 +43,7 @@ def status_show(ctx: Invocation, version: int | None, as_json: bool) -> None:
               help="Read the text from FILE ('-': stdin); at most body_limit bytes (atlas.yaml), "
               "and no more is read.")
 @click.option("--expect", type=click.IntRange(min=0), metavar="N",
-              help="The version you read (default: the one your receipt says you read).")
+              help="The version you read (default: the newest you read or wrote).")
 @click.option("--summary", metavar="TEXT", help="One line saying what changed.")
 @click.option("--allow-empty", is_flag=True, help="Write an empty status (refused otherwise).")
 @json_option
