@@ -183,16 +183,21 @@ class OpenRoot:
     """A record's folder as a command opened it: a descriptor held from the start.
 
     Every write into the record walks from this descriptor, one folder at a time
-    (``openat`` with O_NOFOLLOW), and never through the record's path again: a record
-    moved, deleted or replaced while the command runs cannot turn the write into a stray
-    folder somewhere else, and a symlink planted mid-write cannot redirect it. Before each
+    (``openat`` with O_NOFOLLOW), or uses a folder an earlier walk reached while the path
+    still names that very folder (``_held_folder``), and never goes through the record's
+    path again: a record moved, deleted or replaced while the command runs cannot turn
+    the write into a stray folder somewhere else, and a symlink planted mid-write cannot
+    redirect it. Before each
     write, ``verify`` refuses (RecordGone, nothing written) when the folder no longer holds
     its ``marker`` (atlas.yaml) or when the path the record was opened by no longer leads
     to it: the reads that decided the write went through that path, so a write into the
     moved folder could act on what another folder said.
     """
 
-    __slots__ = ("path", "fd", "marker", "_id")
+    __slots__ = ("path", "fd", "marker", "_id", "_held", "_held_lock")
+
+    # Folders a write walked to, kept open for the next write into each (HELD_FOLDERS).
+    HELD_FOLDERS = 32
 
     def __init__(self, path: Path, marker: str) -> None:
         """Open ``path`` (which may itself be reached through a symlink: the user named
@@ -209,16 +214,21 @@ class OpenRoot:
         self.marker = marker
         st = os.fstat(fd)
         self._id = (st.st_dev, st.st_ino)
+        self._held: dict[tuple[str, ...], tuple[int, int, int]] = {}
+        self._held_lock = threading.Lock()
 
     def __del__(self, _close: Callable[[int], None] = os.close) -> None:
         # At the interpreter's exit module globals may already be gone: only what was
         # bound at definition is used here.
-        fd, self.fd = getattr(self, "fd", -1), -1
-        if fd >= 0:
-            try:
-                _close(fd)
-            except OSError:
-                pass
+        root, self.fd = getattr(self, "fd", -1), -1
+        held = getattr(self, "_held", {})
+        for fd in [root, *(entry[0] for entry in held.values())]:
+            if fd >= 0:
+                try:
+                    _close(fd)
+                except OSError:
+                    pass
+        held.clear()
 
     def close(self) -> None:
         self.__del__()
@@ -291,6 +301,10 @@ class OpenRoot:
         made and before each write in the folder (the Folder's primitives), not here:
         opening changes nothing, and each verify is two round trips on a network volume."""
         parts = self.parts_of(folder)
+        if parts and not create:
+            fd = self._held_folder(parts)
+            if fd >= 0:
+                return Folder(Path(folder), fd, self)
         fd = os.dup(self.fd) if not parts else -1
         here = self.fd
         for i, part in enumerate(parts):
@@ -302,7 +316,41 @@ class OpenRoot:
                 if here != self.fd:
                     os.close(here)
             here = fd
+        if parts:
+            self._hold(parts, fd)
         return Folder(Path(folder), fd, self)
+
+    def _held_folder(self, parts: tuple[str, ...]) -> int:
+        """A new descriptor of the folder at ``parts`` as an earlier walk opened it, if
+        the path still names that very folder (-1 otherwise): one stat of the path in
+        place of a walk that opens each folder on the way (on a network volume, two round
+        trips a folder). A folder swapped, moved, or reached through a symlink planted
+        since names another inode and is walked afresh; one reached through a symlink to
+        itself is the folder that was walked, and the write lands where it would have."""
+        with self._held_lock:
+            held = self._held.get(parts)
+            if held is None:
+                return -1
+            fd, dev, ino = held
+            try:
+                st = os.stat(os.sep.join(parts), dir_fd=self.fd, follow_symlinks=False)
+                if (st.st_dev, st.st_ino) == (dev, ino):
+                    return os.dup(fd)
+            except OSError:
+                pass
+            del self._held[parts]
+            os.close(fd)
+            return -1
+
+    def _hold(self, parts: tuple[str, ...], fd: int) -> None:
+        st = os.fstat(fd)
+        with self._held_lock:
+            if parts in self._held:
+                return
+            if len(self._held) >= self.HELD_FOLDERS:
+                oldest = next(iter(self._held))
+                os.close(self._held.pop(oldest)[0])
+            self._held[parts] = (os.dup(fd), st.st_dev, st.st_ino)
 
 
 def _open_child(parent: int, name: str, create: Callable[[], None] | None) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from support.runner import atlas_command, child_env
 
-from atlas_files import artifacts, corrections, leases, status
+from atlas_files import artifacts, corrections, fsio, leases, status
 from atlas_files.record import Record
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/syscall").exists(),
@@ -230,8 +230,8 @@ def test_every_writer_writes_when_the_record_stays_where_it_was(tmp_path: Path,
 def test_a_folder_swapped_for_a_symlink_after_it_was_checked_is_not_written_through(
         tmp_path: Path) -> None:
     """A record that checked a topic's folder once (Record.path keeps the verdict) and
-    writes later does not follow a symlink planted there meanwhile: every write walks the
-    folders again from the record's descriptor, without following a link."""
+    writes later does not follow a symlink planted there meanwhile: a write walks the
+    folders from the record's descriptor, without following a link."""
     record = _make_record(tmp_path / "rec")
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -243,6 +243,51 @@ def test_a_folder_swapped_for_a_symlink_after_it_was_checked_is_not_written_thro
         artifacts.put(record, "plan", "through the link\n", author="ann", expect=0)
     assert "symlink" in str(caught.value)
     assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("swap", ("topic", "artifacts", "project"))
+def test_a_folder_swapped_after_a_write_is_walked_again(tmp_path: Path, swap: str) -> None:
+    """A long-lived record (the MCP server, the command server) keeps the folder a write
+    walked to for its next write, but only while the path names that very folder: one
+    swapped since for a symlink to another folder, anywhere on the way, is walked again,
+    and the walk refuses the link."""
+    record = _make_record(tmp_path / "rec")
+    artifacts.put(record, "plan", "one\n", author="ann")
+    topic = record.artifact_stream("plan").folder
+    swapped = {"topic": topic, "artifacts": topic.parent, "project": topic.parent.parent}[swap]
+    outside = tmp_path / "outside"
+    shutil.copytree(swapped, outside)  # a look-alike: the same files, another folder
+    shutil.rmtree(swapped)
+    swapped.symlink_to(outside)
+    before = sorted(p.name for p in outside.rglob("*"))
+    with pytest.raises(Exception) as caught:
+        artifacts.put(record, "plan", "through the link\n", author="ann")
+    assert "symlink" in str(caught.value)
+    assert sorted(p.name for p in outside.rglob("*")) == before
+
+
+def test_a_folder_moved_away_after_a_write_is_not_written_into(tmp_path: Path) -> None:
+    record = _make_record(tmp_path / "rec")
+    artifacts.put(record, "plan", "two\n", author="ann")
+    topic = record.artifact_stream("plan").folder
+    moved = tmp_path / "moved"
+    topic.rename(moved)
+    written = artifacts.put(record, "plan", "afresh\n", author="ann")
+    assert written.version == 1 and written.path.parent == topic  # a new topic, in the record
+    assert topic.is_dir() and not topic.is_symlink()
+    assert sorted(p.name for p in moved.iterdir()) == ["plan.v0001.md", "plan.v0002.md"]
+
+
+def test_the_folders_kept_for_writes_are_bounded(tmp_path: Path) -> None:
+    record = _make_record(tmp_path / "rec")
+    artifacts.put(record, "t0", "x\n", author="ann")
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(1, 3 * fsio.OpenRoot.HELD_FOLDERS):
+        artifacts.put(record, f"t{i}", "x\n", author="ann")
+        artifacts.put(record, f"t{i}", "y\n", author="ann")
+    assert len(os.listdir("/proc/self/fd")) - before <= fsio.OpenRoot.HELD_FOLDERS
+    record.opened.close()
+    assert len(os.listdir("/proc/self/fd")) < before
 
 
 def test_a_topic_folder_is_made_only_inside_the_opened_record(tmp_path: Path) -> None:
