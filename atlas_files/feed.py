@@ -10,7 +10,7 @@ from atlas_files.artifacts import artifacts_folder, topic_streams
 from atlas_files.documents import LatestHints
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, warn
 from atlas_files.names import check_name
-from atlas_files.stopsign import what_was_read
+from atlas_files.stopsign import read_through_writes
 
 if TYPE_CHECKING:
     from atlas_files.documents import Stream
@@ -56,7 +56,7 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
         )
     identity = check_name(identity, "identity")
     try:
-        read = what_was_read(record, identity)
+        read = receipts.read(record, identity)
     except (DamagedFile, OSError) as exc:
         warn(f"{_reason(exc)}; the feed treats {identity} as having read nothing")
         read = {}
@@ -113,6 +113,9 @@ def _project_items(record: Record, project: str, identity: str,
             continue
         if doc.author == identity:
             continue  # a write counts as a read of what it wrote
+        if key in read:  # and what it read is moved on through the writes since
+            seen = read_through_writes(stream, identity, seen, latest,
+                                       latest_author=doc.author)
         items.append(FeedItem(
             kind, project, stream.name, latest, seen, doc.author, doc.written_at,
             doc.summary,

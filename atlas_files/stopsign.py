@@ -12,9 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from atlas_files import fsio, receipts
-from atlas_files.documents import Stream, Version, check_body_size
+from atlas_files.documents import LatestHints, Stream, Version, check_body_size
 from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import check_name
 from atlas_files.record import Record
@@ -104,10 +105,12 @@ def _receipt_or_none(record: Record, identity: str, key: str, latest: int) -> in
         return None
 
 
-def read_through_writes(stream: Stream, identity: str, read: int, latest: int) -> int:
+def read_through_writes(stream: Stream, identity: str, read: int, latest: int, *,
+                        latest_author: str | None = None) -> int:
     """What ``identity`` has read of ``stream``: its receipt's ``read``, or the newest
     version after it that it wrote itself (a write counts as a read of what it wrote:
-    writing vN took a read of vN-1), up to ``latest``.
+    writing vN took a read of vN-1), up to ``latest`` (whose author the caller may know:
+    ``latest_author``).
 
     write_checked writes a receipt row only where the versions cannot tell, so after
     ``read`` come the identity's own run of writes, then only others'; the run's end is
@@ -118,7 +121,7 @@ def read_through_writes(stream: Stream, identity: str, read: int, latest: int) -
     """
     if latest <= read:
         return read
-    if author_of(stream, latest) == identity:
+    if (latest_author or author_of(stream, latest)) == identity:
         return latest
     if read + 1 == latest or author_of(stream, read + 1) != identity:
         return read
@@ -134,18 +137,21 @@ def read_through_writes(stream: Stream, identity: str, read: int, latest: int) -
 
 def what_was_read(record: Record, identity: str) -> dict[str, int]:
     """What ``identity`` has read: its receipts (receipts.read, and its errors), each
-    moved on through the versions it wrote itself since (read_through_writes)."""
+    moved on through the versions it wrote itself since (read_through_writes). A stream
+    it never read nor wrote has no receipt, and no version of it is looked at."""
     read = receipts.read(record, identity)
+    hints: dict[Path, LatestHints] = {}
     for key, version in list(read.items()):
         stream = _stream_of(record, key)
         # One stat for a stream that did not move: this runs over every receipt.
         if stream is None or not os.path.exists(stream.path(version + 1)):
             continue
-        try:
-            latest = stream.latest()
-        except OSError:
-            continue
-        read[key] = read_through_writes(stream, identity, version, latest)
+        folder = stream.folder.parent
+        if folder not in hints:
+            hints[folder] = LatestHints(folder, record.opened)
+        read[key] = read_through_writes(stream, identity, version, hints[folder].latest(stream))
+    for hint in hints.values():
+        hint.save()
     return read
 
 
