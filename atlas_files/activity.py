@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from atlas_files import gitcmd, timeutil
 
@@ -31,8 +31,7 @@ _FIELDS = 6
 _SHA = re.compile(rb"[0-9a-f]{40}(?:[0-9a-f]{24})?")  # SHA-1, or SHA-256 repositories
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(NamedTuple):
     sha: str
     timestamp: int  # committer time, seconds since the epoch
     ref: str  # the branch (or tag, or HEAD) it was reached from

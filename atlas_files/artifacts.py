@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from atlas_files import corrections, receipts
 from atlas_files.diffs import Diff, diff_stream, unified_diff
@@ -25,8 +24,7 @@ __all__ = ["Diff", "TopicSummary", "diff", "diff_stream", "get", "history", "ls"
            "ls_accepted", "put", "topic_names", "topic_streams", "unified_diff"]
 
 
-@dataclass(frozen=True)
-class TopicSummary:
+class TopicSummary(NamedTuple):
     name: str
     version: int
     author: str
@@ -145,7 +143,7 @@ def ls(record: Record, project: str | None = None,
             latest = hints.latest(stream)
             if latest == 0:
                 continue
-            doc = stream.read(latest, head_only=True)
+            doc = hints.head(stream, latest)
         except (BadInput, OSError) as exc:
             reason = (exc.message if isinstance(exc, BadInput) else
                       f"{exc.filename or stream.folder} cannot be read ({exc.strerror or exc})")

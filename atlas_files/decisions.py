@@ -13,10 +13,9 @@ NAME@vN): that is the only way a version written with ``--proposal`` becomes acc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from atlas_files import corrections, entries, timeutil
 from atlas_files.errors import BadInput, NotFound
@@ -39,8 +38,7 @@ MAX_WHY = 8000
 MAX_LINKS = corrections.MAX_LINKS
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     id: str
     at: str
     project: str

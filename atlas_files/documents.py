@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -159,10 +160,16 @@ class Stream(NamedTuple):
     def read(self, version: int, *, head_only: bool = False) -> Version:
         """Version ``version``; ``head_only`` skips decoding and digesting the body (the
         Version then has an empty body and no digest verdict), for listings."""
+        return self.read_with_id(version, head_only=head_only)[0]
+
+    def read_with_id(self, version: int, *,
+                     head_only: bool = False) -> tuple[Version, tuple[int, int, int]]:
+        """``read``, with the identity of the file read (inode, size, mtime in ns): what
+        tells a later reader that the file it finds is still that one."""
         path = self.path(version)
         limit = None if self.body_limit is None else self.body_limit + FRONT_MATTER_ALLOWANCE
         try:
-            data = fsio.read_nofollow(self._file(version), limit)
+            data, st = fsio.read_with_stat(self._file(version), limit)
         except FileNotFoundError:
             raise NotFound(
                 f"{self.label} has no v{version}",
@@ -178,7 +185,7 @@ class Stream(NamedTuple):
                 hint="versions are never edited; `atlas check` reports this, and the fix is "
                 "a new version",
             )
-        return doc
+        return doc, _file_id(st)
 
     def write(
         self,
@@ -279,17 +286,30 @@ def _describe_versions(versions: list[int]) -> str:
     return f"v{versions[0]}..v{versions[-1]}"
 
 
+def _file_id(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# The types of a latest version's front matter as the hints keep it: based_on, author,
+# written_at, summary, proposal, links.
+_HEAD_TYPES = (int, str, str, str, bool, list)
+
+
 class LatestHints:
     """The latest-version hints of one folder of streams, read once, saved if they moved.
 
-    Readers that visit every topic (`ls`, `feed`) cannot afford to list every topic's
-    folder. One small file names each stream's latest version as last seen by a reader;
-    the versions after it are probed until one is missing, so a stale hint (a version
-    written since, a version written by hand) costs a few stats and a missing or wrong
-    one a folder listing. Readers, not writers, keep it current, so writes pay nothing;
-    where a reader cannot write (a read-only copy) it simply stays stale. Two readers
-    saving at once can lose each other's update: only speed depends on it, never a
-    result. Writers never trust it: the stop sign compares against the listing.
+    Readers that visit every topic (`ls`, `feed`, `begin`) cannot afford to list every
+    topic's folder, nor to read every latest version. One small file names each stream's
+    latest version as last seen by a reader, with that version's front matter and the
+    identity of its file (inode, size, mtime); the versions after the hint are probed
+    until one is missing, so a stale hint (a version written since, a version written by
+    hand) costs a few stats and a missing or wrong one a folder listing, and the front
+    matter is believed only while the file is the very one it was read from (a version
+    replaced by `atlas sync`, or edited in place, is read again). Readers, not writers,
+    keep it current, so writes pay nothing; where a reader cannot write (a read-only copy)
+    it simply stays stale. Two readers saving at once can lose each other's update: only
+    speed depends on it, never a result. Writers never trust it: the stop sign compares
+    against the listing and reads the versions.
     """
 
     def __init__(self, folder: Path, within: fsio.OpenRoot | None = None) -> None:
@@ -300,10 +320,22 @@ class LatestHints:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
         except (OSError, ValueError, RecursionError):  # a damaged hint is no hint
             data = {}
-        self._hints: dict[str, int] = (
-            {k: v for k, v in data.items() if isinstance(v, int)} if isinstance(data, dict)
-            else {}
-        )
+        self._hints: dict[str, int] = {}
+        # name -> (version, file id, front matter fields): see head()
+        self._heads: dict[str, tuple[int, tuple[int, int, int], list[Any]]] = {}
+        for name, value in (data.items() if isinstance(data, dict) else ()):
+            if isinstance(value, int) and not isinstance(value, bool):
+                self._hints[name] = value
+            elif isinstance(value, dict) and _whole_number(value.get("v")):
+                self._hints[name] = value["v"]
+                file_id, head = value.get("id"), value.get("head")
+                if (isinstance(file_id, list) and len(file_id) == 3
+                        and all(_whole_number(x) for x in file_id)
+                        and isinstance(head, list) and len(head) == len(_HEAD_TYPES)
+                        and all(type(x) is t for x, t in zip(head, _HEAD_TYPES, strict=True))
+                        and all(isinstance(x, str) for x in head[5])):
+                    self._heads[name] = (value["v"], (file_id[0], file_id[1], file_id[2]),
+                                         head)
 
     def latest(self, stream: Stream) -> int:
         hinted = self._hints.get(stream.name, 0)
@@ -313,14 +345,44 @@ class LatestHints:
             self._changed = True
         return latest
 
+    def head(self, stream: Stream, version: int) -> Version:
+        """``stream.read(version, head_only=True)``, from the hints while the version's
+        file is the one they were taken from (one stat), else read and kept."""
+        kept = self._heads.get(stream.name)
+        if kept is not None and kept[0] == version:
+            try:
+                st = os.stat(stream.path(version), follow_symlinks=False)
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode) and _file_id(st) == kept[1]:
+                based_on, author, written_at, summary, proposal, links = kept[2]
+                return Version(stream.name, version, based_on, author, written_at,
+                               summary, "", stream.path(version), None, proposal,
+                               tuple(links))
+        doc, file_id = stream.read_with_id(version, head_only=True)
+        if self._hints.get(stream.name) == version:
+            self._heads[stream.name] = (version, file_id, [
+                doc.based_on, doc.author, doc.written_at, doc.summary, doc.proposal,
+                list(doc.links)])
+            self._changed = True
+        return doc
+
     def save(self) -> None:
         if self._changed:
-            data = json.dumps(self._hints, sort_keys=True).encode() + b"\n"
+            hints: dict[str, Any] = dict(self._hints)
+            for name, (version, file_id, head) in self._heads.items():
+                if hints.get(name) == version:
+                    hints[name] = {"v": version, "id": list(file_id), "head": head}
+            data = json.dumps(hints, sort_keys=True, ensure_ascii=False).encode() + b"\n"
             # A hint that cannot be saved (a read-only copy, a record moved meanwhile) is
             # no hint; the read it served stands.
             with contextlib.suppress(OSError, BadInput):
                 fsio.replace_atomic(self.path, data, durable=False, within=self.within)
             self._changed = False
+
+
+def _whole_number(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def parse_version(path: Path, data: bytes, name: str | None = None, *,

@@ -103,7 +103,7 @@ def _project_items(record: Record, project: str, identity: str,
             seen = read.get(key, 0)
             if latest <= seen:
                 continue
-            doc = stream.read(latest, head_only=True)
+            doc = hints.head(stream, latest)
         except BadInput as exc:
             warn(f"{exc.message} (left out of the feed; `atlas check` tells more)")
             continue

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from atlas_files import artifacts, frontmatter
 from atlas_files import feed as feedmod
@@ -92,7 +97,7 @@ def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> 
     for junk in (b"garbage", b'{"plan": 99}', b'{"plan": 0}', b"", b'{"plan": "x"}', b"[]"):
         hints.write_bytes(junk)
         assert [t.version for t in artifacts.ls(record, )] == [3]
-    assert hints.read_text().strip() == '{"plan": 3}', "a reader repairs the hint"
+    assert json.loads(hints.read_text())["plan"]["v"] == 3, "a reader repairs the hint"
     hints.unlink()
     assert [i.version for i in feedmod.feed(record, "newcomer")] == [3]
     # Writers never trust the hint: the stop sign still sees v3.
@@ -104,6 +109,69 @@ def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> 
 
     with pytest.raises(VersionConflict, match="v3 by hand"):
         artifacts.put(record, "plan", "stale\n", author="bob")
+
+
+def test_listings_believe_a_kept_front_matter_only_for_the_very_file(
+        record: Record) -> None:
+    """`ls`, `feed` and `begin` keep each latest version's front matter in the hints; a
+    version file replaced since (as `atlas sync` replaces one that lost a race) or edited
+    in place is read again, and a hint naming another file is no hint."""
+    from atlas_files.layout import LATEST_HINTS
+
+    artifacts.put(record, "plan", "one\n", author="ann", summary="ann's plan")
+    assert [(t.author, t.summary) for t in artifacts.ls(record)] == [("ann", "ann's plan")]
+    hints = record.root / "projects" / "web" / "artifacts" / LATEST_HINTS
+    kept = json.loads(hints.read_text())["plan"]
+    assert kept["v"] == 1 and kept["head"][1:4] == ["ann", kept["head"][2], "ann's plan"]
+    assert [(t.author, t.summary) for t in artifacts.ls(record)] == [("ann", "ann's plan")]
+    version = record.root / "projects" / "web" / "artifacts" / "plan" / "plan.v0001.md"
+    meta = {"name": "plan", "version": 1, "based_on": 0, "author": "bob",
+            "written_at": "2026-11-29T10:00:00Z", "summary": "bob's plan"}
+    replaced = version.with_name(".replacing")
+    replaced.write_bytes(frontmatter.render(meta, b"bob's\n"))
+    os.replace(replaced, version)  # a new file under the same name
+    assert [(t.author, t.summary) for t in artifacts.ls(record)] == [("bob", "bob's plan")]
+    assert [i.author for i in feedmod.feed(record, "carl")] == ["bob"]
+    # Edited in place, the same inode and size: its time moved (past the file system's
+    # tick), so it is read again.
+    os.chmod(version, 0o644)
+    time.sleep(0.05)
+    with open(version, "r+b") as fh:
+        edited = fh.read().replace(b"bob's plan", b"eve's plan")
+        fh.seek(0)
+        fh.write(edited)
+    assert [t.summary for t in artifacts.ls(record)] == ["eve's plan"]
+    # A hint whose file identity is not the file's: its front matter is not believed.
+    forged = json.loads(hints.read_text())
+    forged["plan"]["head"][1] = "mallory"
+    forged["plan"]["id"][0] += 1
+    hints.write_text(json.dumps(forged))
+    assert [t.author for t in artifacts.ls(record)] == ["bob"]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**64) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=7) | st.dictionaries(
+        st.sampled_from(["v", "id", "head", "plan", "x"]), inner, max_size=4),
+    max_leaves=24)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(value=JSON_VALUES)
+def test_any_hints_file_leaves_listings_as_they_are(record: Record, value: Any) -> None:
+    from atlas_files.layout import LATEST_HINTS
+
+    if not artifacts.ls(record):
+        artifacts.put(record, "plan", "one\n", author="ann", summary="s1")
+        artifacts.put(record, "plan", "two\n", author="bob", summary="s2", expect=1)
+    truth = [t.to_json() for t in artifacts.ls(record)]
+    hints = record.root / "projects" / "web" / "artifacts" / LATEST_HINTS
+    hints.write_text(json.dumps({"plan": value}), encoding="utf-8")
+    assert [t.to_json() for t in artifacts.ls(record)] == truth
+    shown = ("name", "version", "author", "written_at", "summary")
+    assert [{k: i.to_json()[k] for k in shown} for i in feedmod.feed(record, "carl")] == [
+        {k: truth[0][k] for k in shown}]
 
 
 def test_ls_accepted_shows_what_stands(record: Record, atlas: Callable[..., Any]) -> None:

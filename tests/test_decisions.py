@@ -213,11 +213,9 @@ def test_a_name_collision_draws_a_new_random_part(
 
 
 def test_library_api_returns_frozen_decisions(record: Record) -> None:
-    import dataclasses
-
     d = decisions.decide(record, topic="t", recommended="r", chosen="c", relation="agreed",
                          why="w", author="ann", project="ml")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         d.why = "changed"  # type: ignore[misc]
     assert decisions.list_decisions(record, "ml") == [d]
     assert decisions.list_decisions(record, "web") == []

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files import gitcmd, timeutil
 from atlas_files.activity import Commit, recent
@@ -40,8 +39,7 @@ FILES_SHOWN = 20  # files listed per commit; `files_more` counts the rest
 LONGEST_SINCE_S = 366 * 86400.0
 
 
-@dataclass(frozen=True)
-class Activity:
+class Activity(NamedTuple):
     repo: str
     since: str
     since_at: str

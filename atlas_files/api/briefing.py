@@ -8,9 +8,8 @@ room (``api.budget`` decides how much of each section fits).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files import corrections, decisions, receipts, status, telemetry, timeutil
 from atlas_files.artifacts import artifacts_folder, topic_streams
@@ -26,15 +25,13 @@ LEASE_ADVISORY = ("Leases are advisory: nothing enforces them, and a machine nob
                   "leased may still be busy.")
 
 
-@dataclass(frozen=True)
-class Item:
+class Item(NamedTuple):
     data: dict[str, Any]  # what --json shows
     line: str  # what the text shows
     name: str  # how a cut names it
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     key: str  # the JSON key: new, corrections, proposals, decisions, leases, machines
     title: str
     items: tuple[Item, ...]
@@ -43,8 +40,7 @@ class Section:
     footer: str | None = None  # a line said under the items (the leases' advisory)
 
 
-@dataclass(frozen=True)
-class StatusPart:
+class StatusPart(NamedTuple):
     data: dict[str, Any] | None  # None: the project has no status yet
     head: tuple[str, ...]
     body: str
@@ -108,7 +104,7 @@ def topics(record: Record, identity: str, project: str,
             latest = hints.latest(stream)
             if latest == 0:
                 continue
-            doc = stream.read(latest, head_only=True)
+            doc = hints.head(stream, latest)
         except (AtlasError, OSError) as exc:
             warn(f"{getattr(exc, 'message', exc)} (left out of the briefing)")
             continue

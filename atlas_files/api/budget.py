@@ -10,8 +10,7 @@ fit in a line, and giving the command that lists them all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files.api.briefing import Section, StatusPart
 
@@ -21,8 +20,7 @@ NAMES_CHARS = 160  # the names listed in a section's cut line
 JSON_NAMES = 100  # the names listed in the JSON `truncated`
 
 
-@dataclass(frozen=True)
-class Fitted:
+class Fitted(NamedTuple):
     text: str
     shown: dict[str, int]  # section key -> items shown
     body_chars: int  # of the status body, shown

@@ -13,9 +13,8 @@ documents ``atlas begin --json`` and ``atlas end --json`` print.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files import corrections, leases, receipts, sessions, stopsign, timeutil
 from atlas_files import status as statusmod
@@ -41,8 +40,7 @@ def _repository(worker: Worker) -> tuple[dict[str, Any] | None, list[str]]:
     return repository_briefing(worker)
 
 
-@dataclass(frozen=True)
-class Briefing:
+class Briefing(NamedTuple):
     """What `atlas begin` shows: ``text`` (within max_chars) and the same items as JSON."""
 
     identity: str
@@ -66,8 +64,7 @@ class Briefing:
                 "truncated": list(self.truncated), "guard": s["guard"]}
 
 
-@dataclass(frozen=True)
-class Ending:
+class Ending(NamedTuple):
     """What `atlas end` found; ``ok`` is False (exit 1) while the status is unwritten."""
 
     identity: str

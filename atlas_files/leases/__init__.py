@@ -11,7 +11,6 @@ generation 34 can refuse 33.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -144,7 +143,7 @@ def _publish(record: Record, where: Path, gen: Generation, at: datetime,
                      cap_s=record.config.lease_cap_s)
     late = _still_believed(taken_from, gen, at, record.config.clock_skew_allowance_s)
     if late:
-        lease = dataclasses.replace(lease, clock_warning="; ".join(
+        lease = lease._replace(clock_warning="; ".join(
             w for w in (late, lease.clock_warning) if w))
     return lease
 

@@ -14,11 +14,10 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from atlas_files import fsio, jsonfile, timeutil, volclock
 from atlas_files.errors import BadInput, DamagedFile
@@ -48,8 +47,7 @@ def generation_filename(generation: int) -> str:
     return f"g{generation:08d}.json"
 
 
-@dataclass(frozen=True)
-class Generation:
+class Generation(NamedTuple):
     """One generation file, as written. ``ended`` is filled in by history reads only."""
 
     resource: str
@@ -65,12 +63,12 @@ class Generation:
     # Repository path globs the lease covers (see leases.paths); () for a lease on a
     # machine or a dataset. Kept by a renew and a break, cleared by a release.
     paths: tuple[str, ...] = ()
-    previous: Mapping[str, Any] | None = field(default=None, compare=False)
-    path: Path | None = field(default=None, compare=False)
-    ended: str | None = field(default=None, compare=False)
+    previous: Mapping[str, Any] | None = None
+    path: Path | None = None
+    ended: str | None = None
     # The writer's clock against the volume's as it wrote this generation (volclock);
     # None in generations written before it was measured, or where it could not be.
-    writer_clock: volclock.ClockOffset | None = field(default=None, compare=False)
+    writer_clock: volclock.ClockOffset | None = None
 
     @property
     def holds(self) -> bool:
@@ -327,9 +325,9 @@ def publish(where: Path, gen: Generation, *, within: fsio.OpenRoot | None = None
         raise not_a_folder(where if os.path.isdir(where.parent) else where.parent) from None
     with folder:
         try:
-            gen = replace(gen, writer_clock=volclock.measure(where))
+            gen = gen._replace(writer_clock=volclock.measure(where))
         except OSError:
             pass  # the folder takes no file: the publish below says why
         path = folder.publish_exclusive(generation_filename(gen.generation),
                                         encode(gen.to_file()))
-    return replace(gen, path=path)
+    return gen._replace(path=path)

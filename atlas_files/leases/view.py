@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from atlas_files import timeutil, volclock
 from atlas_files.errors import BadInput, DamagedFile
@@ -40,8 +39,7 @@ ADVISORY = (
 
 
 
-@dataclass(frozen=True)
-class Lease:
+class Lease(NamedTuple):
     """A resource's lease as read at one moment: ``state`` is computed, never stored."""
 
     resource: str
@@ -315,7 +313,7 @@ def show(record: Record, resource: str) -> tuple[Lease, list[Generation]]:
     out = []
     for i, gen in enumerate(gens):
         nxt = gens[i + 1] if i + 1 < len(gens) else None
-        out.append(replace(gen, ended=_ending(gen, nxt, lease)))
+        out.append(gen._replace(ended=_ending(gen, nxt, lease)))
     return lease, out
 
 
@@ -337,14 +335,13 @@ def _ending(gen: Generation, nxt: Generation | None, lease: Lease) -> str | None
 
 
 
-@dataclass(frozen=True)
-class Sheet:
+class Sheet(NamedTuple):
     """Every lease, and beside each one that names a GPU (``<machine>.gpu<N>``) what that
     machine's last telemetry row says about it. Telemetry shows load, never intent: a
     GPU busy without a lease is listed, and a leased GPU may still sit idle."""
 
     leases: tuple[Lease, ...]
-    telemetry: dict[str, dict[str, Any] | None] = field(default_factory=dict)
+    telemetry: dict[str, dict[str, Any] | None] = {}  # noqa: RUF012 - never changed in place
     unleased_busy: tuple[dict[str, Any], ...] = ()
     problems: tuple[str, ...] = ()
     # Resources whose newest generation cannot be read, as rows with state "damaged";

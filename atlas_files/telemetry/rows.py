@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from atlas_files import config as configmod
 from atlas_files import fsio, jsonfile, timeutil
@@ -36,8 +35,7 @@ LIMITS = (
 _RESOURCE_RE = re.compile(r"(?P<machine>.+)\.gpu(?P<index>\d{1,4})")
 
 
-@dataclass(frozen=True)
-class RowView:
+class RowView(NamedTuple):
     """A machine's row as read now: the stored facts plus age and staleness."""
 
     machine: str
@@ -47,7 +45,7 @@ class RowView:
     age_s: float | None
     stale: bool
     stale_after_s: float
-    gpus: list[dict[str, Any]] = field(default_factory=list)
+    gpus: list[dict[str, Any]] = []  # noqa: RUF012 - never changed in place
     error: str | None = None
     nvml: dict[str, Any] | None = None
     host: str | None = None
