@@ -187,16 +187,15 @@ class OpenRoot:
     still names that very folder (``_held_folder``), and never goes through the record's
     path again: a record moved, deleted or replaced while the command runs cannot turn
     the write into a stray folder somewhere else, and a symlink planted mid-write cannot
-    redirect it. Before each
-    write, ``verify`` refuses (RecordGone, nothing written) when the folder no longer holds
-    its ``marker`` (atlas.yaml) or when the path the record was opened by no longer leads
-    to it: the reads that decided the write went through that path, so a write into the
-    moved folder could act on what another folder said.
+    redirect it. Before each write, ``verify`` refuses (RecordGone, nothing written) when
+    the folder no longer holds its ``marker`` (atlas.yaml) or when the path the record was
+    opened by no longer leads to it: the reads that decided the write went through that
+    path, so a write into the moved folder could act on what another folder said.
     """
 
     __slots__ = ("path", "fd", "marker", "_id", "_held", "_held_lock")
 
-    # Folders a write walked to, kept open for the next write into each (HELD_FOLDERS).
+    # How many folders a write walked to stay open for the next write into each.
     HELD_FOLDERS = 32
 
     def __init__(self, path: Path, marker: str) -> None:

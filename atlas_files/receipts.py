@@ -12,7 +12,8 @@ reader of receipts asks.
 Rows are replaced without fsync: a receipt is re-creatable state. A power cut can lose its
 last updates (never a document), and losing one errs on the safe side: the feed offers
 those versions again and the stop sign asks for a fresh read before the next write. An
-empty row (what some file systems leave after a power cut) reads as no receipts."""
+empty row (what some file systems leave after a power cut) reads as no receipts.
+"""
 
 from __future__ import annotations
 
@@ -36,6 +37,16 @@ def status_key(project: str) -> str:
 
 def artifact_key(project: str, name: str) -> str:
     return f"{project}/artifacts/{name}"
+
+
+def parse_key(key: str) -> tuple[str, str | None] | None:
+    """(project, topic name) of a key made above, the name None for the status; None for
+    a key neither made (a row edited by hand)."""
+    project, _, rest = key.partition("/")
+    if rest == "status":
+        return project, None
+    kind, _, name = rest.partition("/")
+    return (project, name) if kind == "artifacts" and name else None
 
 
 def _path(record: Record, identity: str) -> Path:

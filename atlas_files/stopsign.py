@@ -52,7 +52,8 @@ def write_checked(
         latest = versions[-1] if versions else 0
         # A write counts as a read of what it wrote: when the latest version is the
         # writer's own, it has read the stream to there, whatever its receipt says.
-        own_latest = latest > 0 and author_of(stream, latest) == author
+        latest_author = author_of(stream, latest) if latest > 0 else None
+        own_latest = latest_author == author
         receipt: int | None = None
         if expect is not None:
             if expect < 0:
@@ -72,7 +73,8 @@ def write_checked(
         else:
             # Judging by the receipt: a damaged one stops the write (DamagedFile).
             receipt = _receipt(receipts.read(record, author).get(key), latest)
-            expect = read_through_writes(stream, author, receipt or 0, latest)
+            expect = read_through_writes(stream, author, receipt or 0, latest,
+                                         latest_author=latest_author)
             if receipt is None and expect == 0 and latest > 0:
                 raise stream.conflict(0, never_read=True)
             if expect < latest:
@@ -158,14 +160,13 @@ def what_was_read(record: Record, identity: str) -> dict[str, int]:
 def _stream_of(record: Record, key: str) -> Stream | None:
     """The stream a receipt key names; None for one that names none (a project gone from
     atlas.yaml, a row edited by hand)."""
-    project, _, rest = key.partition("/")
-    if project not in record.config.projects:
+    parts = receipts.parse_key(key)
+    if parts is None or parts[0] not in record.config.projects:
         return None
+    project, name = parts
     try:
-        if rest == "status":
-            return record.status_stream(project)
-        kind, _, name = rest.partition("/")
-        return record.artifact_stream(name, project) if kind == "artifacts" else None
+        return (record.status_stream(project) if name is None
+                else record.artifact_stream(name, project))
     except BadInput:
         return None
 
