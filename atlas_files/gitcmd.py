@@ -47,12 +47,33 @@ MIN_VERSION = (2, 38)
 NETWORK_TIMEOUT_S = 120.0
 LOCAL_TIMEOUT_S = 300.0
 
-_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0"}
 _ENV_OVERRIDES = {
     "GIT_TERMINAL_PROMPT": "0",  # fail instead of asking for a password on a terminal
+    # A repository that says it is a partial clone fetches each object it lacks from its
+    # promisor remote the moment any command reads it, through the remote's upload-pack,
+    # ssh command or helper: programs its config names. atlas never fetches behind its
+    # own back (git 2.39.4 and newer read this; older ones ignore it).
+    "GIT_NO_LAZY_FETCH": "1",
     "LC_ALL": "C",
     "LANGUAGE": "C",
 }
+# A git that is only asked (a check, the guard, a repository's activity) may be asked of a
+# repository someone else configured, so it runs no program that config names. It takes
+# none of its optional locks, and reaches no other repository: an empty allow-list of
+# protocols overrides every protocol.*.allow of the config, which leaves unreachable what
+# only a transport runs (remote.*.uploadpack and .receivepack, remote.*.vcs and `ext::`
+# helpers, core.sshCommand, core.gitProxy, credential helpers, url.*.insteadOf,
+# core.alternateRefsCommand).
+_READ_ONLY = {"GIT_OPTIONAL_LOCKS": "0", "GIT_ALLOW_PROTOCOL": ""}
+# ...and the keys that name a program some local command would run are set to run none:
+# the pager (--no-pager outweighs core.pager, pager.* and GIT_PAGER), the fsmonitor (a
+# status), hooks (a ref update), an external diff (a patch; it then fails instead) and
+# signature checks (a log, through gpg.program). Textconv and filter drivers run only for
+# a patch or for files read from the work tree, which no read-only call of atlas asks for
+# (each asks for names, raw diffs or blobs).
+_READ_ONLY_ARGS = ("--no-pager", "-c", "core.fsmonitor=false",
+                   "-c", f"core.hooksPath={os.devnull}", "-c", "diff.external=",
+                   "-c", "log.showSignature=false")
 # What git says when it knows no user name or email to commit with.
 _NO_IDENTITY = ("tell me who you are", "unable to auto-detect", "empty ident")
 _VERSION_RE = re.compile(r"git version (\d+)\.(\d+)")
@@ -152,9 +173,7 @@ class Git:
                     **(env or {})}
         self.identity = identity
         self._ident_env: dict[str, str] = {}
-        # A repository's own config may name a program for git to run (core.fsmonitor runs
-        # on a status or `diff --cached`): one that is only asked runs git alone.
-        self.prefix = ("-c", "core.fsmonitor=false") if read_only else ()
+        self.prefix = _READ_ONLY_ARGS if read_only else ()
 
     def run(self, *args: str, input: bytes | None = None, ok: Sequence[int] = (0,),
             timeout: float = LOCAL_TIMEOUT_S, env: dict[str, str] | None = None) -> Done:

@@ -109,11 +109,18 @@ class Verdict:
 # -- where things are ---------------------------------------------------------------------
 
 
-def repository_root(path: str) -> str | None:
+def repository_root(path: str, record: str | None = None) -> str | None:
     """The work tree holding ``path`` (the nearest folder upward with a ``.git``), None
     outside one. Asked of the file's folder, so a file of another repository than the
-    session's counts against that repository."""
+    session's counts against that repository.
+
+    A ``.git`` below ``record`` (the record's root) is never taken: anyone who writes the
+    record can plant a repository in one of its folders, whose config names programs git
+    would run. A file of the record belongs to the record's own repository (the one its
+    root lies in), or to none."""
     folder = os.path.dirname(path)
+    if record is not None and inside(folder, record) is not None:
+        folder = record
     while True:
         if os.path.lexists(os.path.join(folder, ".git")):
             return folder
@@ -441,7 +448,7 @@ def check_edit(files: Sequence[str], *, identity: str | None = None,
                 refusal.file = path
                 findings.append(refusal)
                 continue
-        repo = repository_root(path)
+        repo = repository_root(path, record_real)
         rel = inside(path, repo) if repo else None
         if repo and rel:
             by_repo.setdefault(repo, []).append(rel)
