@@ -7,8 +7,9 @@ Which files a call would change, by harness and tool (``edit_targets``):
   ``tool_input.file_path``, ``NotebookEdit`` ``tool_input.notebook_path`` (absolute).
 * Codex ``PreToolUse``/``PostToolUse``: ``apply_patch`` carries the patch text in
   ``tool_input.command``; its ``*** Add File:``, ``*** Update File:``, ``*** Delete
-  File:`` and ``*** Move to:`` lines name the files, relative to ``cwd``. A shell command
-  that feeds such a patch to ``apply_patch`` is read the same way.
+  File:`` and ``*** Move to:`` lines name the files, relative to ``cwd`` (indented or
+  not: Codex trims white space around each line). A shell command that feeds such a
+  patch to ``apply_patch`` is read the same way.
 * Gemini CLI ``BeforeTool``/``AfterTool``: ``write_file`` and ``replace`` name
   ``tool_input.file_path``, relative to the project folder or absolute.
 * Cursor ``preToolUse``/``postToolUse``: its file tools (``Write``, ``Edit``,
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from typing import Any
 
@@ -57,8 +57,11 @@ _EDIT_TOOLS = {
     "cursor": {"write", "edit", "multiedit", "delete", "strreplace", "search_replace",
                "edit_file", "write_file", "delete_file", "apply_patch"},
 }
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$",
-                         re.M)
+_PATCH_HEADERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
+# Codex's parser trims each header line of the white space Rust's `str::trim` knows
+# (Unicode White_Space), so an indented header names a file as surely as one that is not.
+CODEX_SPACE = ("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
+               "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
 _MAX_FILES = 200  # files taken from one call; a patch naming more is still guarded by these
 
 
@@ -70,7 +73,14 @@ def patch_files(patch: str) -> list[str]:
     """The files an ``apply_patch`` patch adds, updates, deletes or moves to, as written."""
     if "*** Begin Patch" not in patch:
         return []
-    return list(dict.fromkeys(m for m in _PATCH_FILE.findall(patch) if m))
+    found = []
+    for line in patch.split("\n"):  # Codex's lines: only a line feed ends one
+        line = line.strip(CODEX_SPACE)
+        if line.startswith("*** "):
+            for header in _PATCH_HEADERS:
+                if line.startswith(header) and len(line) > len(header):
+                    found.append(line[len(header):])
+    return list(dict.fromkeys(found))
 
 
 def event_folder(event: dict[str, Any]) -> str | None:

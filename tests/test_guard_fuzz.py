@@ -83,3 +83,28 @@ def test_the_hooks_always_answer_one_document(place: Path, harness: str, data: b
         doc = json.loads(out)
         assert isinstance(doc, dict)
         assert "could not check" not in err, err  # bad input is not a failure of the guard
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lead=st.text(alphabet=toolhooks.CODEX_SPACE.replace("\n", ""), min_size=1, max_size=4),
+       trail=st.text(alphabet=toolhooks.CODEX_SPACE.replace("\n", ""), max_size=3),
+       header=st.sampled_from(["Update File", "Delete File", "Add File"]),
+       before=st.lists(st.sampled_from(["", "@@", " context", "*** Update File: src/a.py",
+                                        "+x"]), max_size=3))
+def test_an_indented_codex_patch_header_is_guarded_as_codex_reads_it(
+        place: Path, lead: str, trail: str, header: str, before: list[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Codex trims the white space around each line of a patch (Rust's `trim`), so
+    `  *** Update File: PATH` edits PATH: a file of the record so named is refused."""
+    rel = "projects/web/status/status.v0001.md"
+    patch = "\n".join(["*** Begin Patch", *before, f"{lead}*** {header}: {rel}{trail}",
+                       "@@", "-a", "+b", "*** End Patch"])
+    assert str(place / rel) in toolhooks.edit_targets(
+        "codex", {"tool_name": "apply_patch", "tool_input": {"command": patch},
+                  "cwd": str(place)})
+    event = {"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "cwd": str(place),
+             "tool_input": {"command": patch}}
+    out, err = _answer(toolhooks.guard_hook, "codex", json.dumps(event).encode(), place,
+                       monkeypatch)
+    assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny", (out, err)
