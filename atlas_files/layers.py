@@ -27,7 +27,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("storage", "the record's files (and git's) read and written safely",
           ("fsio", "bodies", "jsonfile", "frontmatter", "yamlcache", "usercache", "config",
            "documents", "entries", "record", "schemas", "receipts", "volclock", "ownfiles",
-           "gitcmd")),
+           "gitcmd", "volcase")),
     Layer("link checker", "the links check of MkDocs sites, a product of its own, and what "
           "it shares with the record checks above it: findings and the files a check reads",
           ("linkcheck", "findings", "filesources")),

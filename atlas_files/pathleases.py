@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from atlas_files import __version__, usercache
+from atlas_files import __version__, usercache, volcase
 
 RACY_S = 120.0
 # Never follow a symlink, never wait on a named pipe (as fsio's reads).
@@ -230,10 +230,13 @@ def _unexpired(expires: Any, now: str) -> bool:
 
 
 def may_cover(items: Iterable[Item], identity: str | None, paths: Sequence[str],
-              now: str) -> bool:
+              now: str, *, fold: bool = False) -> bool:
     """Whether some lease of ``items`` held by anyone but ``identity``, unexpired, may
     cover one of ``paths`` (repository paths), or cannot be judged without a full read.
-    False is sure; True only means: ask ``leases.guard.conflicts``."""
+    False is sure; True only means: ask ``leases.guard.conflicts``. ``fold``: compared
+    case-insensitively, as a volume that folds case takes names."""
+    if fold:
+        paths = [volcase.fold(p) for p in paths]
     for item in items:
         if item.state in (BAD, UNSURE):
             if identity is None or item.holder != identity or item.state == BAD:
@@ -245,6 +248,8 @@ def may_cover(items: Iterable[Item], identity: str | None, paths: Sequence[str],
         for prefix in item.prefixes:
             if not prefix:
                 return True
+            if fold:
+                prefix = volcase.fold(prefix)
             for path in paths:
                 if path == prefix or path.startswith(prefix + "/"):
                     return True

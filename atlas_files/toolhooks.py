@@ -328,10 +328,14 @@ def _news(harness: str, event: dict[str, Any], record_path: str | None,
     who = identity or os.environ.get("ATLAS_AS") or None
     if root is None or not who or not is_name(who):
         return None
+    from atlas_files import layout, volcase  # noqa: PLC0415
+
+    record_real = os.path.realpath(root)
+    folds = volcase.folds_case(record_real, layout.CONFIG_NAME)
     edited = []
     for path in real:
-        repo = editguard.repository_root(path)
-        rel = editguard.inside(path, repo) if repo else None
+        repo = editguard.repository_root(path, record_real, folds)
+        rel = editguard.inside(path, repo, folds) if repo else None
         if rel:
             edited.append(rel)
     from atlas_files.api.news import after_tool  # noqa: PLC0415

@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files import gitrefs, layout, pathleases, timeutil
+from atlas_files import gitrefs, layout, pathleases, timeutil, volcase
 from atlas_files.errors import AtlasError, NotFound
 from atlas_files.names import is_name
 from atlas_files.record import Record, locate
@@ -109,7 +109,7 @@ class Verdict:
 # -- where things are ---------------------------------------------------------------------
 
 
-def repository_root(path: str, record: str | None = None) -> str | None:
+def repository_root(path: str, record: str | None = None, fold: bool = False) -> str | None:
     """The work tree holding ``path`` (the nearest folder upward with a ``.git``), None
     outside one. Asked of the file's folder, so a file of another repository than the
     session's counts against that repository.
@@ -117,9 +117,9 @@ def repository_root(path: str, record: str | None = None) -> str | None:
     A ``.git`` below ``record`` (the record's root) is never taken: anyone who writes the
     record can plant a repository in one of its folders, whose config names programs git
     would run. A file of the record belongs to the record's own repository (the one its
-    root lies in), or to none."""
+    root lies in), or to none. ``fold``: the record lies on a volume that folds case."""
     folder = os.path.dirname(path)
-    if record is not None and inside(folder, record) is not None:
+    if record is not None and inside(folder, record, fold) is not None:
         folder = record
     while True:
         if os.path.lexists(os.path.join(folder, ".git")):
@@ -130,13 +130,18 @@ def repository_root(path: str, record: str | None = None) -> str | None:
         folder = parent
 
 
-def inside(path: str, root: str) -> str | None:
-    """``path`` relative to ``root`` with / between folders, None if it lies outside."""
-    if path == root:
-        return ""
-    if not path.startswith(root.rstrip(os.sep) + os.sep):
+def inside(path: str, root: str, fold: bool = False) -> str | None:
+    """``path`` relative to ``root`` with / between folders, None if it lies outside.
+    ``fold``: on a volume that folds case, where ``/Shared/Record`` is ``/shared/record``."""
+    top = root.rstrip(os.sep)
+    head = path[:len(top)]
+    if (volcase.fold(head) != volcase.fold(top)) if fold else head != top:
         return None
-    return path[len(root.rstrip(os.sep)) + 1:].replace(os.sep, "/")
+    if len(path) == len(top):
+        return ""
+    if path[len(top)] != os.sep:
+        return None
+    return path[len(top) + 1:].replace(os.sep, "/")
 
 
 def find_record(explicit: str | None, cwd: str | None, files: Sequence[str],
@@ -250,7 +255,7 @@ def record_file(root: str, rel: str, identity: str | None,
 
 
 def _lease_findings(record: Record, identity: str | None, rels: Sequence[str],
-                    notes: list[str]) -> list[Finding]:
+                    notes: list[str], fold: bool) -> list[Finding]:
     leases_dir = str(record.leases_dir)
     now = timeutil.format_time(timeutil.now())
     try:
@@ -260,12 +265,12 @@ def _lease_findings(record: Record, identity: str | None, rels: Sequence[str],
     except (OSError, AtlasError) as exc:
         notes.append(f"the leases could not be listed ({exc}): no path lease was checked")
         return []
-    if not pathleases.may_cover(items, identity, rels, now):
+    if not pathleases.may_cover(items, identity, rels, now, fold=fold):
         return []
     from atlas_files.leases import view  # noqa: PLC0415 - only when a lease may cover
     from atlas_files.leases.guard import conflicts  # noqa: PLC0415
 
-    problems, found = conflicts(record, identity, rels)
+    problems, found = conflicts(record, identity, rels, fold=fold)
     notes += [f"{p} (not obeyed)" for p in problems]
     out = []
     for c in found:
@@ -438,18 +443,22 @@ def check_edit(files: Sequence[str], *, identity: str | None = None,
         return Verdict([], [*notes, f"{exc.message}: the guard checked nothing"], root, who,
                        len(real))
     record_real = os.path.realpath(root)
+    # On a volume that folds case, PROJECTS/main/status/status.v0001.md is the record's
+    # own file (atlas's names are all lower case).
+    folds = volcase.folds_case(record_real, layout.CONFIG_NAME)
     findings: list[Finding] = []
     by_repo: dict[str, list[str]] = {}
     for path in real:
-        in_record = inside(path, record_real)
+        in_record = inside(path, record_real, folds)
         if in_record is not None:
-            refusal = record_file(record_real, in_record, who, config.default_project)
+            refusal = record_file(record_real, volcase.fold(in_record) if folds else in_record,
+                                  who, config.default_project)
             if refusal is not None:
                 refusal.file = path
                 findings.append(refusal)
                 continue
-        repo = repository_root(path, record_real)
-        rel = inside(path, repo) if repo else None
+        repo = repository_root(path, record_real, folds)
+        rel = inside(path, repo, folds) if repo else None
         if repo and rel:
             by_repo.setdefault(repo, []).append(rel)
     if by_repo:
@@ -461,7 +470,8 @@ def check_edit(files: Sequence[str], *, identity: str | None = None,
             sync.refresh(rec, who)
         _fetch_first(rec, list(by_repo), notes)
         for repo, rels in by_repo.items():
-            found = (_lease_findings(rec, who, rels, notes)
+            fold = volcase.folds_case(repo, ".git")
+            found = (_lease_findings(rec, who, rels, notes, fold)
                      + _commit_findings(repo, rels, who, config.guard.recent_s, notes))
             for f in found:
                 f.file = os.path.join(repo, *f.path.split("/"))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files import gitcmd, layout
+from atlas_files import gitcmd, layout, volcase
 from atlas_files.errors import NotFound
 from atlas_files.leases import ADVISORY
 from atlas_files.leases.guard import Conflict, conflicts
@@ -92,5 +92,7 @@ def guard(*, record: str | os.PathLike[str] | None = None, identity: str | None 
         checked = gitcmd.staged(root)
     else:
         checked = [check_glob(p, "the path") for p in paths]
-    problems, found = conflicts(Record(where), who, checked)
+    # On a volume that folds case, a lease on src/** covers SRC/metrics.py.
+    fold = volcase.folds_case(str(root), ".git")
+    problems, found = conflicts(Record(where), who, checked, fold=fold)
     return GuardResult(str(root), str(where), who, len(checked), tuple(found), tuple(problems))

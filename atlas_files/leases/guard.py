@@ -87,11 +87,12 @@ def _full(record: Record, seen: _Seen, at: datetime) -> Lease:
                     cap_s=record.config.lease_cap_s)
 
 
-def conflicts(record: Record, identity: str | None,
-              paths: Sequence[str]) -> tuple[list[str], list[Conflict]]:
+def conflicts(record: Record, identity: str | None, paths: Sequence[str], *,
+              fold: bool = False) -> tuple[list[str], list[Conflict]]:
     """(what could not be read, every (path, lease) where ``paths`` meet a lease held by
     anyone but ``identity``), in the order of ``paths``; for each path, one conflict per
-    lease (its first covering glob), by resource name."""
+    lease (its first covering glob), by resource name. ``fold``: the paths lie on a
+    volume that folds case, and globs cover them case-insensitively."""
     problems: list[str] = []
     at = timeutil.now()
     now = timeutil.format_time(at)
@@ -122,7 +123,7 @@ def conflicts(record: Record, identity: str | None,
             problems.append(str(exc))
     if not candidates:
         return problems, []
-    index = Index(candidates)
+    index = Index(candidates, fold=fold)
     confirmed: dict[str, Lease | None] = {}
     found_: list[Conflict] = []
     for path in paths:

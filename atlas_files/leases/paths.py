@@ -9,7 +9,8 @@ matches ``src/a.py`` and ``src/x/y/a.py``. Dot files get no special treatment.
 A glob covers every path it matches **and everything under a folder it matches**, so
 ``src``, ``src/`` and ``src/**`` all cover ``src/x/y/a.py``, and ``src/*`` covers the
 whole tree below ``src`` too (each folder directly in ``src`` matches ``src/*``).
-Matching is case-sensitive, as git is on Linux.
+Matching is case-sensitive, as git is on Linux; on a volume that folds case (macOS,
+Windows, exFAT) the guards match as the volume does, case-insensitively (``fold``).
 
 Written this way by hand rather than with ``fnmatch``: fnmatch's ``*`` crosses ``/``
 (``src/*.py`` would match ``src/x/a.py``) and it knows no ``**``.
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Generic, TypeVar
 
+from atlas_files import volcase
 from atlas_files.errors import BadInput
 
 T = TypeVar("T")
@@ -162,6 +164,11 @@ def _regex(glob: str) -> re.Pattern[str]:
     return re.compile("".join(parts))
 
 
+@cache
+def _folded_regex(glob: str) -> re.Pattern[str]:
+    return re.compile(_regex(glob).pattern, re.IGNORECASE)
+
+
 def covers(glob: str, path: str) -> bool:
     """Whether ``glob`` covers the repository path ``path`` (a file, as git lists it)."""
     return _regex(glob).fullmatch(path + "/") is not None
@@ -185,19 +192,24 @@ class Index(Generic[T]):
     """Many (glob, item) pairs, asked which items cover a path. A glob is only tried
     against paths under its literal leading folders, and then only its rest is matched:
     ``pkg1/**/*.py`` and ``pkg2/**/*.py`` share one compiled ``**/*.py``, so a commit of a
-    hundred files against a thousand leases compiles a few patterns, not a thousand."""
+    hundred files against a thousand leases compiles a few patterns, not a thousand.
+    ``fold``: paths and globs are matched case-insensitively, as a volume that folds case
+    takes them."""
 
-    def __init__(self, entries: Iterable[tuple[str, T]]) -> None:
+    def __init__(self, entries: Iterable[tuple[str, T]], *, fold: bool = False) -> None:
         self._by_prefix: dict[str, list[tuple[str, str, T]]] = {}
+        self._fold = fold
+        self._match = _folded_regex if fold else _regex
         for glob, item in entries:
             prefix_ = prefix(glob)
             rest = glob[len(prefix_) + 1:] if prefix_ else glob
-            self._by_prefix.setdefault(prefix_, []).append((glob, rest, item))
+            key = volcase.fold(prefix_) if fold else prefix_
+            self._by_prefix.setdefault(key, []).append((glob, rest, item))
 
     def covering(self, path: str) -> list[tuple[str, T]]:
         """The (glob, item) pairs that cover ``path``, by the length of the glob's literal
         folders, then in the order they were given."""
-        parts = path.split("/")
+        parts = (volcase.fold(path) if self._fold else path).split("/")
         found = []
         for k in range(len(parts) + 1):
             key = "/".join(parts[:k])
@@ -208,8 +220,8 @@ class Index(Generic[T]):
             for glob, rest, item in entries:
                 # A literal glob is its own prefix: the path is it, or lies under it. What
                 # follows the prefix matches the rest of the path, or is only **s.
-                if glob == key or (_regex(rest).fullmatch(below) if below
-                                   else _only_any(rest)):
+                if (volcase.fold(glob) if self._fold else glob) == key or (
+                        self._match(rest).fullmatch(below) if below else _only_any(rest)):
                     found.append((glob, item))
         return found
 
