@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from atlas_files import toolhooks
@@ -92,6 +92,8 @@ def test_the_hooks_always_answer_one_document(place: Path, harness: str, data: b
        header=st.sampled_from(["Update File", "Delete File", "Add File"]),
        before=st.lists(st.sampled_from(["", "@@", " context", "*** Update File: src/a.py",
                                         "+x"]), max_size=3))
+@example(lead="  ", trail="", header="Update File", before=[])  # the issue's own
+@example(lead="\t", trail="\r", header="Delete File", before=["@@"])
 def test_an_indented_codex_patch_header_is_guarded_as_codex_reads_it(
         place: Path, lead: str, trail: str, header: str, before: list[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
