@@ -19,6 +19,7 @@ from atlas_files.api.stop import stop_check
 from atlas_files.errors import AtlasError, NotFound
 from atlas_files.names import is_name
 from atlas_files.record import Record, locate
+from atlas_files.text import field
 
 
 def start_hook(harness: str, record_path: str | None, identity: str | None,
@@ -49,8 +50,9 @@ def start_hook(harness: str, record_path: str | None, identity: str | None,
     except (AtlasError, OSError) as exc:
         message = exc.message if isinstance(exc, AtlasError) else str(exc)
         hookio.say(f"begin failed: {message}")
-        text = (f"atlas begin failed: {message}. Run `atlas begin` yourself before acting; "
-                "the record's status is the first thing to read.")
+        # A damaged file's message quotes what it holds: one escaped line of atlas's.
+        text = (f"atlas begin failed: {field(message, 500)}. Run `atlas begin` yourself "
+                "before acting; the record's status is the first thing to read.")
     hookio.out(hookio.context(harness, text + shell))
 
 
@@ -85,6 +87,15 @@ def _identity_values(worker: Worker, project: str | None) -> dict[str, str]:
     return values
 
 
+# Harnesses whose hooks cannot reach the agent's shell but whose `atlas setup --as NAME`
+# does (docs/sessions.md): what setup wrote there.
+SHELL_SET_BY_SETUP = {
+    "gemini": "installed its BeforeTool hook",
+    "codex": "set ATLAS_AS for Codex's shell (`[shell_environment_policy.set]` in "
+             ".codex/config.toml)",
+}
+
+
 def _export_identity(worker: Worker, project: str | None, harness: str) -> str:
     """Hand the hook's identity and record to the agent's own shell where the harness
     lets a hook do that; the line the briefing ends with, saying how the agent's atlas
@@ -92,10 +103,11 @@ def _export_identity(worker: Worker, project: str | None, harness: str) -> str:
     if hookio.export_to_shell(_identity_values(worker, project)):
         return (f"\nYour shell's atlas commands act as {worker.identity} (ATLAS_AS is set "
                 "there by this hook)." if worker.identity else "")
-    if worker.identity and harness == "gemini":
+    how = SHELL_SET_BY_SETUP.get(harness)
+    if worker.identity and how:
         return (f"\nYour shell's atlas commands act as {worker.identity} where `atlas setup "
-                f"gemini --as {worker.identity}` installed its BeforeTool hook; otherwise run "
-                f"them as `atlas --as {worker.identity} ...`.")
+                f"{harness} --as {worker.identity}` {how}; otherwise run them as "
+                f"`atlas --as {worker.identity} ...`.")
     if worker.identity and os.environ.get("ATLAS_AS") != worker.identity:
         return (f"\nYour shell does not know who you are: run every atlas command as "
                 f"`atlas --as {worker.identity} ...` (or with ATLAS_AS={worker.identity}).")

@@ -4,6 +4,13 @@ accepted or refused the same way by every command.
 
 And one rule for text on its way out: ``escape_controls`` shows what a terminal would act
 on (an agent can write anything into a file by hand) as visible escapes.
+
+And one rule for record text on its way to a model (a briefing, the edit guard, news, the
+Stop hook, an MCP result): it never speaks in atlas's voice. ``field`` and ``quoted`` put
+one-line record text (an author, a summary, a lease's why, a file name) inside atlas's own
+line, every line break and control shown as an escape; ``fence`` shows text of many lines
+(a status body, a note kept in a session row) as a block labelled with who wrote it and
+where, which nothing inside can close. docs/security.md says why it holds.
 """
 
 from __future__ import annotations
@@ -95,3 +102,65 @@ def decode_body(data: bytes, source: str) -> str:
             f"{source} is not UTF-8 text (byte {exc.start} cannot be decoded)",
             hint="convert it to UTF-8 and write it again",
         ) from None
+
+
+# -- record text shown to a model ------------------------------------------------------------
+
+# Everything that can end a line for some reader (str.splitlines breaks at \v, \f,
+# \x1c-\x1e, \x85, U+2028 and U+2029 as well as \n and \r) and every character
+# escape_controls escapes: none of them may reach a model inside one line of atlas's.
+_BREAK_PATTERN = "[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+_BREAKS: re.Pattern[str] | None = None
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+FENCE = "```"  # the shortest fence; a longer one where the text holds a run this long
+
+
+def _escaped_break(match: re.Match[str]) -> str:
+    ch = match.group()
+    return _NAMED.get(ch) or _escaped(match)
+
+
+def field(value: object, limit: int | None = None) -> str:
+    """``value``, one line of record text, as it may stand inside a line atlas writes:
+    every line break and control character shown as an escape (``\\n``, ``\\x1b``,
+    ``\\u2028``), so it can never start a line of its own; cut to ``limit`` characters
+    with "…"."""
+    global _BREAKS
+    text = str(value)
+    if not text.isprintable():  # every character escaped here is one this refuses
+        if _BREAKS is None:
+            _BREAKS = re.compile(_BREAK_PATTERN)
+        text = _BREAKS.sub(_escaped_break, text)
+    if limit is not None and len(text) > limit:
+        text = text[: max(0, limit - 1)] + "…"
+    return text
+
+
+def quoted(value: object, limit: int | None = None) -> str:
+    """``value`` as ``field`` shows it, between double quotes it cannot close: a quote or
+    a backslash inside is escaped (``\\"``, ``\\\\``), as in a JSON string."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{field(text, limit)}"'
+
+
+def escape_breaks(text: str) -> str:
+    """``text`` as ``escape_controls`` shows it, and U+2028 and U+2029 (line and paragraph
+    separators) escaped too: its only line breaks are its newlines. A JSON document stays
+    valid and equal (both are string escapes, and neither can stand outside a string)."""
+    text = escape_controls(text)
+    if "\u2028" in text or "\u2029" in text:
+        text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return text
+
+
+def fence(text: str, label: str) -> str:
+    """``text``, record text of any number of lines, as a block a model cannot take for
+    atlas's own words: the line ``label:`` (shown as ``field``: name who wrote it and
+    where, as ``status v3 by mallory``), then the text between two fences of backticks
+    longer than any run of backticks inside it, so no line of the text can close the
+    block. Controls and line breaks other than \\n are shown as escapes, so the lines
+    inside are the lines the fence counts."""
+    body = escape_breaks(text.replace("\r\n", "\n"))
+    run = max((len(r) for r in re.findall("`+", body)), default=0) if "`" in body else 0
+    mark = "`" * max(len(FENCE), run + 1)
+    return f"{field(label)}:\n{mark}\n{body.rstrip(chr(10))}\n{mark}"

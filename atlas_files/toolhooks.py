@@ -43,7 +43,7 @@ import sys
 from typing import Any
 
 from atlas_files import hookio
-from atlas_files.text import escape_controls
+from atlas_files.text import escape_controls, field
 
 HARNESSES = ("claude", "codex", "gemini", "cursor")
 # Harnesses whose pre-tool hook can hand the model context while letting the call run.
@@ -250,7 +250,7 @@ def _person(verdict: Any) -> str:
     from atlas_files.api.editguard import STOPPED  # noqa: PLC0415
 
     stops = verdict.of(STOPPED)
-    lines = [f"{f.path}: {f.by}'s path lease {f.resource}" for f in stops[:3]]
+    lines = [field(f"{f.path}: {f.by}'s path lease {f.resource}", 200) for f in stops[:3]]
     more = f" and {len(stops) - 3} more" if len(stops) > 3 else ""
     return (f"atlas guard: this edit touches files under another's lease ({'; '.join(lines)}"
             f"{more}). The lease is advisory. Allow the edit only if you mean to go ahead "
@@ -292,7 +292,7 @@ def _guard(harness: str, event: dict[str, Any], record_path: str | None,
                                 "record's own files: " + verdict.of(editguard.REFUSED)[0].path))
     elif decision == editguard.STOPPED:
         stop = verdict.of(editguard.STOPPED)[0]
-        model = f"{text}\n\n{override(harness, stop.resource or '', stop.by or '')}"
+        model = f"{text}\n\n{override(harness, stop.resource or '', field(stop.by or '', 80))}"
         _out(pre_ask(harness, _person(verdict), model))
     elif harness in PRE_CONTEXT:
         _out(pre_context(harness, text))

@@ -59,6 +59,9 @@ def test_the_ritual_in_codex(codex_binary: Path, project: Path, harness_home: Pa
     turns = model.turns
     assert len(turns) == 4 and model.overrun == 0
     assert STATUS in turns[0].text()  # the SessionStart briefing
+    # ... which says what is true of Codex: setup gave its shell ATLAS_AS (issue 40, 14)
+    assert "act as alice where `atlas setup codex --as alice`" in turns[0].text()
+    assert "does not know who you are" not in turns[0].text()
     assert "wrote notes v1" in turns[1].text()  # the agent's shell wrote as alice
     reason = turns[2].text()  # the Stop hook's block, as the model's next input
     assert "notes v1" in reason and "atlas --as alice end --status" in reason

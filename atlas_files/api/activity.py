@@ -20,6 +20,7 @@ from atlas_files.api import Worker
 from atlas_files.errors import BadInput
 from atlas_files.leases import Lease, problems_and_leases
 from atlas_files.leases.paths import check_glob, check_globs, covers, is_literal, overlaps
+from atlas_files.text import field
 
 __all__ = ["LIMITS", "Activity", "activity", "repository_briefing", "repository_section",
            "repository_status"]
@@ -182,7 +183,9 @@ BRIEF_LIMITS = ("Commits and path leases only: a session that took no lease and 
 
 
 def _clip(line: str) -> str:
-    return line if len(line) <= BRIEF_LINE else line[:BRIEF_LINE - 1] + "…"
+    # A committed file name, an author or a subject may hold a newline: escaped, the
+    # line stays one line of atlas's.
+    return field(line, BRIEF_LINE)
 
 
 def briefing_lines(section: dict[str, Any]) -> list[str]:

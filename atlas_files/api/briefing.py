@@ -18,6 +18,7 @@ from atlas_files.errors import AtlasError, warn
 from atlas_files.leases import view as leaseview
 from atlas_files.record import Record
 from atlas_files.sessions import Row, Told
+from atlas_files.text import field
 
 MAX_LINE = 240  # one item's line; the whole text stays in `atlas get` and friends
 # The short form of the lease sheet's limits, said wherever the briefing lists leases.
@@ -44,11 +45,13 @@ class StatusPart(NamedTuple):
     data: dict[str, Any] | None  # None: the project has no status yet
     head: tuple[str, ...]
     body: str
+    label: str = ""  # who wrote the body and where, said above its fence
 
 
 def one_line(text: str, limit: int = MAX_LINE) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """One item's line, the record text in it escaped (``text.field``): whatever a writer
+    put in a summary or a why, the item stays one line."""
+    return field(text, limit)
 
 
 def _after(at: str, since: datetime | None) -> bool:
@@ -71,21 +74,22 @@ def status_part(record: Record, identity: str, project: str, read_before: int) -
                                  "`atlas end --status TEXT` before you stop.",), "")
     marks = corrections.marks_json(record, project, "status", "status", doc.version)
     age = timeutil.age_of(doc.written_at)
-    head = [f"Status of {project}: v{doc.version}, written {age} by {doc.author}"
+    head = [f"Status of {project}: v{doc.version}, written {age} by {field(doc.author, 80)}"
             + (f" ({one_line(doc.summary, 120)})" if doc.summary else "")]
     if read_before < doc.version and doc.author != identity:
         head.append(f"NEW to you: you had read v{read_before}." if read_before
                     else "NEW to you: you had never read it.")
     retracted = marks.get("retracted")
     if retracted:
-        head.append(f"RETRACTED by {retracted['author']}: {one_line(retracted['why'])}")
+        head.append(one_line(f"RETRACTED by {retracted['author']}: {retracted['why']}"))
     for c in marks.get("corrected_by", []):
-        head.append(f"CORRECTED by {c['author']}: {one_line(c['what'])}")
+        head.append(one_line(f"CORRECTED by {c['author']}: {c['what']}"))
     data = {"version": doc.version, "author": doc.author, "written_at": doc.written_at,
             "age": age, "summary": doc.summary, "read_before": read_before,
             "body": doc.body, "corrected_by": marks.get("corrected_by", []),
             "retracted": retracted}
-    return StatusPart(data, tuple(head), doc.body)
+    return StatusPart(data, tuple(head), doc.body,
+                      f"status v{doc.version} of {project} by {field(doc.author, 80)}")
 
 
 # -- topics: what is new, and the proposals that wait --------------------------------------

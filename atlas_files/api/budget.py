@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from atlas_files.api.briefing import Section, StatusPart
+from atlas_files.text import fence
 
 STATUS_SHARE = 0.5  # of max_chars, for the status before its body is cut
 FIRST_ITEMS = 3  # each section's share before any section gets more
@@ -53,11 +54,12 @@ def render(header: list[str], status: StatusPart, sections: list[Section], tail:
     lines = list(header)
     lines += ["", *status.head]
     if status.body:
+        # Fenced and labelled: the body is another writer's text, never atlas's words.
         lines.append("")
+        if body_chars:
+            lines.append(fence(status.body[:body_chars], status.label))
         if body_chars < len(status.body):
-            lines += [status.body[:body_chars].rstrip("\n"), _body_note(status.body, body_chars)]
-        else:
-            lines.append(status.body.rstrip("\n"))
+            lines.append(_body_note(status.body, body_chars))
     for s in sections:
         if not s.items:
             if s.empty is not None:

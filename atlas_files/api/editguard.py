@@ -33,6 +33,7 @@ from atlas_files import gitrefs, layout, pathleases, timeutil, volcase
 from atlas_files.errors import AtlasError, NotFound
 from atlas_files.names import is_name
 from atlas_files.record import Record, locate
+from atlas_files.text import field, quoted
 
 ALLOW, TOLD, STOPPED, REFUSED = "allow", "told", "stopped", "refused"
 _RANK = {ALLOW: 0, TOLD: 1, STOPPED: 2, REFUSED: 3}
@@ -60,7 +61,9 @@ class Finding:
         self.kind = kind
         self.path = path
         self.file = path  # the absolute path, once check_edit knows it
-        self.what = what
+        # One line of atlas's, whatever a lease's why, a commit's subject or a file's name
+        # held: every line break in it escaped, so none starts a line of its own.
+        self.what = field(what)
         self.by = by
         self.resource = resource
         self.commit = commit
@@ -276,20 +279,21 @@ def _lease_findings(record: Record, identity: str | None, rels: Sequence[str],
     for c in found:
         lease = c.lease
         left = view.left_text(lease)
-        holder = lease.holder or "someone"
+        holder = field(lease.holder or "someone", 80)
         glob = "" if c.glob == c.path else f" (leased as {c.glob})"
         who = identity or "you (no identity is set: ATLAS_AS or --as)"
         what = (f"{c.path} is under {holder}'s path lease {lease.resource}{glob}, for {left} "
-                f"more (until {lease.expires_at}): \"{lease.why}\". You are {who}. The "
-                f"lease is advisory: nothing enforces it, and this stop only puts the edit to "
-                f"a person. Instead of editing now: wait until it ends (`atlas lease show "
+                f"more (until {lease.expires_at}): {quoted(lease.why, 500)}. You are {who}. "
+                "The lease is advisory: nothing enforces it, and this stop only puts the edit "
+                f"to a person. Instead of editing now: wait until it ends (`atlas lease show "
                 f"{lease.resource}`); write to {holder} through the record (a topic or the "
                 f"status, which {holder} reads in `atlas begin` and `atlas feed`); or record "
                 f"the work as a proposal (`atlas put TOPIC -f FILE --proposal`) or as a "
                 f"decision: `atlas decide --topic \"{c.path}\" --recommended \"...\" --chosen "
                 f"\"wait for {holder}\" --relation disagreed --why \"timing: {holder} holds "
                 f"{c.path} until {lease.expires_at}\"`.")
-        out.append(Finding(STOPPED, c.path, what, by=holder, resource=lease.resource))
+        out.append(Finding(STOPPED, c.path, what, by=lease.holder or "someone",
+                           resource=lease.resource))
     return out
 
 
@@ -341,7 +345,7 @@ def _commit_findings(root: str, rels: Sequence[str], identity: str | None,
         for c in found[:COMMITS_NAMED]:
             age = timeutil.format_duration(max(0.0, now - c.timestamp))
             lines.append(f"{c.author} <{c.email}> committed to {path} {age} ago on "
-                         f"{c.ref}: \"{c.subject}\" ({c.sha[:10]})")
+                         f"{c.ref}: {quoted(c.subject, 200)} ({c.sha[:10]})")
         more = (f" And {len(found) - COMMITS_NAMED} more commit(s) by others within "
                 f"{timeutil.format_duration(recent_s)}." if len(found) > COMMITS_NAMED else "")
         newest = found[0]

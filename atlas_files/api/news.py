@@ -32,9 +32,13 @@ from atlas_files import jsonfile, layout, pathleases, receipts, sessions, stopsi
 from atlas_files.errors import DamagedFile
 from atlas_files.record import Record
 from atlas_files.sessions import Baseline, Row, Told
+from atlas_files.text import fence, field
 
 LINKS_SCANNED = 200  # versions read whose links a new correction is compared with
 LINE = 240  # characters of one item
+# Characters of the guard's notes handed over at once: a note names a few commits, and a
+# session row, which anyone who writes the record can write, may hold megabytes of them.
+PENDING_CHARS = 4000
 
 
 class Item:
@@ -74,8 +78,25 @@ class News:
 
 
 def _one_line(text: str) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= LINE else flat[:LINE - 1] + "…"
+    return field(text, LINE)
+
+
+def _pending_text(pending: Sequence[str], identity: str) -> list[str]:
+    """The guard's notes kept in the session row, each fenced and labelled with where it
+    was kept (the row is a file, not atlas's voice), within PENDING_CHARS in all."""
+    out: list[str] = []
+    room = PENDING_CHARS
+    for i, note in enumerate(pending):
+        if room <= 0:
+            out.append(f"[… {len(pending) - i} more of the edit guard's notes not shown]")
+            break
+        shown = note[:room]
+        room -= len(shown)
+        out.append(fence(shown, "the edit guard's note before an earlier edit, as kept in "
+                                f"sessions/{identity}.json")
+                   + (f"\n[… {len(note) - len(shown)} more characters of it not shown]"
+                      if len(shown) < len(note) else ""))
+    return out
 
 
 # -- what changed ---------------------------------------------------------------------------
@@ -341,7 +362,7 @@ def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
         return True
 
     sessions.update(record, identity, change)
-    parts = [*pending, *([news_text] if news_text else [])]
+    parts = [*_pending_text(pending, identity), *([news_text] if news_text else [])]
     return News(identity, since, items, shown, pending, "\n\n".join(parts) if parts else None)
 
 

@@ -11,6 +11,7 @@ from atlas_files import sessions
 from atlas_files.api import Worker
 from atlas_files.errors import DamagedFile
 from atlas_files.sessions import Write
+from atlas_files.text import field
 
 SHOWN = 8  # writes named in a block's reason
 
@@ -48,10 +49,13 @@ def stop_check(worker: Worker) -> StopCheck:
     mine = tuple(sessions.mine(sessions.writes_since(record, row), identity))
     if not mine or any(w.kind == "status" for w in mine):
         return StopCheck(True, "", mine)
-    shown = ", ".join(w.label for w in mine[:SHOWN])
+    # A label holds what a lease generation's file says its action was, and the project a
+    # session row names: record text, escaped so that it stays inside this one line.
+    shown = ", ".join(field(w.label, 80) for w in mine[:SHOWN])
     more = f" and {len(mine) - SHOWN} more" if len(mine) > SHOWN else ""
     since = "this session began" if row.open else "its last `atlas end`"
-    reason = (f"You ({identity}) wrote {shown}{more} in project {row.project} since {since}, "
+    reason = (f"You ({identity}) wrote {shown}{more} in project {field(row.project, 80)} "
+              f"since {since}, "
               f"but not its status. Before you stop, write where things stand with "
               f"`atlas --as {identity} end --status TEXT` (or `-f FILE`): what you did, what "
               "holds now, what comes next. The next session reads the status first.")

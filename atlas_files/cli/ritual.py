@@ -16,6 +16,7 @@ from atlas_files.api import ritual
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
 from atlas_files.errors import BadInput
+from atlas_files.text import field
 
 
 @click.command()
@@ -106,11 +107,12 @@ def _end_lines(result: ritual.Ending) -> list[str]:
     else:
         lines = [f"not ended: {result.todo}"]
     if result.wrote:
-        lines.append("you wrote: " + ", ".join(w.label for w in result.wrote))
+        lines.append(field("you wrote: " + ", ".join(w.label for w in result.wrote)))
     if result.others:
+        # Authors, summaries and a lease's action are what the files say: one line each.
         lines.append("written by others while you worked (read it before you go):")
-        lines += [f"  {w.label} by {w.author}, {timeutil.age_of(w.at)}: {w.summary}"
-                  if w.kind in ("status", "put") else f"  {w.label} by {w.author}"
+        lines += [field(f"  {w.label} by {w.author}, {timeutil.age_of(w.at)}: {w.summary}"
+                        if w.kind in ("status", "put") else f"  {w.label} by {w.author}")
                   for w in result.others]
     for lease in result.leases_released:
         lines.append(f"released lease {lease.resource}")

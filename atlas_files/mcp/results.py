@@ -34,6 +34,7 @@ from atlas_files.errors import (
     NotFound,
     VersionConflict,
 )
+from atlas_files.text import escape_breaks, field
 
 T = TypeVar("T")
 
@@ -64,9 +65,13 @@ def _json_safe(doc: Any) -> Any:
 
 def ok(doc: Any, notes: list[str] | tuple[str, ...] = ()) -> CallToolResult:
     data = _json_safe(doc)
-    content: list[ContentBlock] = [TextContent(type="text",
-                                               text=json.dumps(data, ensure_ascii=False))]
-    content += [TextContent(type="text", text=f"warning: {n}") for n in dict.fromkeys(notes)]
+    # Record text is in the document: JSON escapes its newlines, and escape_breaks the
+    # characters JSON leaves raw that a reader may still take for a line break.
+    text = escape_breaks(json.dumps(data, ensure_ascii=False))
+    content: list[ContentBlock] = [TextContent(type="text", text=text)]
+    # A warning may quote a damaged file: one line of atlas's, whatever the file holds.
+    content += [TextContent(type="text", text=f"warning: {field(n)}")
+                for n in dict.fromkeys(notes)]
     return CallToolResult(content=content, structured_content=data)
 
 
@@ -74,7 +79,9 @@ def failure(word: str, kind: str, message: str, hint: str | None,
             exit_code: int = 2) -> CallToolResult:
     # The stop sign's own message already starts with "stop:".
     lead = message if message.startswith(f"{word}:") else f"{word}: {message}"
-    text = lead + (f"\nhint: {hint}" if hint else "")
+    # The stop sign names authors, a damaged file's message quotes it: escaped, neither
+    # can add a line, so the first word stays the only thing a model reads first.
+    text = field(lead) + (f"\nhint: {field(hint)}" if hint else "")
     error = {"kind": kind, "message": message, "hint": hint, "exit_code": exit_code}
     content: list[ContentBlock] = [TextContent(type="text", text=text)]
     return CallToolResult(content=content, is_error=True, _meta={ERROR_META: {"error": error}})
