@@ -635,6 +635,19 @@ def keep_cache(path: Path, data: bytes, *, within: OpenRoot | None = None) -> No
         replace_atomic(path, data, durable=False, within=within)
 
 
+def make_read_only(path: Path | str) -> None:
+    """Take the write bits off the plain file at ``path`` (never through a symlink): how a
+    published file that arrived another way than ``publish_exclusive`` (a sync's checkout)
+    is left as one written here is. FileNotFoundError, ELOOP or NotAFile as read_nofollow."""
+    fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+    try:
+        mode = stat.S_IMODE(_require_file(fd, path).st_mode)
+        if mode & 0o222:
+            os.fchmod(fd, mode & ~0o222)
+    finally:
+        os.close(fd)
+
+
 def file_mtime(path: Path | str, *, dir_fd: int | None = None) -> float | None:
     """When the plain file at ``path`` last changed; None if there is none, or a symlink
     or anything but a plain file lies there (a stamp's time is never read through one)."""

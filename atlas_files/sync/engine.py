@@ -28,7 +28,7 @@ from atlas_files.gitcmd import (
 from atlas_files.record import Record
 from atlas_files.sync import accepted, drafts, gitdir, incoming, repo
 from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused, UnsafeContent
-from atlas_files.sync.paths import kind, listing
+from atlas_files.sync.paths import kind, listing, read_only
 from atlas_files.sync.rebuild import rebuild
 from atlas_files.sync.recovery import finish_move
 from atlas_files.sync.state import Local, clear_stale_locks
@@ -113,8 +113,9 @@ class Engine:
         to or makes was judged on the way (``trust_head``)."""
         if self.head is None or self.local.checked_head() == self.head:
             return
-        incoming.check_checkout(self.git, self.head, self.facts.prefix, self._rel,
-                                self.where)
+        paths = incoming.check_checkout(self.git, self.head, self.facts.prefix, self._rel,
+                                        self.where)
+        read_only(self.facts.top, paths, self._rel)  # `git clone` wrote them 0644
         self.local.checked(self.head)
 
     def trust_head(self) -> None:
@@ -367,6 +368,7 @@ class Engine:
             rel = self._rel(c.path)
             if rel is not None and c.xy != "D":
                 self.tally.came_in[rel] = None
+        read_only(self.facts.top, [c.path for c in changes if c.xy != "D"], self._rel)
 
     def _check_history(self, changes: list[repo.Change], old: str, new: str,
                        where: str) -> None:
