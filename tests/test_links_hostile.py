@@ -41,8 +41,9 @@ MEMORY = 1 << 30  # bytes of address space a command (and each git child) may ta
 SECONDS = 60.0  # wall-clock limit of one command
 ME = "alice"  # the identity of both machines: the names of her rows are the ones planted
 # Names that exist only while a command runs, so no listing after the flow sees them:
-# a sync's marker and move journal.
-TRANSIENT = [f"{layout.CACHE}/sync/running", f"{layout.CACHE}/sync/journal.json"]
+# a sync's marker and move journal, SQLite's journal beside the search index.
+TRANSIENT = [f"{layout.CACHE}/sync/running", f"{layout.CACHE}/sync/journal.json",
+             f"{layout.CACHE}/search.sqlite-journal"]
 SYNC_BLOCK = "sync:\n  remote: origin\n  branch: main\n  auto: true\n  fetch_every: 0s\n"
 TARGETS = ("file", "zero", "missing", "fifo")
 
