@@ -606,12 +606,14 @@ def test_a_link_a_first_clone_checked_out_is_refused_and_never_followed(
 def run_limited(root: Path, *args: str) -> tuple[int, str, str]:
     """`atlas ARGS` in a child under a 1 GiB address-space cap (a journal read through a
     link to /dev/zero would take all it is given)."""
+    import resource
+
     from support.runner import atlas_command, child_env
 
-    cap = 1 << 30
-    proc = subprocess.run(
-        ["prlimit", f"--as={cap}", "--", *atlas_command("--record", str(root), "--as", "bob",
-                                                         *args)],
-        capture_output=True, text=True, timeout=120, env=child_env(),
-        stdin=subprocess.DEVNULL)
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    proc = subprocess.run(atlas_command("--record", str(root), "--as", "bob", *args),
+                          capture_output=True, text=True, timeout=120, env=child_env(),
+                          stdin=subprocess.DEVNULL, preexec_fn=cap, check=False)
     return proc.returncode, proc.stdout, proc.stderr
