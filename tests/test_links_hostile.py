@@ -27,6 +27,7 @@ import json
 import os
 import resource
 import subprocess
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -225,7 +226,7 @@ def test_no_link_at_a_name_atlas_makes_reaches_outside(base: Base,
     assert found == [], "\n".join(found)
 
 
-def test_the_watch_sees_a_write_outside(base: Base, tmp_path: Path) -> None:
+def test_the_watch_sees_a_write_outside(tmp_path: Path) -> None:
     """The check itself: a change in the outside folder, a command past its memory cap
     and a traceback are each seen."""
     outside = Outside(tmp_path / "outside")
@@ -233,6 +234,6 @@ def test_the_watch_sees_a_write_outside(base: Base, tmp_path: Path) -> None:
     (outside.where / "gone" / "made").write_text("x")
     assert outside.snapshot() != before
     env = _env(tmp_path / "home")
-    hog = subprocess.run(["python3", "-c", "b = bytearray(2 << 30)"], env=env,
+    hog = subprocess.run([sys.executable, "-c", "b = bytearray(2 << 30)"], env=env,
                          preexec_fn=_limits, capture_output=True, text=True, check=False)
     assert hog.returncode != 0 and "MemoryError" in hog.stderr
