@@ -672,6 +672,17 @@ def read_nofollow(path: Path | str, limit: int | None = None, *,
     return read_with_stat(path, limit, dir_fd=dir_fd)[0]
 
 
+def read_start(path: Path | str, size: int, *, dir_fd: int | None = None) -> bytes:
+    """At most the first ``size`` bytes of the plain file at ``path`` (a front matter,
+    say), opened as ``read_nofollow`` opens it: the rest is never read."""
+    fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS, dir_fd=dir_fd)
+    try:
+        _require_file(fd, path)
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
 def read_with_stat(path: Path | str, limit: int | None = None, *,
                    dir_fd: int | None = None) -> tuple[bytes, os.stat_result]:
     """``read_nofollow``, with the file's stat as it was opened (one open, one fstat)."""
