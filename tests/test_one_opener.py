@@ -160,10 +160,9 @@ def test_every_file_is_opened_through_fsio_or_allowed_with_its_reason() -> None:
     new = [f"atlas_files/{m}:{lines[0]} {scope}: {call}"
            for (m, scope, call), lines in seen.items() if (m, scope, call) not in ALLOWED]
     assert new == [], ("open these through atlas_files/fsio.py (read_nofollow, read_start, "
-                       "read_cache, "
-                       "replace_atomic, keep_cache, publish_exclusive, touch, locked), or add "
-                       "each to ALLOWED with the reason it is no work-tree or record file:\n"
-                       + "\n".join(new))
+                       "read_cache, replace_atomic, keep_cache, publish_exclusive, touch, "
+                       "locked), or add each to ALLOWED with the reason it is no work-tree "
+                       "or record file:\n" + "\n".join(new))
     stale = sorted(key for key in ALLOWED if key not in seen)
     assert stale == [], f"ALLOWED names calls that are gone: {stale}"
 
