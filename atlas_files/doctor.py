@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files import gitcmd, layout, volume
+from atlas_files import fsio, gitcmd, layout, volume
 from atlas_files.api import setup as setup_api
 from atlas_files.check import validators
 from atlas_files.config import DEFAULT_CLOCK_SKEW_ALLOWANCE, DEFAULT_CLOCK_TOLERANCE
@@ -181,9 +181,9 @@ def hooks_check(record: Record | None) -> Check:
         for sub, name in setup_api.SETTINGS.values():
             path = folder / sub / name
             try:
-                if not path.is_file() or path.stat().st_size > SETTINGS_LIMIT:
-                    continue
-                data = json.loads(path.read_text(encoding="utf-8"))
+                # A clone may carry its settings as a symlink to anything (/dev/zero): no
+                # harness hook of ours is ever installed through one (setup refuses).
+                data = json.loads(fsio.read_nofollow(path, SETTINGS_LIMIT))
             except (OSError, UnicodeDecodeError, ValueError):
                 continue
             programs = [p for p in map(_atlas_program, _commands(data)) if p]

@@ -45,6 +45,8 @@ from atlas_files.errors import DamagedFile, RecordGone
 TEMP_PREFIX = layout.TEMP_PREFIX
 # Debris from another host (whose processes we cannot see) is removed only when old.
 FOREIGN_TEMP_AGE_S = 3600.0
+# The largest cache or stamp file atlas keeps for itself (a version line, a journal).
+CACHE_LIMIT = 1 << 20
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -504,6 +506,32 @@ class Folder:
             self.fsync()
         return self.path / name
 
+    def touch(self, name: str, times: tuple[float, float] | None = None, *,
+              mode: int = 0o644) -> None:
+        """Make the stamp ``name`` (empty) if missing and set its times (now by default):
+        never through a symlink, never on anything but a plain file. A stamp in place of
+        which lies a symlink or something else is no stamp: it is replaced by one."""
+        for attempt in (1, 2):
+            try:
+                fd = os.open(name, os.O_WRONLY | os.O_CREAT | _OPEN_FLAGS, mode,
+                             dir_fd=self.fd)
+            except OSError as exc:
+                # ENXIO: a named pipe with no reader, which a non-blocking open refuses.
+                if attempt == 2 or exc.errno not in (errno.ELOOP, errno.ENXIO):
+                    raise
+                self.replace_atomic(name, b"", mode=mode, durable=False)
+                continue
+            try:
+                st = os.fstat(fd)
+                if stat.S_ISREG(st.st_mode):
+                    os.utime(fd, times)
+                    return
+            finally:
+                os.close(fd)
+            if attempt == 2:
+                raise not_a_file(st.st_mode, self.path / name)
+            self.replace_atomic(name, b"", mode=mode, durable=False)
+
     def clean_debris(self, names: list[str] | None = None) -> list[Path]:
         """Remove temp files here left by crashed writers; returns what was removed.
         ``names`` is the folder's listing when the caller has just read it."""
@@ -578,6 +606,58 @@ def replace_atomic(path: Path, data: bytes, *, mode: int = 0o644, durable: bool 
         return folder.replace_atomic(path.name, data, mode=mode, durable=durable)
 
 
+def touch(path: Path, times: tuple[float, float] | None = None, *,
+          within: OpenRoot | None = None) -> None:
+    """Make the stamp file ``path`` if missing and set its times (see ``Folder.touch``):
+    a stamp whose only content is its time, such as when a command last looked."""
+    with open_folder(path.parent, within=within) as folder:
+        folder.touch(path.name, times)
+
+
+def read_cache(path: Path, limit: int = CACHE_LIMIT, *,
+               within: OpenRoot | None = None) -> bytes | None:
+    """The bytes of the cache file at ``path``; None where there is none to believe: it
+    is missing, a symlink or anything but a plain file, over ``limit`` bytes, or cannot be
+    read. A cache only ever costs time: whatever lies in its place is rebuilt."""
+    try:
+        if within is None:
+            return read_nofollow(path, limit)
+        with open_folder(path.parent, within=within) as folder:
+            return read_nofollow(path.name, limit, dir_fd=folder.fd)
+    except (OSError, DamagedFile):
+        return None
+
+
+def keep_cache(path: Path, data: bytes, *, within: OpenRoot | None = None) -> None:
+    """Replace the cache file at ``path`` with ``data`` (a symlink in its place is replaced,
+    never followed); a cache that cannot be kept is only a cost, so nothing is raised."""
+    with contextlib.suppress(OSError, DamagedFile):
+        replace_atomic(path, data, durable=False, within=within)
+
+
+def make_read_only(path: Path | str) -> None:
+    """Take the write bits off the plain file at ``path`` (never through a symlink): how a
+    published file that arrived another way than ``publish_exclusive`` (a sync's checkout)
+    is left as one written here is. FileNotFoundError, ELOOP or NotAFile as read_nofollow."""
+    fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS)
+    try:
+        mode = stat.S_IMODE(_require_file(fd, path).st_mode)
+        if mode & 0o222:
+            os.fchmod(fd, mode & ~0o222)
+    finally:
+        os.close(fd)
+
+
+def file_mtime(path: Path | str, *, dir_fd: int | None = None) -> float | None:
+    """When the plain file at ``path`` last changed; None if there is none, or a symlink
+    or anything but a plain file lies there (a stamp's time is never read through one)."""
+    try:
+        st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_mtime if stat.S_ISREG(st.st_mode) else None
+
+
 def read_nofollow(path: Path | str, limit: int | None = None, *,
                   dir_fd: int | None = None) -> bytes:
     """The bytes of the plain file at ``path``, refusing to follow a symlink in its last part.
@@ -590,6 +670,17 @@ def read_nofollow(path: Path | str, limit: int | None = None, *,
     ``path`` is a name in that open folder.
     """
     return read_with_stat(path, limit, dir_fd=dir_fd)[0]
+
+
+def read_start(path: Path | str, size: int, *, dir_fd: int | None = None) -> bytes:
+    """At most the first ``size`` bytes of the plain file at ``path`` (a front matter,
+    say), opened as ``read_nofollow`` opens it: the rest is never read."""
+    fd = os.open(path, os.O_RDONLY | _OPEN_FLAGS, dir_fd=dir_fd)
+    try:
+        _require_file(fd, path)
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
 
 
 def read_with_stat(path: Path | str, limit: int | None = None, *,

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from atlas_files import fsio
 from atlas_files.errors import AtlasError, BadInput
 
 # Paths come back as bytes; anything that is not UTF-8 is shown, never guessed at.
@@ -116,15 +117,17 @@ def _binary_key(exe: str) -> str:
     return f"{exe} {st.st_mtime_ns} {st.st_size}"
 
 
-def check_version(cache: Path | None = None) -> tuple[int, int]:
+def check_version(cache: Path | None = None, *,
+                  within: fsio.OpenRoot | None = None) -> tuple[int, int]:
     """The installed git's (major, minor); BadInput if older than 2.38. Asked once per
-    process and git binary, and remembered in ``cache`` (a file) while the binary stays
-    the same file: a process spawn saved on every synced write."""
+    process and git binary, and remembered in ``cache`` (a file, in the record ``within``
+    opened) while the binary stays the same file: a process spawn saved on every synced
+    write."""
     exe = executable()
     if exe in _checked:
         return _checked[exe]
     key = _binary_key(exe)
-    found = _cached(cache, key)
+    found = _cached(cache, key, within)
     if found is None:
         done = subprocess.run([exe, "--version"], capture_output=True,
                               stdin=subprocess.DEVNULL, timeout=LOCAL_TIMEOUT_S, check=False)
@@ -134,8 +137,8 @@ def check_version(cache: Path | None = None) -> tuple[int, int]:
                            f"{done.stdout[:80]!r})", hint="install git 2.38 or newer")
         found = (int(match.group(1)), int(match.group(2)))
         if cache is not None and found >= MIN_VERSION:
-            with contextlib.suppress(OSError):
-                cache.write_text(f"{key}\t{found[0]}.{found[1]}\n")
+            fsio.keep_cache(cache, f"{key}\t{found[0]}.{found[1]}\n".encode(),
+                            within=within)
     if found < MIN_VERSION:
         raise BadInput(
             f"atlas sync needs git {MIN_VERSION[0]}.{MIN_VERSION[1]} or newer (for "
@@ -146,13 +149,12 @@ def check_version(cache: Path | None = None) -> tuple[int, int]:
     return found
 
 
-def _cached(cache: Path | None, key: str) -> tuple[int, int] | None:
-    if cache is None:
+def _cached(cache: Path | None, key: str,
+            within: fsio.OpenRoot | None) -> tuple[int, int] | None:
+    data = None if cache is None else fsio.read_cache(cache, within=within)
+    if data is None:
         return None
-    try:
-        line = cache.read_text().strip()
-    except OSError:
-        return None
+    line = data.decode("utf-8", "replace").strip()
     cached_key, _, version = line.rpartition("\t")
     major, _, minor = version.partition(".")
     if cached_key != key or not (major.isdigit() and minor.isdigit()):

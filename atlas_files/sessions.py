@@ -392,16 +392,9 @@ def head(path: str) -> dict[str, Any] | None:
     """The front matter of the file at ``path``; None if it cannot be read as some (a
     damaged file names no author: `atlas check` reports it)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
+        data = fsio.read_start(path, HEAD_BYTES)
     except OSError:
         return None
-    try:
-        data = os.read(fd, HEAD_BYTES)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
         return frontmatter.parse(data).meta
     except (frontmatter.FrontMatterError, ValueError, RecursionError):

@@ -6,6 +6,7 @@ entry point in child processes, fed each harness's exact post-tool JSON."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -237,3 +238,24 @@ def test_many_hooks_of_one_session_at_once_lose_no_edit(repo: GitRepo) -> None:
     row = json.loads((repo.path / "sessions" / "alice.json").read_text())
     assert sorted(row["hooks"]["edited"]) == sorted(files)
     assert run_atlas("check", record=repo.path).returncode == 0
+
+
+def test_a_link_planted_at_the_stamp_is_replaced_never_followed(
+        repo: GitRepo, tmp_path: Path) -> None:
+    """`sessions/.alice.news` planted as a link: to a missing path, the hook created it
+    (a repository's `.git/index.lock` blocks every commit); to a file, it touched it.
+    Now neither is created or touched, the hook works, and the stamp is a file of its own."""
+    stamp = repo.path / "sessions" / ".alice.news"
+    missing = tmp_path / "other" / ".git" / "index.lock"
+    missing.parent.mkdir(parents=True)
+    existing = tmp_path / "other" / "kept.txt"
+    existing.write_text("kept\n")
+    old = 1_000_000_000
+    os.utime(existing, (old, old))
+    for target in (missing, existing):
+        stamp.unlink(missing_ok=True)
+        stamp.symlink_to(target)
+        assert news(repo) is None
+        assert not missing.exists()
+        assert existing.stat().st_mtime == old and existing.read_text() == "kept\n"
+        assert stamp.is_file() and not stamp.is_symlink()

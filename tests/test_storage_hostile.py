@@ -10,6 +10,7 @@ import resource
 import subprocess
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -423,3 +424,46 @@ def test_body_limit_is_checked_before_the_stop_sign(record: Record) -> None:
     with pytest.raises(BadInput, match="body_limit is 10 bytes"):
         artifacts.put(Record(record.root), "plan", "x" * 11, author="bob")
     assert documents.FRONT_MATTER_ALLOWANCE > 0
+
+
+@pytest.mark.parametrize("planted", ["link-to-file", "link-to-missing", "link-to-zero",
+                                     "fifo"])
+def test_caches_and_stamps_replace_what_lies_in_their_place(tmp_path: Path,
+                                                            planted: str) -> None:
+    """fsio's opener for atlas's own caches and stamps: what lies where one belongs (a
+    link out, to a missing path or to /dev/zero, a named pipe) reads as no cache, and
+    writing or touching replaces it with a plain file; the link's target is never created,
+    read or changed, and nothing waits on the pipe."""
+    from atlas_files import fsio
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    kept = outside / "bashrc"
+    kept.write_text("export A=1\n")
+    os.utime(kept, (1_000_000_000, 1_000_000_000))
+    target = {"link-to-file": kept, "link-to-missing": outside / "made",
+              "link-to-zero": Path("/dev/zero")}.get(planted)
+    before = sorted((p.name, p.stat().st_mtime_ns, p.read_bytes()) for p in outside.iterdir())
+    def keep(p: Path) -> None:
+        fsio.keep_cache(p, b"kept")
+
+    acts: list[tuple[str, Callable[[Path], None]]] = [
+        ("cache", keep), ("stamp", fsio.touch), ("version", fsio.make_read_only)]
+    for name, act in acts:
+        path = tmp_path / name
+        if target is None:
+            os.mkfifo(path)
+        else:
+            path.symlink_to(target)
+        assert fsio.read_cache(path) is None
+        assert fsio.file_mtime(path) is None
+        if name == "version":
+            with pytest.raises(OSError):  # a published file is never made through a link
+                act(path)
+            continue
+        act(path)
+        assert path.is_file() and not path.is_symlink()
+        assert fsio.read_cache(path) == (b"kept" if name == "cache" else b"")
+        assert fsio.file_mtime(path) is not None
+    assert sorted((p.name, p.stat().st_mtime_ns, p.read_bytes())
+                  for p in outside.iterdir()) == before

@@ -557,3 +557,63 @@ def test_atlas_check_accepts_the_sync_settings(team: tuple[Team, Path]) -> None:
     config.write_text(config.read_text().replace("  auto: true", "  auto: true\n  extra: 1"))
     code, _, _ = cli(alice, "check", "--json")
     assert code != 0
+
+
+def test_versions_that_arrive_by_sync_are_read_only(team: tuple[Team, Path]) -> None:
+    """A version written here is 0444 so an editor warns before an edit in place; one
+    that a sync checks out (git writes 0644), or that `git clone` checked out, is too."""
+    remote, alice = team
+    assert put(alice, "alice", "plan", "first plan\n")[0] == 0
+    bob = remote.clone("bob")
+    assert put(alice, "alice", "plan", "second plan\n")[0] == 0
+    code, _, err = cli(bob, "sync", identity="bob")
+    assert code == 0, err
+    folder = bob / "projects" / "main" / "artifacts" / "plan"
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in folder.iterdir()
+             if p.name.startswith("plan.v")}
+    assert modes == {"plan.v0001.md": 0o444, "plan.v0002.md": 0o444}
+    assert stat.S_IMODE((bob / "atlas.yaml").stat().st_mode) & 0o200  # not a version
+
+
+def test_a_link_a_first_clone_checked_out_is_refused_and_never_followed(
+        team: tuple[Team, Path], tmp_path: Path) -> None:
+    """A teammate commits `.atlas-cache/sync/git-version -> ~/.bashrc` and
+    `journal.json -> /dev/zero` (`git add -f`) and pushes: a newcomer's first sync wrote
+    git's version line into the file outside, and ate memory until it died. Now nothing
+    outside changes, and the sync refuses the checkout, naming both links (exit 1)."""
+    remote, alice = team
+    outside = tmp_path / "home-of-bob" / ".bashrc"
+    outside.parent.mkdir()
+    outside.write_text("export PATH=$HOME/bin:$PATH\n")
+    before = (outside.read_bytes(), outside.stat().st_mtime_ns)
+    sync_folder = alice / ".atlas-cache" / "sync"
+    for name, target in (("git-version", str(outside)), ("journal.json", "/dev/zero")):
+        (sync_folder / name).unlink(missing_ok=True)
+        (sync_folder / name).symlink_to(target)
+        git(alice, "add", "-f", f".atlas-cache/sync/{name}")
+    git(alice, "commit", "-q", "-m", "links")
+    git(alice, "push", "-q", "origin", "main")
+    bob = remote.clone("bob")
+    code, _, err = run_limited(bob, "sync")
+    assert code == 1, err
+    assert ".atlas-cache/sync/git-version (a symbolic link)" in err
+    assert "journal.json (a symbolic link)" in err and "Traceback" not in err
+    assert (outside.read_bytes(), outside.stat().st_mtime_ns) == before
+    # Replaced, never followed: the caches atlas kept are plain files of its own now.
+    assert not (bob / ".atlas-cache" / "sync" / "git-version").is_symlink()
+
+
+def run_limited(root: Path, *args: str) -> tuple[int, str, str]:
+    """`atlas ARGS` in a child under a 1 GiB address-space cap (a journal read through a
+    link to /dev/zero would take all it is given)."""
+    import resource
+
+    from support.runner import atlas_command, child_env
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    proc = subprocess.run(atlas_command("--record", str(root), "--as", "bob", *args),
+                          capture_output=True, text=True, timeout=120, env=child_env(),
+                          stdin=subprocess.DEVNULL, preexec_fn=cap, check=False)
+    return proc.returncode, proc.stdout, proc.stderr

@@ -23,13 +23,14 @@ cannot see is said wherever it speaks (``LIMITS``).
 from __future__ import annotations
 
 import binascii
+import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files import gitrefs, layout, pathleases, timeutil, volcase
+from atlas_files import fsio, gitrefs, layout, pathleases, timeutil, volcase
 from atlas_files.errors import AtlasError, NotFound
 from atlas_files.names import is_name
 from atlas_files.record import Record, locate
@@ -380,18 +381,13 @@ def _fetch_first(record: Record, roots: Sequence[str], notes: list[str]) -> None
     for root in roots:
         tag = binascii.crc32(root.encode("utf-8", "surrogateescape"))
         stamp = os.path.join(stamps, f"{tag:08x}") if stamps else None
-        try:
-            if stamp and time.time() - os.stat(stamp).st_mtime < cfg.fetch_every_s:
-                continue
-        except OSError:
-            pass
+        fetched_at = fsio.file_mtime(stamp) if stamp else None
+        if fetched_at is not None and time.time() - fetched_at < cfg.fetch_every_s:
+            continue
         if stamp:
-            try:
+            with contextlib.suppress(OSError, AtlasError):
                 os.makedirs(os.path.dirname(stamp), mode=0o700, exist_ok=True)
-                with open(stamp, "w"):
-                    pass
-            except OSError:
-                pass
+                fsio.touch(Path(stamp))
         try:
             git = gitcmd.Git(root)
             # git takes a name it does not know for a path or a URL: fetch only a remote

@@ -23,13 +23,15 @@ guard left for a harness whose pre-tool hook cannot carry any (``pending``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from atlas_files import jsonfile, layout, pathleases, receipts, sessions, stopsign, timeutil
-from atlas_files.errors import DamagedFile
+from atlas_files import fsio, jsonfile, layout, pathleases, receipts, sessions, stopsign, timeutil
+from atlas_files.errors import AtlasError, DamagedFile
 from atlas_files.record import Record
 from atlas_files.sessions import Baseline, Row, Told
 from atlas_files.text import fence, field
@@ -287,23 +289,17 @@ def _stamp(record: Record, identity: str) -> str:
 
 
 def _due(stamp: str, every_s: float) -> bool:
-    try:
-        return time.time() - os.stat(stamp).st_mtime >= every_s
-    except OSError:
-        return True
+    # A stamp's time is never read through a symlink (a planted one would let another
+    # file's age decide).
+    mtime = fsio.file_mtime(stamp)
+    return mtime is None or time.time() - mtime >= every_s
 
 
-def _looked(stamp: str) -> None:
-    try:
-        os.utime(stamp)
-    except FileNotFoundError:
-        try:
-            with open(stamp, "a", encoding="utf-8"):
-                pass
-        except OSError:
-            pass
-    except OSError:
-        pass
+def _looked(record: Record, stamp: str) -> None:
+    # Through fsio: a symlink planted at the stamp's name is replaced, never followed
+    # (it would create or touch whatever it points at, a repository's index.lock say).
+    with contextlib.suppress(OSError, AtlasError):
+        fsio.touch(Path(stamp), within=record.opened)
 
 
 def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
@@ -329,7 +325,7 @@ def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
     # the next look (which starts from here) still finds it.
     at = timeutil.format_time(timeutil.now())
     if due:
-        _looked(stamp)
+        _looked(record, stamp)
         try:
             read = stopsign.what_was_read(record, identity)
         except DamagedFile:

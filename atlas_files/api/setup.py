@@ -218,18 +218,26 @@ def remove_hooks(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def inside(root: Path, path: Path) -> Path:
-    """Where ``path`` really leads (every symlink on the way followed, as the harness
-    reading it will), refused unless that is inside ``root``: a clone may carry
-    `.claude -> ../home/.claude` or `CLAUDE.md -> ~/.bashrc`, and setup must not merge
-    hooks into the user's own settings or append to a file of their home."""
-    base = Path(os.path.realpath(root))
-    real = Path(os.path.realpath(path))
-    if real != base and base not in real.parents:
-        raise BadInput(f"{path} leads outside {root} (to {real}) through a symlink; "
-                       "nothing was written",
-                       hint="setup writes only inside the project folder: replace the link "
-                       "with a plain file or folder, or run setup where it leads")
-    return real
+    """``path``, refused (BadInput) when it, or a folder on the way to it from ``root``, is
+    a symlink: a clone may carry `.claude -> ../home/.claude`, `CLAUDE.md -> ~/.bashrc` or
+    `CLAUDE.md -> .git/config`, and setup writes through none of them (one inside the
+    project is refused too: what it leads to is no file setup means to write). Files are
+    then read and replaced through fsio, which follows no symlink either."""
+    here = root
+    for part in path.relative_to(root).parts:
+        here = here / part
+        if os.path.islink(here):
+            try:
+                target = os.readlink(here)
+            except OSError:
+                target = "?"
+            raise BadInput(
+                f"{here} is a symlink (to {target}); setup writes through no symlink, "
+                "which a clone can point at any file (its .git/config, your ~/.bashrc); "
+                "nothing was written",
+                hint=f"replace {here.name} with a plain file or folder of its own (copy what "
+                "it leads to, if that is what you meant), or run setup where it leads")
+    return path
 
 
 def _read_json(path: Path, real: Path) -> dict[str, Any] | None:
@@ -259,7 +267,7 @@ def _write(path: Path, real: Path, text: str | None, existed: bool) -> Change:
             return Change(path, "removed")
         return Change(path, "unchanged")
     real.parent.mkdir(parents=True, exist_ok=True)
-    mode = real.stat().st_mode & 0o777 if existed else 0o644
+    mode = real.lstat().st_mode & 0o777 if existed else 0o644
     fsio.replace_atomic(real, text.encode("utf-8"), mode=mode)
     return Change(path, "updated" if existed else "created")
 
@@ -425,8 +433,13 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
     marked = [root / "AGENTS.md", root / "CLAUDE.md"] if target == "agents-md" or not remove \
         else []
     shell = root.joinpath(*CODEX_CONFIG) if target == "codex" else None
+    # A CLAUDE.md that links to AGENTS.md is AGENTS.md: left as it is, never written through.
+    claude = root / "CLAUDE.md"
+    same = claude in marked and os.path.islink(claude) and not os.path.islink(
+        root / "AGENTS.md") and os.path.realpath(claude) == os.path.realpath(root / "AGENTS.md")
     real = {path: inside(root, path)
-            for path in [p for p in (settings, shell) if p is not None] + marked}
+            for path in [p for p in (settings, shell) if p is not None] + marked
+            if not (same and path == claude)}
     changes: list[Change] = []
     notes: list[str] = []
     # Read (and refused, if it must be) before the hooks are written; written after them.
@@ -440,7 +453,7 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
         changes.append(write_shell())
         notes += [note] if note else []
     for path, section in zip(marked, (agents_section(identity), POINTER), strict=False):
-        if path.name == "CLAUDE.md" and real[path] == real.get(root / "AGENTS.md"):
+        if same and path == claude:
             changes.append(Change(path, "unchanged"))  # a link to AGENTS.md: it is AGENTS.md
             continue
         changes.append(_marked(path, real[path], None if remove else section))

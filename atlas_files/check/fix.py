@@ -34,8 +34,8 @@ def _stamp(ctx: CheckRun, path: Path, data: bytes, parsed: frontmatter.Parsed,
                        "add the digest line by hand")
         return
     try:
-        current = path.read_bytes()
-    except OSError:
+        current = fsio.read_nofollow(path, len(data))
+    except OSError:  # a symlink or anything else in its place now: never written through
         return
     if current != data:  # changed while we looked: leave it to the next run
         return
@@ -72,9 +72,10 @@ def remove_bom(ctx: CheckRun, path: Path, data: bytes, rest: bytes) -> bool:
     """Rewrite ``path`` without its leading byte-order mark (see check/bom.py); False if
     the file changed while we looked or cannot be replaced."""
     try:
-        if path.read_bytes() != data:
+        current, st = fsio.read_with_stat(path, len(data))
+        if current != data:
             return False
-        mode = path.stat().st_mode & 0o777
+        mode = st.st_mode & 0o777
         fsio.replace_atomic(path, rest, mode=mode)
     except OSError:
         return False

@@ -28,7 +28,7 @@ from atlas_files.gitcmd import (
 from atlas_files.record import Record
 from atlas_files.sync import accepted, drafts, gitdir, incoming, repo
 from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused, UnsafeContent
-from atlas_files.sync.paths import kind, listing
+from atlas_files.sync.paths import kind, listing, read_only
 from atlas_files.sync.rebuild import rebuild
 from atlas_files.sync.recovery import finish_move
 from atlas_files.sync.state import Local, clear_stale_locks
@@ -70,7 +70,7 @@ class Engine:
 
     def __init__(self, record: Record, cfg: SyncConfig, identity: str | None) -> None:
         self.local = Local(record)
-        check_version(self.local.folder / "git-version")
+        check_version(self.local.folder / "git-version", within=record.opened)
         self.record = record
         self.cfg = cfg
         self.identity = identity
@@ -100,11 +100,29 @@ class Engine:
                 self.facts.git_dir, self.facts.common_dir, [self.local_ref, self.tracking],
                 died_at)
         self._refresh()
+        self._check_checkout()
         finished = finish_move(self.git, self.facts, self.local, self.record, self.head)
         if finished is not None:
             self.head, kept = finished
             self.tally.collisions += kept
             self.tally.recovered.append(f"finished moving to {self.head[:12]}")
+
+    def _check_checkout(self) -> None:
+        """Refuse a checkout whose commit holds what a sync would never let in (a first
+        clone's, or one moved by plain git): once per head, since each head a sync moves
+        to or makes was judged on the way (``trust_head``)."""
+        if self.head is None or self.local.checked_head() == self.head:
+            return
+        paths = incoming.check_checkout(self.git, self.head, self.facts.prefix, self._rel,
+                                        self.where)
+        read_only(self.facts.top, paths, self._rel)  # `git clone` wrote them 0644
+        self.local.checked(self.head)
+
+    def trust_head(self) -> None:
+        """Remember the head a finished sync left: what came in was checked as it came,
+        what went out was atlas's own."""
+        if self.head is not None:
+            self.local.checked(self.head)
 
     @property
     def where(self) -> str:
@@ -147,7 +165,7 @@ class Engine:
                             input=nul)
         self._refresh()
         threshold = gitdir.gc_auto(self.git, self.facts.common_dir, self.facts.git_dir,
-                                   self.local.folder / "gc-auto")
+                                   self.local.folder / "gc-auto", self.record.opened)
         if gitdir.loose_objects_due(self.facts.common_dir, threshold):
             self._tidy()
         return rels
@@ -350,6 +368,7 @@ class Engine:
             rel = self._rel(c.path)
             if rel is not None and c.xy != "D":
                 self.tally.came_in[rel] = None
+        read_only(self.facts.top, [c.path for c in changes if c.xy != "D"], self._rel)
 
     def _check_history(self, changes: list[repo.Change], old: str, new: str,
                        where: str) -> None:

@@ -10,11 +10,11 @@ long as every config file git reads is the same file, unchanged.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from pathlib import Path
 
+from atlas_files import fsio
 from atlas_files.gitcmd import Git
 
 _LOOSE_SAMPLE = "17"
@@ -58,20 +58,21 @@ def _key(common_dir: Path, git_dir: Path) -> str | None:
     return json.dumps([seen, [os.environ.get(v) for v in _CONFIG_VARIABLES]])
 
 
-def gc_auto(git: Git, common_dir: Path, git_dir: Path, cache: Path) -> int:
-    """git's gc.auto for this checkout (its default when unset)."""
+def gc_auto(git: Git, common_dir: Path, git_dir: Path, cache: Path,
+            within: fsio.OpenRoot | None = None) -> int:
+    """git's gc.auto for this checkout (its default when unset), remembered in ``cache``
+    (in the record ``within`` opened)."""
     key = _key(common_dir, git_dir)
-    if key is not None:
-        with contextlib.suppress(OSError, ValueError):
-            kept_key, _, kept = cache.read_text().rpartition("\t")
-            if kept_key == key:
-                return int(kept)
+    data = fsio.read_cache(cache, within=within) if key is not None else None
+    if data is not None:
+        kept_key, _, kept = data.decode("utf-8", "replace").rpartition("\t")
+        if kept_key == key and kept.lstrip("-").isdigit():
+            return int(kept)
     done = git.run("config", "--int", "--get", "gc.auto", ok=(0, 1))
     value = int(done.text) if done.code == 0 and done.text.lstrip("-").isdigit() \
         else GC_AUTO_DEFAULT
     if key is not None:
-        with contextlib.suppress(OSError):
-            cache.write_text(f"{key}\t{value}")
+        fsio.keep_cache(cache, f"{key}\t{value}".encode(), within=within)
     return value
 
 

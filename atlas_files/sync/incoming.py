@@ -78,6 +78,39 @@ def _why(rel: str, mode: str) -> str | None:
     return None
 
 
+def check_checkout(git: Git, head: str, prefix: str, to_record: Callable[[str], str | None],
+                   where: str) -> list[str]:
+    """UnsafeContent unless every file of the commit ``head`` inside the record (at
+    ``prefix`` in the repository) is one a sync would let in: what `git clone` checked
+    out is held to the rules of what a sync fetches. A symbolic link committed at one of
+    atlas's own names (`git add -f .atlas-cache/sync/git-version`) would otherwise lead
+    the clone's first command to a file outside. Returns the commit's paths (as git
+    names them)."""
+    args = ["ls-tree", "-r", "-z", head]
+    if prefix:
+        args += ["--", prefix]
+    refused: list[str] = []
+    paths: list[str] = []
+    for line in git.run(*args).out.split(b"\0"):
+        meta, _, name = line.partition(b"\t")
+        if not name:
+            continue
+        paths.append(name.decode("utf-8", "surrogateescape"))
+        rel = to_record(paths[-1])
+        why = None if rel is None else _why(rel, meta.split(b" ", 1)[0].decode("ascii"))
+        if why is not None:
+            refused.append(f"{rel} ({why})")
+    if refused:
+        raise UnsafeContent(
+            f"this checkout's commit {head[:12]} (as {where} gave it to `git clone`) holds "
+            f"what a record never holds: {listing(refused, 4)}; atlas follows none of it, "
+            "and nothing was integrated or pushed",
+            hint=f"see who committed it (`git log {head[:12]} -- PATH`); whoever can push "
+            "there should remove it (`git rm`, then push); then sync again here (or, sooner, "
+            "`git rm` and `git commit` it here yourself)")
+    return paths
+
+
 def check(git: Git, changes: list[repo.Change], to_record: Callable[[str], str | None],
           where: str, theirs: str) -> None:
     """UnsafeContent unless every path the remote adds or changes inside the record is a

@@ -9,10 +9,13 @@ someone dropped in) never travels.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple
 
-from atlas_files import guide, layout
+from atlas_files import fsio, guide, layout
 from atlas_files.names import ENTRY_ID_PATTERN, NAME_PATTERN
 
 _NAME = NAME_PATTERN.strip("^$")
@@ -93,3 +96,14 @@ def listing(paths: list[str], limit: int = 5) -> str:
     """The first few paths, then how many more: a message stays a line or two."""
     shown = ", ".join(paths[:limit])
     return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
+
+
+def read_only(top: Path, paths: list[str], to_record: Callable[[str], str | None]) -> None:
+    """Leave the published files among ``paths`` (as git names them, from ``top``) that a
+    checkout just wrote read-only, as a version written here is: git writes them 0644,
+    and an editor would then not warn before an edit in place."""
+    for path in paths:
+        rel = to_record(path)
+        if rel is not None and kind(rel).history:
+            with contextlib.suppress(OSError):
+                fsio.make_read_only(top / path)

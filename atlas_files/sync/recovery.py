@@ -12,12 +12,16 @@ stops the sync for a person to look at.
 
 from __future__ import annotations
 
+from atlas_files import fsio
 from atlas_files.gitcmd import Git
 from atlas_files.record import Record
 from atlas_files.sync import drafts, repo
 from atlas_files.sync.errors import SyncRefused
-from atlas_files.sync.paths import kind
+from atlas_files.sync.paths import kind, read_only
 from atlas_files.sync.state import Local
+
+# The largest file a move is judged by: far over any version's body_limit.
+MOVED_LIMIT = 64 << 20
 
 
 def _nul(paths: list[str]) -> bytes:
@@ -38,7 +42,9 @@ def finish_move(git: Git, facts: repo.Facts, local: Local, record: Record,
         local.end_move()  # the branch moved on since: nothing of it to finish
         return None
     changes = repo.diff(git, old, new)
-    present = [c for c in changes if (facts.top / c.path).is_file()]
+    # Judged without following a symlink: git's checkout below replaces one, never
+    # writes through it.
+    present = [c for c in changes if fsio.file_mtime(facts.top / c.path) is not None]
     hashes = git.out("hash-object", "--stdin-paths", input="\n".join(
         c.path for c in present).encode("utf-8", "surrogateescape")).split() if present else []
     seen = dict(zip([c.path for c in present], hashes, strict=True))
@@ -46,7 +52,15 @@ def finish_move(git: Git, facts: repo.Facts, local: Local, record: Record,
     for c in present:
         if seen[c.path] in (c.old_blob, c.blob):
             continue
-        here = (facts.top / c.path).read_bytes()
+        try:
+            here = fsio.read_nofollow(facts.top / c.path, MOVED_LIMIT)
+        except OSError:
+            here = None  # a symlink, a pipe or a huge file: nothing atlas or git wrote
+        if here is None:
+            raise SyncRefused(
+                f"a sync was killed while moving files, and {c.path} is now no plain file "
+                "atlas can read (a symlink, a named pipe or a file over "
+                f"{MOVED_LIMIT >> 20} MiB)", hint="move it aside, then run `atlas sync` again")
         theirs = repo.blob_bytes(git, new, c.path) if c.xy != "D" else b""
         if len(here) < len(theirs) and theirs.startswith(here):
             # git writes a checked-out file in place, so a kill leaves a prefix of the
@@ -65,6 +79,7 @@ def finish_move(git: Git, facts: repo.Facts, local: Local, record: Record,
     if keep:
         git.run("checkout", "-q", new, "--pathspec-from-file=-", "--pathspec-file-nul",
                 input=_nul(keep))
+        read_only(facts.top, keep, facts.to_record)
     gone = [c for c in changes if c.xy == "D"]
     if gone:
         git.run("rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",

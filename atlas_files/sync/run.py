@@ -93,6 +93,7 @@ def sync(record: Record, identity: str | None, cfg: SyncConfig | None = None, *,
         engine.start(died_at)
         engine.commit_and_pull(f"sync ({identity or 'no identity'})")
         engine.exchange()
+        engine.trust_head()
         report = _report(engine, None)
     if not reported:
         _say_config(engine)  # a read's sync: nothing prints its report
@@ -129,6 +130,7 @@ def synced_write(record: Record, identity: str | None, what: str, fn: Callable[[
         try:
             engine.commit_local(what, written)
             engine.exchange()
+            engine.trust_head()
         except GitFailed as exc:
             warn(f"{what}: written here, but not on {engine.where} yet: {exc.message}. "
                  "`atlas sync` pushes it (and says so if another machine published the "

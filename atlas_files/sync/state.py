@@ -22,23 +22,31 @@ from atlas_files.sync.errors import Busy
 # (per work tree) or the common dir (shared refs). Each one blocks every later command.
 WORKTREE_LOCKS = ("index.lock", "HEAD.lock", "ORIG_HEAD.lock")
 COMMON_LOCKS = ("packed-refs.lock", "config.lock", "shallow.lock")
+# A journal names a branch and two commits: a few hundred bytes.
+JOURNAL_LIMIT = 64 * 1024
 # A git child of a killed sync may still be finishing: give it this long to let go.
 ORPHAN_GRACE_S = 1.0
 
 
 class Local:
+    """Every file here is opened through fsio, walked from the record's held descriptor:
+    a clone checks out whatever was committed, and a symlink committed at one of these
+    names (`git add -f`) must be replaced, never followed."""
+
     def __init__(self, record: Record) -> None:
         self.folder = record.path(layout.CACHE, "sync")  # never through a symlink
+        self.within = record.opened
         self.lock_path = self.folder / "lock"
         self.marker = self.folder / "running"
         self.journal_path = self.folder / "journal.json"
         self.fetched_path = self.folder / "fetched"
+        self.checked_path = self.folder / "checked-head"
 
     def _ensure(self) -> None:
         if not self.folder.is_dir():
-            self.folder.mkdir(parents=True, exist_ok=True)
+            fsio.make_folders(self.folder, within=self.within)
             # Ignored even in a record whose .gitignore predates the cache folder.
-            fsio.replace_atomic(self.folder / ".gitignore", b"*\n")
+            fsio.replace_atomic(self.folder / ".gitignore", b"*\n", within=self.within)
 
     @contextlib.contextmanager
     def session(self, wait_s: float) -> Iterator[float | None]:
@@ -46,21 +54,21 @@ class Local:
         without finishing (its marker is still there), else None."""
         self._ensure()
         try:
-            with fsio.locked(self.lock_path, wait_s):
-                died_at: float | None = None
-                with contextlib.suppress(FileNotFoundError):
-                    died_at = os.stat(self.marker).st_mtime
+            with fsio.locked(self.lock_path, wait_s, within=self.within):
+                died_at = fsio.file_mtime(self.marker)
                 # The marker of a sync that died stays as it is until a sync finishes: its
                 # time says since when git locks may be debris of dead syncs, however
                 # many died in a row before reaching the cleanup.
-                fsio.replace_atomic(self.marker, f"{os.getpid()}\n".encode(), durable=False)
+                fsio.replace_atomic(self.marker, f"{os.getpid()}\n".encode(), durable=False,
+                                    within=self.within)
                 if died_at is not None:
-                    os.utime(self.marker, (died_at, died_at))
+                    fsio.touch(self.marker, (died_at, died_at), within=self.within)
                 try:
                     yield died_at
                 finally:
                     # An exception is no death: git's children have exited. Only a kill
-                    # leaves the marker for the next sync to find.
+                    # leaves the marker for the next sync to find. (unlink removes a
+                    # symlink itself, never what it points at.)
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(self.marker)
         except TimeoutError:
@@ -69,28 +77,36 @@ class Local:
 
     def fetch_age(self) -> float | None:
         """Seconds since the last successful fetch; None if there was none."""
-        try:
-            return max(0.0, time.time() - os.stat(self.fetched_path).st_mtime)
-        except OSError:
-            return None
+        mtime = fsio.file_mtime(self.fetched_path)
+        return None if mtime is None else max(0.0, time.time() - mtime)
 
     def fetched(self) -> None:
         self._ensure()
-        with open(self.fetched_path, "a"):
-            pass
-        os.utime(self.fetched_path)
+        fsio.touch(self.fetched_path, within=self.within)
+
+    def checked_head(self) -> str | None:
+        """The last head whose whole tree a sync found holding only what a record may."""
+        data = fsio.read_cache(self.checked_path, within=self.within)
+        return None if data is None else data.decode("ascii", "replace").strip()
+
+    def checked(self, head: str) -> None:
+        fsio.keep_cache(self.checked_path, f"{head}\n".encode(), within=self.within)
 
     def journal(self) -> dict[str, Any] | None:
-        try:
-            data = json.loads(self.journal_path.read_bytes())
-        except FileNotFoundError:
+        """The move in flight, {} for a journal that cannot be believed (torn, or a
+        symlink, a named pipe or a huge file in its place), None for none."""
+        if not os.path.lexists(self.journal_path):
             return None
-        except (OSError, ValueError):
-            return {}  # a torn journal: the move it announced may or may not have begun
-        return data if isinstance(data, dict) else {}
+        data = fsio.read_cache(self.journal_path, JOURNAL_LIMIT, within=self.within)
+        try:
+            found = json.loads(data) if data is not None else None
+        except ValueError:
+            found = None
+        # A torn journal: the move it announced may or may not have begun.
+        return found if isinstance(found, dict) else {}
 
     def begin_move(self, data: dict[str, Any]) -> None:
-        fsio.replace_atomic(self.journal_path, json.dumps(data).encode())
+        fsio.replace_atomic(self.journal_path, json.dumps(data).encode(), within=self.within)
 
     def end_move(self) -> None:
         with contextlib.suppress(FileNotFoundError):
