@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import linksites
 from support.linksites import EXTENSIONS, site, write
 
 from atlas_files.check import check_links
@@ -251,18 +252,9 @@ def macro_errors(folder: Path) -> set[str]:
 
 def test_a_kept_macros_expansion_holds_only_while_what_it_used_is_the_same(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from atlas_files.linkcheck import renderpool
-
     folder = site(tmp_path, text="site_name: t\nplugins: [macros]\nextra:\n  product: Widget\n",
                   pages=MACRO_PAGES)
-    forks: list[object] = []
-    real = renderpool.fork_child
-
-    def counted(*args: object, **kwargs: object) -> int | None:
-        forks.append(args)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(renderpool, "fork_child", counted)
+    forks = linksites.forks(monkeypatch)
     assert macro_errors(folder) == {"#came-later"}
     expanded = len(forks)
     assert expanded >= 1

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
+from atlas_files import renderlimit
 from atlas_files.filesources import Source, read_page
 from atlas_files.findings import WARNING, Report
 from atlas_files.linkcheck import anchors, markdown
@@ -116,6 +117,7 @@ class SiteLinks:
         self._wheres: dict[tuple[str, str], Where | None] = {}
         self._said: set[str] = set()
         self._unverified: dict[str, _Unverified] = {}
+        self._unchecked: set[str] = set()  # pages that took longer than a check gives
         self.renderings = Renderings(site, self._problem, self._text)
         self.hooks = None
         if run_hooks and site.hooks:  # the user's word, never mkdocs.yml's (sitehooks.py)
@@ -238,6 +240,10 @@ class SiteLinks:
         if uri not in self._macro_uris:
             self.macros.expand({uri: (body, front)})
         done, why = self.macros.result(uri)
+        if uri in self.macros.ran_out:
+            self._cannot(uri, f"expanding its macros took longer than "
+                         f"{self.macros.ran_out[uri]:g} s")
+            return None, None
         if done is not None:
             return done, None
         return None, Cause("plugin:macros", "the macros plugin expands pages with what atlas "
@@ -273,8 +279,21 @@ class SiteLinks:
 
     def rendered(self, uri: str, whole: bool = True) -> Rendered | None:
         """The page as the site's parser renders it (siterender.py); ``whole=False``: for
-        its ids alone."""
-        return self.renderings.get(uri, whole)
+        its ids alone. None for a page that took too long, which is said once."""
+        out = self.renderings.get(uri, whole)
+        if out is None and uri in self.renderings.ran_out:
+            self._cannot(uri, f"rendering took longer than {self.renderings.ran_out[uri]:g} s")
+        return out
+
+    def _cannot(self, uri: str, why: str) -> None:
+        """Say once that page ``uri`` cannot be checked, and why: neither its own links nor
+        the anchors that point into it are judged."""
+        if uri not in self._unchecked:
+            self._unchecked.add(uri)
+            self.report.add(self.site.docs_dir / uri, 1, "ATL017", f"this page cannot be "
+                            f"checked: {why} (its links, and anchors into it, are not "
+                            "judged)", "check it with `mkdocs build`, or give pages more "
+                            f"time: {renderlimit.CHECK_ENV}=SECONDS")
 
     def _text(self, uri: str) -> str | None:
         """The text the site's parser renders for page ``uri`` (None: it is not rendered)."""
@@ -392,6 +411,8 @@ class SiteLinks:
         if page is None:
             self.fast.check_file(path)
             return
+        if uri in self._unchecked:
+            return
         suspects = []
         for link in page.read.links:
             suspect = self._judge(uri, link, page)
@@ -401,7 +422,7 @@ class SiteLinks:
             suspects += self._made_links(uri, page)
         for suspect in suspects[:_MAX_FOUND]:
             self._confirm(path, uri, suspect)
-        for suspect in suspects[_MAX_FOUND:]:
+        for suspect in suspects[_MAX_FOUND:] if uri not in self._unchecked else ():
             self._report(path, suspect, suspect.link.used)
 
     def _makes_links(self, page: Page) -> bool:
@@ -447,8 +468,12 @@ class SiteLinks:
             used = url in made or unquote(url) in made
             if not used and not suspect.link.definition:
                 return  # the site makes no such link (code, raw HTML, a comment...)
+        elif uri in self._unchecked:
+            return
         if suspect.target is not None:
             target = self.rendered(suspect.target, whole=False)
+            if target is None and suspect.target in self._unchecked:
+                return
             if target is not None and (suspect.fragment in target.ids
                                        or unquote(suspect.fragment) in target.ids):
                 return
@@ -517,7 +542,7 @@ class SiteLinks:
         if self.plugins.excluded(where.target):
             return None  # not built: MkDocs has no ids of it to judge the anchor by
         found = self.page(where.target)
-        if found is None:
+        if found is None or where.target in self._unchecked:
             return None
         return self._anchor(link, where.fragment, where.target, found, where.target)
 
@@ -568,6 +593,8 @@ class SiteLinks:
         # The target's ids as the site renders it (its reader's where it cannot be): a page
         # the reader misjudges (a fence the site's parser refuses) must not hide a break.
         rendered = self.rendered(target, whole=False)
+        if rendered is None and target in self._unchecked:
+            return None
         ids = rendered.ids if rendered is not None else self.reader_anchors(target, page).ids
         if fragment in ids or unquote(fragment) in ids:
             return None
