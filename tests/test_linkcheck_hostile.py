@@ -332,6 +332,30 @@ def test_a_cache_folder_others_can_write_is_not_used(
     assert not (repo.path / ".atlas-cache").exists()  # nor anything in the repository
 
 
+# -- issue 39, item 7: nothing of the checker's environment is read ---------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("config", [
+    "markdown_extensions: [!ENV [SECRET_TOKEN, toc]]\n",
+    "markdown_extensions: [!ENV SECRET_TOKEN]\n",
+    "plugins: [macros]\nextra: {s: !ENV [SECRET_TOKEN, none]}\n",
+    "plugins: [macros]\nextra: {s: !ENV SECRET_TOKEN}\n",
+    "validation: {anchors: !ENV [SECRET_TOKEN, warn]}\n",
+])
+def test_env_tags_are_never_read_from_the_checkers_environment(
+        repo: GitRepo, mode: str, config: str) -> None:
+    # A committed mkdocs.yml that names a variable of whoever runs the check (a CI job's
+    # token) once printed it in the findings: in a pull request's public log.
+    site(repo, "site_name: t\n" + config,
+         {"index.md": "# Home\n\n[a]({{ s }}.md) [b](#nope)\n"})
+    result = check(repo, mode, env={"SECRET_TOKEN": SECRET})
+    found = findings(result)
+    assert SECRET not in result.stdout + result.stderr
+    # The tag's own default, as a build with the variable unset makes it.
+    assert "docs/index.md" in {f["path"] for f in found if f["code"] in ("ATL011", "ATL010")}
+
+
 # -- issue 39, items 4 and 5: every page a check renders has one deadline --------------------
 
 # Python-Markdown spends time on this that grows with the square of its size: 117 s here.
