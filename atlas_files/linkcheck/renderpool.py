@@ -18,7 +18,8 @@ that on the wall clock (a parser stuck in C code, where no signal handler runs),
 goes on with the rest of its share in a new child. A page that ran out is ``RanOut``:
 the caller says so once and remembers it (rendercache.py), unless the child was killed
 without having spent its CPU (a machine too busy to give it any: that says nothing
-about the page). A caller may also give the whole batch a budget (the macros plugin).
+about the page). A caller may also give the whole batch a budget, past which no page is
+started (the macros plugin).
 
 How many children: as many as CPUs, where each gets 16 KB of text (``ATLAS_CHECK_JOBS``
 says how many), and at least one. Where fork is not available, or a child dies without
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import gc
 import os
-import select
+import selectors
 import signal
 import time
 import warnings
@@ -47,14 +48,17 @@ ENV = "ATLAS_CHECK_JOBS"
 # Text a process must get to pay for its fork (about 5 ms of rendering).
 MIN_SHARE = 16 << 10
 # Wall-clock seconds a page may take per second of CPU it is given, before the parent
-# kills its child: a busy machine gives a child a share of a CPU, not a whole one.
-WALL_FACTOR = 4
+# kills its child: a busy machine gives a child a share of a CPU, not a whole one (a
+# factor of 4 let a 2-core machine shared by many builds kill pages that had spent a
+# fraction of their CPU).
+WALL_FACTOR = 8
 
 
 @dataclass(frozen=True)
 class RanOut:
-    """A page that took longer than ``seconds``; ``certain``: it spent that much CPU (so
-    it would again, and may be remembered)."""
+    """A page that took longer than ``seconds``: of CPU where ``certain`` (it would again,
+    and may be remembered), else of the wall clock (a machine too busy to give it its
+    CPU says nothing about the page)."""
 
     seconds: float
     certain: bool = True
@@ -191,13 +195,16 @@ def run_children(work: Callable[[str], Any], shares: Sequence[Sequence[str]], se
     """``work(key)`` for every key of ``shares``, each share in a child of its own (which
     runs ``setup()`` first), in order: what it returned (marshalled), or RanOut for a key
     that took more than ``seconds`` of CPU, or ``WALL_FACTOR`` times that on the wall
-    clock (its child is killed; the rest of its share goes on in a new one). A key with
-    no answer: its child died, fork failed, or ``total`` seconds (for the whole batch)
-    ran out first."""
+    clock (its child is killed; the rest of its share goes on in a new one). Past
+    ``total`` seconds (for the whole batch) no child starts another key: the key each is
+    on keeps its own deadline, so every run gets through one key a child at least. A
+    key with no answer: its child died, fork failed, or the total ran out first."""
     out: dict[str, Any] = {}
     started = time.monotonic()
-    end = None if total is None else started + total
+    closing = None if total is None else started + total
     children: dict[int, _Child] = {}  # by reader
+    # Not select(): a long-lived caller (a server's worker) may hold descriptors past 1024.
+    waiting = selectors.DefaultSelector()
     # The children's collections leave the parent's objects (and their pages) alone. What
     # was frozen already (a command server's own objects, in its worker) stays frozen.
     frozen = gc.get_freeze_count()
@@ -208,6 +215,12 @@ def run_children(work: Callable[[str], Any], shares: Sequence[Sequence[str]], se
         pid = fork_child(lambda: _serve(work, keys, seconds, writer, setup), [reader], [writer])
         if pid is not None:
             children[reader] = _Child(pid, reader, keys, time.monotonic(), 0.0)
+            waiting.register(reader, selectors.EVENT_READ)
+
+    def end(child: _Child, kill: bool) -> float:
+        del children[child.reader]
+        waiting.unregister(child.reader)
+        return _end(child, kill)
 
     try:
         for share in shares:
@@ -215,37 +228,38 @@ def run_children(work: Callable[[str], Any], shares: Sequence[Sequence[str]], se
                 start(list(share))
         while children:
             now = time.monotonic()
-            if end is not None and now >= end:
-                for child in list(children.values()):
-                    _end(children.pop(child.reader), kill=True)
-                break
             due = min(c.since + seconds * WALL_FACTOR for c in children.values())
-            wait = max(0.0, min(due, end if end is not None else due) - now)
-            ready, _, _ = select.select(list(children), [], [], wait)
+            if closing is not None and now < closing:
+                due = min(due, closing)
+            wait = max(0.0, due - now)
+            ready = [key.fd for key, _ in waiting.select(wait)]
             for reader in ready:
                 child = children[reader]
                 try:
                     key, ran_out, answer, cpu = frames.read(reader)
                 except (EOFError, ValueError, TypeError):
-                    _end(children.pop(reader), kill=False)  # died: its keys stay unanswered
+                    end(child, kill=False)  # died: its keys stay unanswered
                     continue
                 out[key] = RanOut(seconds) if ran_out else answer
                 if key in child.keys:
                     child.keys.remove(key)
                 child.since, child.cpu = time.monotonic(), float(cpu)
-                if not child.keys:
-                    _end(children.pop(reader), kill=False)
+                over = closing is not None and child.since >= closing
+                if over or not child.keys:
+                    end(child, kill=over)
             now = time.monotonic()
             for child in [c for c in children.values()
                           if c.reader not in ready and now >= c.since + seconds * WALL_FACTOR]:
-                spent = _end(children.pop(child.reader), kill=True) - child.cpu
+                spent = end(child, kill=True) - child.cpu
                 key, *rest = child.keys
-                out[key] = RanOut(seconds * WALL_FACTOR, certain=spent >= seconds)
-                if rest:
+                out[key] = RanOut(seconds) if spent >= seconds \
+                    else RanOut(seconds * WALL_FACTOR, certain=False)
+                if rest and (closing is None or now < closing):
                     start(rest)
     finally:
-        for child in children.values():
-            _end(child, kill=True)
+        for child in list(children.values()):
+            end(child, kill=True)
+        waiting.close()
         if not frozen:
             gc.unfreeze()
     return out

@@ -9,8 +9,8 @@ of that code. A page whose every name is one of those variables is expanded here
 Jinja's sandbox (no attribute of Python's internals, no unsafe call), in a child process
 with its memory capped and each page under the deadline every page a check renders has
 (renderpool.py: a template is the repository's writing too, and a loop in a loop can run
-for hours), the whole run's expansions within ``_RUN_PAGES`` times a page's time, and then
-judged as the site would judge it. A page that names
+for hours), no page started past ``_RUN_PAGES`` times a page's time from the first, and
+then judged as the site would judge it. A page that names
 anything else (a macro, ``git``, ``now()``, ``page.title``) depends on what only the build
 knows: its anchors cannot be checked from source, said once per site with their number.
 
@@ -45,7 +45,7 @@ from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.siteconfig import SiteConfig, Unresolved, read_file, safe_load
 
 _MEMORY = 1 << 30  # bytes of address space the expanding child may take
-_RUN_PAGES = 6  # the whole run's expansions take at most this many pages' time
+_RUN_PAGES = 6  # no page is started past this many pages' time from the first
 _MAX_OUT = 4 << 20  # characters: a larger expansion is not believed
 _MAX_TEMPLATE = 2 << 20
 _DEFAULT_MARKS = ("{%", "%}", "{{", "}}", "{#", "#}")
@@ -159,8 +159,9 @@ class Macros:
                 done, why, included, missing, keep = answer  # type: ignore[misc]
             except (ValueError, TypeError):
                 done, why, included, missing, keep = (
-                    None, "the expansion did not finish (it ran out of memory, or the "
-                    f"check's {seconds * _RUN_PAGES:g} s for expansions)", (), (), False)
+                    None, "it was not expanded (the check's "
+                    f"{seconds * _RUN_PAGES:g} s for expanding pages ran out first, or its "
+                    "expansion ran out of memory)", (), (), False)
             self._done[uri] = (done, why)
             if keep and kept is not None:
                 kept.put_expansion(key, (done, why), included, missing)
