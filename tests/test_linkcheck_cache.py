@@ -7,11 +7,13 @@ that can make no link or id) collect exactly what the whole rendering does."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support import linksites
 from support.linksites import EXTENSIONS, site, write
 
 from atlas_files.check import check_links
@@ -251,18 +253,9 @@ def macro_errors(folder: Path) -> set[str]:
 
 def test_a_kept_macros_expansion_holds_only_while_what_it_used_is_the_same(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from atlas_files.linkcheck import renderpool
-
     folder = site(tmp_path, text="site_name: t\nplugins: [macros]\nextra:\n  product: Widget\n",
                   pages=MACRO_PAGES)
-    forks: list[object] = []
-    real = renderpool.fork_child
-
-    def counted(*args: object, **kwargs: object) -> int | None:
-        forks.append(args)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(renderpool, "fork_child", counted)
+    forks = linksites.forks(monkeypatch)
     assert macro_errors(folder) == {"#came-later"}
     expanded = len(forks)
     assert expanded >= 1
@@ -353,13 +346,20 @@ def test_a_site_configuration_read_before_is_read_without_pyyaml(tmp_path: Path)
     assert [f[0] for f in third] == ["ATL018"]
 
 
-def test_a_configuration_naming_the_environment_is_read_every_time(tmp_path: Path) -> None:
-    # !ENV's values are the environment's, not the text's: never taken from the cache.
+def test_a_configuration_naming_the_environment_reads_its_defaults_and_is_kept(
+        tmp_path: Path) -> None:
+    # !ENV's value is the default the text gives, never the environment's (issue 39, item
+    # 7): a text that holds one is the same configuration on every run, kept like any.
     text = "site_name: t\nvalidation: {anchors: !ENV [ANCHOR_LEVEL, warn]}\n"
     folder = site(tmp_path, text=text, pages={"index.md": "# A\n\n[b](#nope)\n"})
-    for level, codes in (("warn", ["ATL011"]), ("ignore", []), ("warn", ["ATL011"])):
-        done = subprocess.run(
-            [sys.executable, "-m", "atlas_files", "check", "--links-only", "--json",
-             str(folder)], capture_output=True, text=True, cwd=tmp_path,
-            env={**__import__("os").environ, "ANCHOR_LEVEL": level})
-        assert [f["code"] for f in json.loads(done.stdout)["findings"]] == codes, level
+    script = ("import json, sys; from pathlib import Path; "
+              "from atlas_files.check import check_links; "
+              "r = check_links([Path(sys.argv[1])]); "
+              "print(json.dumps(['yaml' in sys.modules, [f.code for f in r.findings]]))")
+    seen = []
+    for level in ("warn", "ignore", "ignore"):
+        done = subprocess.run([sys.executable, "-c", script, str(folder)],
+                              capture_output=True, text=True, check=True, cwd=tmp_path,
+                              env={**os.environ, "ANCHOR_LEVEL": level})
+        seen.append(json.loads(done.stdout))
+    assert seen == [[True, ["ATL011"]], [False, ["ATL011"]], [False, ["ATL011"]]]

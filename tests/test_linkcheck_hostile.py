@@ -1,6 +1,7 @@
 """The checked repository is someone else's writing: its mkdocs.yml runs no code, and the
 links check reads nothing outside the repository, fetches nothing, and quotes no byte of
-a file it was not asked to check (issue 25, items 1 and 5, and the render cache).
+a file it was not asked to check (issue 25, items 1 and 5, and the render cache); no page
+holds it past a deadline (issue 39, items 4 and 5).
 
 Each reproduction runs the real `atlas` (a process of its own) on a git repository in
 both modes, `--links-only` on the tree and `--staged`; test_precommit_hooks.py runs the same two
@@ -12,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,21 +24,24 @@ from support.git import GitRepo
 from support.hostile_repo import Listener
 from support.runner import Result, run_atlas
 
-from atlas_files.linkcheck import rendercache, siteconfig
+from atlas_files import renderlimit
+from atlas_files.check import check_links
+from atlas_files.linkcheck import rendercache, renderpool, siteconfig
 from atlas_files.linkcheck.siteplan import plan
 
 MODES = ["tree", "staged"]
 SECRET = "s3cr3t-7f3a"  # in files outside the repository: no output may hold it
 
 
-def check(repo: GitRepo, mode: str, timeout: float = 120) -> Result:
+def check(repo: GitRepo, mode: str, timeout: float = 120,
+          env: dict[str, str] | None = None) -> Result:
     """`atlas check --links-only --json` in the repository, a process of its own; with
     ``mode`` "staged", on what is staged (all of it)."""
     staged = ["--staged"] if mode == "staged" else []
     if staged:
         repo.git("add", "-A")
     return run_atlas("check", "--links-only", "--json", *staged, cwd=repo.path,
-                     timeout=timeout, process=True)
+                     timeout=timeout, process=True, env=env)
 
 
 def findings(result: Result) -> list[dict[str, object]]:
@@ -324,3 +330,124 @@ def test_a_cache_folder_others_can_write_is_not_used(
     assert not (base / "atlas-files" / "links").exists() or not any(
         (base / "atlas-files" / "links").iterdir())
     assert not (repo.path / ".atlas-cache").exists()  # nor anything in the repository
+
+
+# -- issue 39, item 7: nothing of the checker's environment is read ---------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("config", [
+    "markdown_extensions: [!ENV [SECRET_TOKEN, toc]]\n",
+    "markdown_extensions: [!ENV SECRET_TOKEN]\n",
+    "plugins: [macros]\nextra: {s: !ENV [SECRET_TOKEN, none]}\n",
+    "plugins: [macros]\nextra: {s: !ENV SECRET_TOKEN}\n",
+    "validation: {anchors: !ENV [SECRET_TOKEN, warn]}\n",
+])
+def test_env_tags_are_never_read_from_the_checkers_environment(
+        repo: GitRepo, mode: str, config: str) -> None:
+    # A committed mkdocs.yml that names a variable of whoever runs the check (a CI job's
+    # token) once printed it in the findings: in a pull request's public log.
+    site(repo, "site_name: t\n" + config,
+         {"index.md": "# Home\n\n[a]({{ s }}.md) [b](#nope)\n"})
+    result = check(repo, mode, env={"SECRET_TOKEN": SECRET})
+    found = findings(result)
+    assert SECRET not in result.stdout + result.stderr
+    # The tag's own default, as a build with the variable unset makes it.
+    assert "docs/index.md" in {f["path"] for f in found if f["code"] in ("ATL011", "ATL010")}
+
+
+# -- issue 39, items 4 and 5: every page a check renders has one deadline --------------------
+
+# Python-Markdown spends time on this that grows with the square of its size: 117 s here.
+SLOW_PAGE = "# Bad\n\n[y](#nope)\n\n" + "[a][" * 16000
+# A Jinja loop in a loop: hours.
+LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+LIMIT = {renderlimit.CHECK_ENV: "1"}  # a second of CPU a page: the test's own budget
+
+
+def _unchecked(found: list[dict[str, object]]) -> list[tuple[object, object]]:
+    """(path, message) of each page said to take too long, the seconds as "N": the CPU
+    limit's (1 s), or the wall clock's where a busy machine gave the child too little."""
+    wall = renderpool.WALL_FACTOR
+    return [(f["path"], re.sub(rf"longer than (1|{wall}) s", "longer than N s",
+                               str(f["message"])))
+            for f in found if "this page cannot be checked:" in str(f["message"])]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_page_that_renders_for_minutes_is_cut_short_and_said_once(
+        repo: GitRepo, mode: str) -> None:
+    site(repo, "site_name: t\n", {"index.md": "# Home\n\n[b](bad.md#nope) [c](bad.md)\n"
+                                              "[d](#gone)\n", "bad.md": SLOW_PAGE})
+    for _ in range(2):  # the second run says the same
+        found = findings(check(repo, mode, timeout=60, env=LIMIT))
+        assert _unchecked(found) == [("docs/bad.md", "this page cannot be checked: rendering "
+                                      "took longer than N s (its links, and anchors into "
+                                      "it, are not judged)")]
+        # Neither its own broken anchor nor the one into it is guessed at; the rest is
+        # checked as ever.
+        assert [(f["path"], f["code"]) for f in found if f["severity"] == "error"] == [
+            ("docs/index.md", "ATL011")], found
+
+
+def test_a_page_that_ran_out_is_remembered_not_rendered_on_every_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = linksites.site(tmp_path, text="site_name: t\n",
+                            pages={"index.md": "# Home\n\n[b](bad.md#nope)\n",
+                                   "bad.md": SLOW_PAGE})
+    monkeypatch.setenv(renderlimit.CHECK_ENV, "1")
+    forks = linksites.forks(monkeypatch)
+    said = []
+    for _ in range(3):
+        report = check_links([folder])
+        said.append(sorted((f.code, f.message) for f in report.findings))
+        if len(said) == 1:
+            assert forks, "the page is rendered in a child"
+            first = len(forks)
+    assert said[0] == said[1] == said[2] and [c for c, _ in said[0]] == ["ATL017"]
+    assert len(forks) == first  # remembered: no child renders it again
+    # Given more time than it ran out of, it is tried again.
+    monkeypatch.setenv(renderlimit.CHECK_ENV, "1.5")
+    check_links([folder])
+    assert len(forks) > first
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_macros_pages_that_loop_are_held_to_a_page_deadline_and_a_run_budget(
+        repo: GitRepo, mode: str) -> None:
+    pages = {f"p{n}.md": f"# P{n}\n\n[x](#nope)\n\n{LOOP}\n" for n in range(8)}
+    site(repo, "site_name: t\nplugins: [macros]\n",
+         {**pages, "index.md": "# Home\n\n[a](p0.md#nope) [b](#gone)\n"})
+    tried: set[object] = set()
+    for _ in range(3):
+        found = findings(check(repo, mode, timeout=60, env=LIMIT))
+        ran_out = {path for path, message in _unchecked(found)
+                   if message == "this page cannot be checked: expanding its macros took "
+                   "longer than N s (its links, and anchors into it, are not judged)"}
+        # Each run starts no page past its budget (six pages' time: the page it is on
+        # then keeps its own deadline), and says the others once, for the site; what ran
+        # out before is not run again.
+        assert tried <= ran_out and 0 < len(ran_out - tried) <= 6 + 1, (tried, ran_out)
+        tried = ran_out
+        rest = [f for f in found if "it was not expanded" in str(f["message"])]
+        assert len(rest) == (len(ran_out) < 8)
+        assert [(f["path"], f["code"]) for f in found if f["severity"] == "error"] == [
+            ("docs/index.md", "ATL011")], found
+        if len(tried) == 8:
+            break
+
+
+def test_a_child_stuck_past_its_deadline_is_killed_and_its_share_goes_on() -> None:
+    def work(key: str) -> str:
+        if key == "busy":  # C code, where no signal handler runs: CPU spent, for minutes
+            hashlib.pbkdf2_hmac("sha256", b"page", b"salt", 10**9)
+        elif key == "sleep":  # no CPU at all: says nothing about the page
+            time.sleep(600)
+        return key.upper()
+
+    got = renderpool.run_children(work, [["busy", "after"], ["sleep", "later"]], 0.5)
+    wall = 0.5 * renderpool.WALL_FACTOR
+    # The one that spent its CPU ran out of it (and may be remembered); the other says
+    # only that the wall clock ran out.
+    assert got == {"busy": renderpool.RanOut(0.5, certain=True), "after": "AFTER",
+                   "sleep": renderpool.RanOut(wall, certain=False), "later": "LATER"}

@@ -30,6 +30,8 @@ from atlas_files.findings import ERROR, Report
 MKDOCS_WARNING = re.compile(r"Doc file '(?P<page>[^']+)' contains (?:a link|an unrecognized "
                             r"relative link) '(?P<link>.*?)'")
 QUOTED = re.compile(r"'(.*?)'")
+MKDOCS_GUESS = re.compile(r"Doc file '(?P<page>[^']+)' contains (?:a link|an unrecognized "
+                          r"relative link) '(?P<link>.*?)'.*? Did you mean '(?P<guess>.*?)'\?")
 
 
 @dataclass
@@ -135,6 +137,47 @@ CASES = {
         {"async.md": "# Async\n\nSee [the docs](../advanced/transports#asgitransport).\n",
          "advanced/transports.md": "# T\n\n## ASGITransport\n", "index.md": "# I\n"},
         {("async.md", "../advanced/transports#asgitransport")}),
+    # 11. (issue 43, found on mkdocs' own docs) A theme's static files are the site's:
+    # MkDocs' own theme ships img/favicon.ico, read from the installed theme.
+    "theme-mkdocs": Case(
+        "site_name: t\n",
+        {"index.md": "# I\n\n[a](img/favicon.ico) [b](css/base.css) [c](img/gone.ico)\n\n"
+                     "![d](js/base.js) [e](base.html) [f](mkdocs_theme.yml)\n"},
+        {("index.md", "img/gone.ico"), ("index.md", "base.html"),
+         ("index.md", "mkdocs_theme.yml")}),
+    "theme-readthedocs": Case(
+        "site_name: t\ntheme: readthedocs\n",
+        {"index.md": "# I\n\n[a](css/theme.css) [b](img/favicon.ico) [c](css/gone.css)\n"},
+        {("index.md", "css/gone.css")}),
+    # ... Material's, and what the site's custom_dir adds (its templates not).
+    "theme-material": Case(
+        "site_name: t\ntheme:\n  name: material\n  custom_dir: overrides\n",
+        {"index.md": "# I\n\n[a](assets/images/favicon.png) [b](extra/logo.svg) "
+                     "[c](assets/gone.png) [d](main.html) [e](extra/notes.md)\n"},
+        {("index.md", "assets/gone.png"), ("index.md", "main.html"),
+         ("index.md", "extra/notes.md")},
+        extra={"overrides/extra/logo.svg": "<svg/>", "overrides/main.html": "{% extends "
+               "'base.html' %}", "overrides/extra/notes.md": "# N\n"}),
+    # 12. (issue 43, as httpx writes them) Links to a page's address: MkDocs leaves each as
+    # is, checking neither page nor anchor, with directory URLs or without.
+    "page-address": Case(
+        "site_name: t\n",
+        {"async.md": "# A\n\n[a](../advanced/transports#asgitransport) [b](advanced/transports)"
+                     " [c](../advanced/transports/#nope) [d](nowhere)\n",
+         "advanced/transports.md": "# T\n\n## ASGITransport\n\n[e](../clients#x) [f](clients)\n",
+         "advanced/clients.md": "# C\n", "index.md": "# I\n"},
+        {("async.md", "../advanced/transports#asgitransport"),
+         ("async.md", "advanced/transports"), ("async.md", "../advanced/transports/#nope"),
+         ("async.md", "nowhere"), ("advanced/transports.md", "../clients#x"),
+         ("advanced/transports.md", "clients")}),
+    "page-address-files": Case(
+        "site_name: t\nuse_directory_urls: false\n",
+        {"async.md": "# A\n\n[a](../advanced/transports#asgitransport) [b](advanced/transports)"
+                     " [c](advanced/transports.html#asgitransport)\n",
+         "advanced/transports.md": "# T\n\n## ASGITransport\n", "index.md": "# I\n"},
+        {("async.md", "../advanced/transports#asgitransport"),
+         ("async.md", "advanced/transports"),
+         ("async.md", "advanced/transports.html#asgitransport")}),
 }
 
 
@@ -153,11 +196,15 @@ def _judged(report: Report, docs: Path) -> tuple[set[tuple[str, str]], list[str]
         if f.severity != ERROR:
             warnings.append(f"{f.path}:{f.line}: {f.code} {f.message}")
             continue
-        page = Path(f.path) if Path(f.path).is_absolute() else docs.parent / f.path
         quoted = QUOTED.search(f.message)
-        errors.add((page.resolve().relative_to(docs.resolve()).as_posix(),
-                    quoted.group(1) if quoted else f.message))
+        errors.add((_page(f.path, docs), quoted.group(1) if quoted else f.message))
     return errors, warnings
+
+
+def _page(path: str, docs: Path) -> str:
+    """A finding's path (relative to the site's folder, the check's base) in docs."""
+    page = Path(path) if Path(path).is_absolute() else docs.parent / path
+    return page.resolve().relative_to(docs.resolve()).as_posix()
 
 
 def _check(root: Path, case: Case, mode: str) -> tuple[set[tuple[str, str]], list[str]]:
@@ -178,6 +225,22 @@ def test_plugin_sites_are_judged_as_built(tmp_path: Path, name: str, mode: str) 
     errors, warnings = _check(tmp_path / "site", case, mode)
     assert errors == case.errors, warnings
     assert len(warnings) == case.warnings, warnings
+
+
+@pytest.mark.parametrize("mode", ["tree", "staged"])
+def test_a_theme_atlas_does_not_know_makes_its_files_uncertain_said_once(
+        tmp_path: Path, mode: str) -> None:
+    # MkDocs would count its static files among the site's: which those are, only the
+    # theme's install knows. A Markdown page or a template is never one.
+    case = Case("site_name: t\ntheme:\n  name: windmill\n",
+                {"index.md": "# I\n\n[a](img/logo.png) [b](css/x.css) [c](gone.md) "
+                             "[d](#nope) [e](page.html)\n",
+                 "other.md": "# O\n\n[f](img/other.png)\n"},
+                {("index.md", "gone.md"), ("index.md", "#nope"), ("index.md", "page.html")})
+    errors, warnings = _check(tmp_path / "site", case, mode)
+    assert errors == case.errors
+    assert len(warnings) == 1 and "3 links on 2 pages cannot be checked" in warnings[0] \
+        and "the theme 'windmill', whose files atlas does not know" in warnings[0], warnings
 
 
 def _installed(plugin: str) -> bool:
@@ -203,5 +266,11 @@ def test_the_same_sites_built_by_mkdocs_agree(tmp_path: Path, name: str) -> None
                            cwd=root, capture_output=True, text=True, timeout=300, env=env)
     assert built.returncode == 0, built.stderr[-2000:]
     truth = {(m["page"], m["link"]) for m in MKDOCS_WARNING.finditer(built.stderr)}
-    errors, _ = _judged(check_links([docs], base=root, run_site_hooks=case.run_hooks), docs)
+    report = check_links([docs], base=root, run_site_hooks=case.run_hooks)
+    errors, _ = _judged(report, docs)
     assert errors == truth == case.errors, built.stderr[-2000:]
+    # Where MkDocs guesses what a link meant, atlas says the same guess.
+    guessed = {(m["page"], m["link"], m["guess"]) for m in MKDOCS_GUESS.finditer(built.stderr)}
+    said = {(_page(f.path, docs), *QUOTED.findall(f.message)[:2])
+            for f in report.findings if "did you mean" in f.message}
+    assert said == guessed, built.stderr[-2000:]

@@ -2,12 +2,14 @@
 
 A pre-commit hook checks links on every commit, and most pages have not changed since the
 last one. What rendering a page yields (its ids and links, or its ids alone for a page
-rendered only as the target of anchors: sitepages.py) is kept, keyed by a digest of the
-page's path and text, in one file per site and *setup*: the extensions atlas loads and
-their configuration (siteplan.py), where the installed Python-Markdown and extension
-packages lie and their stamps, atlas's own version and renderer, and Python's version. A
-rendering holds only while every file it included with pymdownx.snippets is byte for byte
-the same and every file the snippets extension looked for in vain is still missing.
+rendered only as the target of anchors: sitepages.py), or that it took longer to render
+than a check gives (renderpool.py: not tried again while the limit is no larger), is kept,
+keyed by a digest of the page's path and text, in one file per site and *setup*: the
+extensions atlas loads and their configuration (siteplan.py), where the installed
+Python-Markdown and extension packages lie and their stamps, atlas's own version and
+renderer, and Python's version. A rendering holds only while every file it included with
+pymdownx.snippets is byte for byte the same and every file the snippets extension looked
+for in vain is still missing.
 
 The files live outside every repository: ``$XDG_CACHE_HOME/atlas-files/links/`` (else
 ``~/.cache/atlas-files/links/``), used only while that folder and the two above it are
@@ -38,7 +40,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from atlas_files import __version__, fsio, yamlcache
+from atlas_files import __version__, fsio, renderlimit, yamlcache
 from atlas_files.filesources import DiskSource
 from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.siteconfig import SiteConfig
@@ -257,6 +259,23 @@ class RenderCache:
             self._pages[key]["partial"] = True
         self._used.add(key)
         self._answers.pop((uri, text), None)
+        self._dirty = True
+
+    def ran_out(self, key: str) -> float | None:
+        """The seconds the page of ``key`` took longer than when it was last tried, if it
+        ran out then with a limit no smaller than today's (renderlimit.check_seconds)."""
+        entry = self._pages.get(key)
+        seconds = None if entry is None or self.problems is None else entry.get("ran_out")
+        if not isinstance(seconds, int | float) or isinstance(seconds, bool) \
+                or seconds < renderlimit.check_seconds():
+            return None
+        self._used.add(key)
+        return float(seconds)
+
+    def put_ran_out(self, key: str, seconds: float) -> None:
+        """Remember that the page of ``key`` took longer than ``seconds``."""
+        self._pages[key] = {"ran_out": seconds, "missing": [], "included": []}
+        self._used.add(key)
         self._dirty = True
 
     def save(self) -> None:

@@ -1,29 +1,44 @@
-"""A site's pages rendered in several processes at once.
+"""A site's pages rendered in child processes, each page under a deadline.
 
 Rendering the pages that links point into, with Python-Markdown and the site's extensions,
-is most of what a cold links check of a MkDocs site costs. Once the renderer is set up (its
-extensions imported and built), the process forks: each child renders a share of the
-pages, largest first, and sends back what each rendering yields (ids, links, the snippets
-it included) or the error it raised; the parent renders a share itself meanwhile. Nothing
-else comes back: findings, and the render cache, are the parent's alone, made from these
-outcomes exactly as from its own renderings.
+is most of what a cold links check of a MkDocs site costs, and the pages are someone
+else's writing: some texts cost Python-Markdown time that grows as a power of their size,
+and a Jinja template (the macros plugin's, sitemacros.py) can loop for hours. So no page
+is rendered in atlas's own process where a child can do it. Once the renderer is set up
+(its extensions imported and built), the process forks: each child renders a share of
+the pages, largest first, and sends back what each rendering yields (ids, links, the
+snippets it included) or the error it raised, one page at a time; the parent renders
+nothing and watches the clock. Findings, and the render cache, are the parent's alone,
+made from these outcomes exactly as from renderings of its own.
 
-It only ever saves time. Where fork is not available, with one CPU, or where the pages
-are too small for a process to gain (unless ``ATLAS_CHECK_JOBS`` says how many), it does
-nothing and the pages are rendered one by one as they are needed; a child that fails to
-answer leaves its pages to be rendered so too.
+One deadline mechanism (``run_children``) holds every page: the child gives each page
+``renderlimit.check_seconds()`` seconds of CPU (5 unless ``ATLAS_CHECK_RENDER_S`` says),
+and the parent kills a child whose page has not come back after ``WALL_FACTOR`` times
+that on the wall clock (a parser stuck in C code, where no signal handler runs), then
+goes on with the rest of its share in a new child. A page that ran out is ``RanOut``:
+the caller says so once and remembers it (rendercache.py), unless the child was killed
+without having spent its CPU (a machine too busy to give it any: that says nothing
+about the page). A caller may also give the whole batch a budget, past which no page is
+started (the macros plugin).
+
+How many children: as many as CPUs, where each gets 16 KB of text (``ATLAS_CHECK_JOBS``
+says how many), and at least one. Where fork is not available, or a child dies without
+answering, the page is rendered here, under the CPU limit alone.
 """
 
 from __future__ import annotations
 
 import gc
 import os
+import selectors
+import signal
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import frames
+from atlas_files import frames, renderlimit
 from atlas_files.linkcheck.siteplan import Rendered
 
 if TYPE_CHECKING:
@@ -32,15 +47,32 @@ if TYPE_CHECKING:
 ENV = "ATLAS_CHECK_JOBS"
 # Text a process must get to pay for its fork (about 5 ms of rendering).
 MIN_SHARE = 16 << 10
+# Wall-clock seconds a page may take per second of CPU it is given, before the parent
+# kills its child: a busy machine gives a child a share of a CPU, not a whole one (a
+# factor of 4 let a 2-core machine shared by many builds kill pages that had spent a
+# fraction of their CPU).
+WALL_FACTOR = 8
+
+
+@dataclass(frozen=True)
+class RanOut:
+    """A page that took longer than ``seconds``: of CPU where ``certain`` (it would again,
+    and may be remembered), else of the wall clock (a machine too busy to give it its
+    CPU says nothing about the page)."""
+
+    seconds: float
+    certain: bool = True
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What rendering one page gave: its rendering, or the error that stopped it."""
+    """What rendering one page gave: its rendering, the error that stopped it, or the
+    limit it ran past."""
 
     rendered: Rendered | None
     snippets: tuple[tuple[str, str | None], ...] = ()
     error: str | None = None  # "TypeName: message"
+    ran_out: RanOut | None = None
 
 
 Job = tuple[str, bool]  # a page's text, and whether its links are wanted too
@@ -55,7 +87,7 @@ def render(renderer: Renderer, text: str, whole: bool = True) -> Outcome:
 
 
 def jobs(texts: Mapping[str, Job]) -> int:
-    """How many processes should render ``texts``: 1 means this one alone."""
+    """How many processes should render ``texts``: 1 means one child does."""
     if len(texts) < 2 or not hasattr(os, "fork"):
         return 1
     asked = os.environ.get(ENV, "").strip()
@@ -90,30 +122,173 @@ def _shares(texts: Mapping[str, Job], count: int) -> list[list[str]]:
 
 
 def render_all(renderer: Renderer, texts: Mapping[str, Job]) -> dict[str, Outcome]:
-    """The outcome of rendering each page of ``texts`` (uri: text, whole) that several
-    processes rendered; empty where one process would do (the caller renders them as it
-    goes)."""
-    count = jobs(texts)
-    if count < 2:
+    """The outcome of rendering each page of ``texts`` (uri: text, whole) in children;
+    a page missing had no answer (a child died, or fork failed): the caller renders it
+    as it goes."""
+    if not hasattr(os, "fork"):
         return {}
-    mine, *theirs = _shares(texts, count)
-    children: list[tuple[int, int]] = []  # pid, the read end of its pipe
+    answers = run_children(lambda uri: flat(render(renderer, *texts[uri])),
+                           _shares(texts, jobs(texts)), renderlimit.check_seconds())
+    out = {}
+    for uri, answer in answers.items():
+        outcome = _outcome(answer)
+        if outcome is not None:
+            out[uri] = outcome
+    return out
+
+
+def render_one(renderer: Renderer, text: str, whole: bool = True) -> Outcome:
+    """The outcome of rendering one page, in a child under the deadline; here, under the
+    CPU limit alone, where there is no child (no fork, or it died without answering)."""
+    seconds = renderlimit.check_seconds()
+    if hasattr(os, "fork"):
+        answers = run_children(lambda _: flat(render(renderer, text, whole)), [[""]], seconds)
+        outcome = _outcome(answers.get(""))
+        if outcome is not None:
+            return outcome
+    try:
+        with renderlimit.cpu_limit(seconds):
+            return render(renderer, text, whole)
+    except renderlimit.TooSlow:
+        return Outcome(None, ran_out=RanOut(seconds))
+
+
+def _outcome(answer: Any) -> Outcome | None:
+    """An outcome as a child answered it (None: no answer, or one that does not read)."""
+    if isinstance(answer, RanOut):
+        return Outcome(None, ran_out=answer)
+    if answer is None:
+        return None
+    try:
+        return unflat(answer)
+    except (ValueError, TypeError):
+        return None
+
+
+def flat(outcome: Outcome) -> tuple[Any, ...]:
+    """``outcome`` (rendered or failed) as marshal writes it."""
+    found = outcome.rendered
+    return (None if found is None else sorted(found.ids),
+            None if found is None else list(found.links),
+            found is None or found.whole, list(outcome.snippets), outcome.error)
+
+
+def unflat(answer: Any) -> Outcome:
+    """What ``flat`` wrote, read back; ValueError or TypeError if it is not that."""
+    ids, links, whole, snippets, error = answer
+    return Outcome(None if ids is None else Rendered(frozenset(ids), tuple(links), whole),
+                   tuple((asked, found) for asked, found in snippets), error)
+
+
+@dataclass
+class _Child:
+    pid: int
+    reader: int
+    keys: list[str]  # those not answered yet, in the order the child works through them
+    since: float  # when its current key began (monotonic)
+    cpu: float  # the CPU it had spent when its current key began
+
+
+def run_children(work: Callable[[str], Any], shares: Sequence[Sequence[str]], seconds: float,
+                 total: float | None = None, setup: Callable[[], None] | None = None,
+                 ) -> dict[str, Any]:
+    """``work(key)`` for every key of ``shares``, each share in a child of its own (which
+    runs ``setup()`` first), in order: what it returned (marshalled), or RanOut for a key
+    that took more than ``seconds`` of CPU, or ``WALL_FACTOR`` times that on the wall
+    clock (its child is killed; the rest of its share goes on in a new one). Past
+    ``total`` seconds (for the whole batch) no child starts another key: the key each is
+    on keeps its own deadline, so every run gets through one key a child at least. A
+    key with no answer: its child died, fork failed, or the total ran out first."""
+    out: dict[str, Any] = {}
+    started = time.monotonic()
+    closing = None if total is None else started + total
+    children: dict[int, _Child] = {}  # by reader
+    # Not select(): a long-lived caller (a server's worker) may hold descriptors past 1024.
+    waiting = selectors.DefaultSelector()
     # The children's collections leave the parent's objects (and their pages) alone. What
     # was frozen already (a command server's own objects, in its worker) stays frozen.
     frozen = gc.get_freeze_count()
     gc.freeze()
+
+    def start(keys: list[str]) -> None:
+        reader, writer = os.pipe()
+        pid = fork_child(lambda: _serve(work, keys, seconds, writer, setup), [reader], [writer])
+        if pid is not None:
+            children[reader] = _Child(pid, reader, keys, time.monotonic(), 0.0)
+            waiting.register(reader, selectors.EVENT_READ)
+
+    def end(child: _Child, kill: bool) -> float:
+        del children[child.reader]
+        waiting.unregister(child.reader)
+        return _end(child, kill)
+
     try:
-        for share in theirs:
-            child = _fork(renderer, texts, share)
-            if child is not None:
-                children.append(child)
+        for share in shares:
+            if share:
+                start(list(share))
+        while children:
+            now = time.monotonic()
+            due = min(c.since + seconds * WALL_FACTOR for c in children.values())
+            if closing is not None and now < closing:
+                due = min(due, closing)
+            wait = max(0.0, due - now)
+            ready = [key.fd for key, _ in waiting.select(wait)]
+            for reader in ready:
+                child = children[reader]
+                try:
+                    key, ran_out, answer, cpu = frames.read(reader)
+                except (EOFError, ValueError, TypeError):
+                    end(child, kill=False)  # died: its keys stay unanswered
+                    continue
+                out[key] = RanOut(seconds) if ran_out else answer
+                if key in child.keys:
+                    child.keys.remove(key)
+                child.since, child.cpu = time.monotonic(), float(cpu)
+                over = closing is not None and child.since >= closing
+                if over or not child.keys:
+                    end(child, kill=over)
+            now = time.monotonic()
+            for child in [c for c in children.values()
+                          if c.reader not in ready and now >= c.since + seconds * WALL_FACTOR]:
+                spent = end(child, kill=True) - child.cpu
+                key, *rest = child.keys
+                out[key] = RanOut(seconds) if spent >= seconds \
+                    else RanOut(seconds * WALL_FACTOR, certain=False)
+                if rest and (closing is None or now < closing):
+                    start(rest)
     finally:
+        for child in list(children.values()):
+            end(child, kill=True)
+        waiting.close()
         if not frozen:
             gc.unfreeze()
-    out = {uri: render(renderer, *texts[uri]) for uri in mine}
-    for pid, reader in children:
-        out.update(_gather(pid, reader))
     return out
+
+
+def _end(child: _Child, kill: bool) -> float:
+    """Reap ``child`` (killed first, if ``kill``); the CPU seconds it spent in all."""
+    os.close(child.reader)
+    if kill:
+        try:
+            os.kill(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    _, _, usage = os.wait4(child.pid, 0)
+    return float(usage.ru_utime + usage.ru_stime)
+
+
+def _serve(work: Callable[[str], Any], keys: Sequence[str], seconds: float, writer: int,
+           setup: Callable[[], None] | None) -> None:  # pragma: no cover - the child
+    """Answer each key in turn, each under the CPU limit (see run_children)."""
+    if setup is not None:
+        setup()
+    for key in keys:
+        try:
+            with renderlimit.cpu_limit(seconds):
+                answer, ran_out = work(key), False
+        except renderlimit.TooSlow:
+            answer, ran_out = None, True
+        frames.write(writer, (key, ran_out, answer, time.process_time()))
 
 
 def fork_child(run: Callable[[], None], child_closes: Sequence[int],
@@ -144,58 +319,3 @@ def fork_child(run: Callable[[], None], child_closes: Sequence[int],
     for fd in parent_closes:
         os.close(fd)
     return pid
-
-
-def _fork(renderer: Renderer, texts: Mapping[str, Job], share: list[str],
-          ) -> tuple[int, int] | None:
-    """A child rendering ``share``, and the pipe its outcomes come back on; None (and
-    the pipe closed) where fork fails."""
-    reader, writer = os.pipe()
-
-    def child() -> None:
-        frames.write(writer, flat({uri: render(renderer, *texts[uri]) for uri in share}))
-
-    pid = fork_child(child, [reader], [writer])
-    return None if pid is None else (pid, reader)
-
-
-def flat(outcomes: Mapping[str, Outcome]) -> list[tuple[Any, ...]]:
-    """``outcomes`` as marshal writes them."""
-    out = []
-    for uri, outcome in outcomes.items():
-        found = outcome.rendered
-        out.append((uri, None if found is None else sorted(found.ids),
-                    None if found is None else list(found.links),
-                    found is None or found.whole, list(outcome.snippets), outcome.error))
-    return out
-
-
-def unflat(answer: Any) -> dict[str, Outcome]:
-    """What ``flat`` wrote, read back; ValueError or TypeError if it is not that."""
-    return {uri: Outcome(None if ids is None else Rendered(frozenset(ids), tuple(links), whole),
-                         tuple((asked, found) for asked, found in snippets), error)
-            for uri, ids, links, whole, snippets, error in answer}
-
-
-def child_answer(pid: int, reader: int) -> Any:
-    """What the child ``fork_child`` started wrote to ``reader`` (closed here), once it has
-    exited; None if it wrote nothing whole or did not exit 0."""
-    try:
-        answer = frames.read(reader)
-    except (EOFError, ValueError, TypeError):
-        answer = None
-    finally:
-        os.close(reader)
-    _, status = os.waitpid(pid, 0)
-    return answer if os.waitstatus_to_exitcode(status) == 0 else None
-
-
-def _gather(pid: int, reader: int) -> dict[str, Outcome]:
-    """The child's outcomes; none if it failed (its pages are then rendered here)."""
-    answer = child_answer(pid, reader)
-    if answer is None:
-        return {}
-    try:
-        return unflat(answer)
-    except (ValueError, TypeError):
-        return {}

@@ -6,8 +6,12 @@ render them (``markdown_extensions``, with MkDocs' own ``toc``, ``tables`` and
 ``fenced_code`` always added), what MkDocs reports (``validation:``), and which plugins
 and hooks change pages as the site is built.
 
-It is someone else's file, so nothing in it runs. The YAML is read with a loader that
-constructs nothing: MkDocs' own ``!ENV`` and ``!relative`` are values; every other tag
+It is someone else's file, so nothing in it runs, and nothing of the checker's
+environment is read into it. The YAML is read with a loader that constructs nothing:
+MkDocs' own ``!ENV`` is the default its tag gives (its last item; None without one),
+never a variable of the environment (a committed ``!ENV [SECRET_TOKEN, toc]`` would
+otherwise print the token in a check's findings, in a pull request's public log), and
+``!relative`` is a path; every other tag
 (``!!python/name:``, ``!!python/object/apply:``, ``!include``...) is kept as written, as
 an ``Unresolved`` that the check says once (ATL018) and leaves out. A handful of Python
 names are understood as the values they are: the slugify functions, fence formats and
@@ -157,16 +161,12 @@ def _line(node: yaml.Node) -> int:
 
 
 def _env(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    """``!ENV``'s default: what MkDocs makes of it where none of its variables is set."""
     import yaml  # noqa: PLC0415 - see _loader
 
-    names = ([loader.construct_scalar(node)] if isinstance(node, yaml.ScalarNode)
-             else loader.construct_sequence(node) if isinstance(node, yaml.SequenceNode)
-             else [])
-    *keys, default = names if len(names) > 1 else [*names, None]
-    for key in keys:
-        if isinstance(key, str) and key in os.environ:
-            return yaml.safe_load(os.environ[key]) if os.environ[key] else os.environ[key]
-    return default
+    names = loader.construct_sequence(node, deep=True) if isinstance(node, yaml.SequenceNode) \
+        else []
+    return names[-1] if len(names) > 1 else None
 
 
 @dataclass(frozen=True)
@@ -294,10 +294,7 @@ def _from_json(value: Any) -> Any:
 
 def _parse(text: str) -> Any:
     """``text`` as the loader reads it, from the YAML cache where this user's atlas read
-    the same text before. A text with ``!ENV`` in it is parsed every time: its values are
-    the environment's."""
-    if "!ENV" in text:
-        return _yaml_load(text)
+    the same text before (``!ENV`` included: its value is the text's own default)."""
     return yamlcache.load(text, _yaml_load, encode=_to_json, decode=_from_json)
 
 

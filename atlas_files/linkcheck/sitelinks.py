@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import util
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
+from atlas_files import renderlimit
 from atlas_files.filesources import Source, read_page
 from atlas_files.findings import WARNING, Report
 from atlas_files.linkcheck import anchors, markdown
@@ -53,6 +54,7 @@ from atlas_files.linkcheck.siteplan import (
 )
 from atlas_files.linkcheck.siteplugins import PAGE_SYNTAX, Cause, Plugins
 from atlas_files.linkcheck.siterender import Renderings
+from atlas_files.linkcheck.sitetheme import Theme, theme
 
 _MAX_RENDERED = 2 << 20  # bytes: past this a page is read by atlas's own reader (linear)
 _MAX_FOUND = 200  # suspect links confirmed by rendering, per page; past that, as read
@@ -116,6 +118,7 @@ class SiteLinks:
         self._wheres: dict[tuple[str, str], Where | None] = {}
         self._said: set[str] = set()
         self._unverified: dict[str, _Unverified] = {}
+        self._unchecked: set[str] = set()  # pages that took longer than a check gives
         self.renderings = Renderings(site, self._problem, self._text)
         self.hooks = None
         if run_hooks and site.hooks:  # the user's word, never mkdocs.yml's (sitehooks.py)
@@ -238,6 +241,10 @@ class SiteLinks:
         if uri not in self._macro_uris:
             self.macros.expand({uri: (body, front)})
         done, why = self.macros.result(uri)
+        if uri in self.macros.ran_out:
+            self._cannot(uri, f"expanding its macros took longer than "
+                         f"{self.macros.ran_out[uri]:g} s")
+            return None, None
         if done is not None:
             return done, None
         return None, Cause("plugin:macros", "the macros plugin expands pages with what atlas "
@@ -273,8 +280,21 @@ class SiteLinks:
 
     def rendered(self, uri: str, whole: bool = True) -> Rendered | None:
         """The page as the site's parser renders it (siterender.py); ``whole=False``: for
-        its ids alone."""
-        return self.renderings.get(uri, whole)
+        its ids alone. None for a page that took too long, which is said once."""
+        out = self.renderings.get(uri, whole)
+        if out is None and uri in self.renderings.ran_out:
+            self._cannot(uri, f"rendering took longer than {self.renderings.ran_out[uri]:g} s")
+        return out
+
+    def _cannot(self, uri: str, why: str) -> None:
+        """Say once that page ``uri`` cannot be checked, and why: neither its own links nor
+        the anchors that point into it are judged."""
+        if uri not in self._unchecked:
+            self._unchecked.add(uri)
+            self.report.add(self.site.docs_dir / uri, 1, "ATL017", f"this page cannot be "
+                            f"checked: {why} (its links, and anchors into it, are not "
+                            "judged)", "check it with `mkdocs build`, or give pages more "
+                            f"time: {renderlimit.CHECK_ENV}=SECONDS")
 
     def _text(self, uri: str) -> str | None:
         """The text the site's parser renders for page ``uri`` (None: it is not rendered)."""
@@ -392,6 +412,8 @@ class SiteLinks:
         if page is None:
             self.fast.check_file(path)
             return
+        if uri in self._unchecked:
+            return
         suspects = []
         for link in page.read.links:
             suspect = self._judge(uri, link, page)
@@ -401,7 +423,7 @@ class SiteLinks:
             suspects += self._made_links(uri, page)
         for suspect in suspects[:_MAX_FOUND]:
             self._confirm(path, uri, suspect)
-        for suspect in suspects[_MAX_FOUND:]:
+        for suspect in suspects[_MAX_FOUND:] if uri not in self._unchecked else ():
             self._report(path, suspect, suspect.link.used)
 
     def _makes_links(self, page: Page) -> bool:
@@ -447,8 +469,12 @@ class SiteLinks:
             used = url in made or unquote(url) in made
             if not used and not suspect.link.definition:
                 return  # the site makes no such link (code, raw HTML, a comment...)
+        elif uri in self._unchecked:
+            return
         if suspect.target is not None:
             target = self.rendered(suspect.target, whole=False)
+            if target is None and suspect.target in self._unchecked:
+                return
             if target is not None and (suspect.fragment in target.ids
                                        or unquote(suspect.fragment) in target.ids):
                 return
@@ -492,6 +518,8 @@ class SiteLinks:
         target = posixpath.normpath(posixpath.join(posixpath.dirname(uri),
                                                    unquote(parts.path))).lstrip("/")
         if target not in self.files:
+            if target in self._theme.files:
+                return None  # a theme's file is a file of the site (sitetheme.py)
             return Where("missing", target, parts.path, "")
         if self.plugins.excluded(target) and not self.plugins.excluded(uri):
             return Where("excluded", target, parts.path, "")
@@ -507,7 +535,7 @@ class SiteLinks:
             return Suspect(link, "ATL010", self.site.levels["absolute_links"],
                            f"absolute link '{cut(link.target)}': MkDocs leaves it as is")
         if where.kind == "missing":
-            return self._missing(link, where.written, where.target)
+            return self._missing(uri, link, where.written, where.target)
         if where.kind == "excluded":  # MkDocs says so at its INFO level, at most
             level = self.site.levels["not_found"] and WARNING
             return Suspect(link, "ATL010", level, f"link '{cut(link.target)}': "
@@ -517,7 +545,7 @@ class SiteLinks:
         if self.plugins.excluded(where.target):
             return None  # not built: MkDocs has no ids of it to judge the anchor by
         found = self.page(where.target)
-        if found is None:
+        if found is None or where.target in self._unchecked:
             return None
         return self._anchor(link, where.fragment, where.target, found, where.target)
 
@@ -542,14 +570,31 @@ class SiteLinks:
                     and unquote(where.fragment) not in known.ids:
                 yield uri, True
 
-    def _missing(self, link: markdown.Link, written: str, target: str) -> Suspect | None:
+    @cached_property
+    def _theme(self) -> Theme:
+        """The files the site's theme adds (read when a link's file is not in docs_dir)."""
+        return theme(self.site)
+
+    def _missing(self, uri: str, link: markdown.Link, written: str,
+                 target: str) -> Suspect | None:
         levels = self.site.levels
         url = link.target
         maker = self.plugins.made(target)
+        if maker is None and self._theme.unknown is not None and self._theme.may_provide(target):
+            maker = Cause("theme", self._theme.unknown, self.site.line_of("theme"))
         if maker is not None:
             return Suspect(link, "ATL017", WARNING, f"link '{cut(url)}' cannot be checked from "
                            f"source: {cut(target)} is not among the documentation files, and "
                            f"{maker.text}", cause=maker)
+        guess = self._guess(uri, url)
+        meant = "" if guess is None else f"; did you mean '{cut(guess[0])}'?"
+        if guess is not None and not posixpath.splitext(written)[1]:
+            said = f"link '{cut(url)}' names no file of the site, so MkDocs leaves it as is " \
+                   f"and checks neither its page nor its anchor{meant}"
+            if guess[1] and self.site.use_directory_urls:
+                said += " (it is the address of that page as seen from this one: a browser " \
+                        "follows it, but MkDocs checks only links to files)"
+            return Suspect(link, "ATL019", levels["unrecognized_links"], said)
         on_disk = self.site.docs_dir / target
         if target.startswith("../"):
             where = "lies outside docs_dir: it is not part of the site" \
@@ -561,13 +606,31 @@ class SiteLinks:
             where = "is not among the documentation files"
         code, level = ("ATL019", levels["unrecognized_links"]) \
             if not posixpath.splitext(written)[1] else ("ATL010", levels["not_found"])
-        return Suspect(link, code, level, f"broken link '{cut(url)}': {cut(target)} {where}")
+        return Suspect(link, code, level, f"broken link '{cut(url)}': {cut(target)} {where}"
+                       + meant)
+
+    def _guess(self, uri: str, url: str) -> tuple[str, bool] | None:
+        """The link MkDocs suggests for ``url`` on page ``uri``, which names no file (as
+        MkDocs 1.6 guesses it: relative to the page's file, then to its address; as a
+        folder's index.md or README.md, or with .md), and whether it was guessed from
+        the page's address; None where it guesses none."""
+        parts = urlsplit(url)
+        found = next(((guess, by_address) for guess, by_address
+                      in _guesses(uri, unquote(parts.path), self.site.use_directory_urls)
+                      if guess in self.files), None)
+        if found is None:
+            return None
+        guess, by_address = found
+        return (_relative_url(guess, uri) + (f"?{parts.query}" if parts.query else "")
+                + (f"#{parts.fragment}" if parts.fragment else "")), by_address
 
     def _anchor(self, link: markdown.Link, fragment: str, target: str, page: Page,
                 where: str) -> Suspect | None:
         # The target's ids as the site renders it (its reader's where it cannot be): a page
         # the reader misjudges (a fence the site's parser refuses) must not hide a break.
         rendered = self.rendered(target, whole=False)
+        if rendered is None and target in self._unchecked:
+            return None
         ids = rendered.ids if rendered is not None else self.reader_anchors(target, page).ids
         if fragment in ids or unquote(fragment) in ids:
             return None
@@ -577,6 +640,53 @@ class SiteLinks:
         return Suspect(link, "ATL011", self.site.levels["anchors"],
                        f"broken anchor '{cut(link.target)}': {where} has no anchor "
                        f"#{cut(fragment)}", suggestion(fragment, ids), target, fragment)
+
+
+def _target_uri(src: str, path: str) -> str:
+    """Where ``path`` leads from ``src`` in docs_dir, as MkDocs works it out."""
+    return posixpath.normpath(posixpath.join(posixpath.dirname(src), path).lstrip("/"))
+
+
+def _guesses(uri: str, path: str, directory: bool) -> Iterator[tuple[str, bool]]:
+    """The files MkDocs 1.6 guesses link ``path`` on page ``uri`` meant (_possible_target_
+    uris, less the first, which names no file), and whether each was guessed from the
+    page's address rather than its file."""
+    src = _target_uri(uri, path)
+    suffixes: list[Callable[[str], str]] = [lambda p: p] if directory else []
+    if not posixpath.splitext(src)[1]:
+        suffixes += [lambda p: posixpath.join(p, "index.md"),
+                     lambda p: posixpath.join(p, "README.md")]
+    if not src.endswith(".") and not path.endswith(".md") \
+            and (directory or not path.endswith("/")):
+        suffixes.append(lambda p: p.removesuffix(".html") + ".md")
+    tried = {src}
+    for prefix in dict.fromkeys((src, _target_uri(_page_url(uri, directory), path))):
+        for suffix in suffixes:
+            guess = posixpath.normpath(suffix(prefix))
+            if guess not in tried and not guess.startswith("../"):
+                tried.add(guess)
+                yield guess, prefix != src
+
+
+def _page_url(uri: str, directory: bool) -> str:
+    """The address MkDocs gives page ``uri`` (relative to the site's root)."""
+    parent, name = posixpath.split(uri)
+    stem = posixpath.splitext(name)[0]
+    if stem in ("index", "README"):
+        dest = posixpath.join(parent, "index.html")
+    else:
+        dest = posixpath.join(parent, stem, "index.html") if directory \
+            else posixpath.join(parent, stem + ".html")
+    folder, file = posixpath.split(dest)
+    return (folder or ".") + "/" if directory and file == "index.html" else dest
+
+
+def _relative_url(url: str, other: str) -> str:
+    """``url`` relative to page ``other``, as MkDocs' get_relative_url makes it."""
+    head, tail = posixpath.split(other)
+    base = head if "." in tail else other
+    rel = posixpath.relpath("/" + url, "/" + base)
+    return rel + "/" if url.endswith("/") else rel
 
 
 def _front_matter(text: str, first: int) -> dict[str, Any]:

@@ -7,8 +7,10 @@ front matter, and macros, filters and variables that the repository's Python mod
 (``main.py``, or ``module_name``) and its pluglets (``modules:``) define. atlas runs none
 of that code. A page whose every name is one of those variables is expanded here, in
 Jinja's sandbox (no attribute of Python's internals, no unsafe call), in a child process
-with its memory and time capped (a template is the repository's writing too: a loop in a
-loop can run for hours), and then judged as the site would judge it. A page that names
+with its memory capped and each page under the deadline every page a check renders has
+(renderpool.py: a template is the repository's writing too, and a loop in a loop can run
+for hours), no page started past ``_RUN_PAGES`` times a page's time from the first, and
+then judged as the site would judge it. A page that names
 anything else (a macro, ``git``, ``now()``, ``page.title``) depends on what only the build
 knows: its anchors cannot be checked from source, said once per site with their number.
 
@@ -21,7 +23,8 @@ everything else it used (the marks, the variables, include_dir, Jinja's install,
 module, atlas's and Python's versions). It holds while every template it included is byte
 for byte the same and every template it looked for in vain is still missing. So a warm
 check (a pre-commit hook's) forks no child for pages that did not change. A page that ran
-out of its time or memory is not kept.
+out of its time is remembered so (``ran_out``) and not expanded again while it stays the
+same; one that ran out of memory, or that the run's budget left unexpanded, is not kept.
 """
 
 from __future__ import annotations
@@ -30,21 +33,19 @@ import hashlib
 import json
 import os
 import resource
-import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from atlas_files import __version__, frames
+from atlas_files import __version__, renderlimit
 from atlas_files.filesources import DiskSource
 from atlas_files.linkcheck import rendercache, renderpool
 from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.siteconfig import SiteConfig, Unresolved, read_file, safe_load
 
 _MEMORY = 1 << 30  # bytes of address space the expanding child may take
-_SECONDS_PAGE = 2
-_SECONDS_ALL = 30
+_RUN_PAGES = 6  # no page is started past this many pages' time from the first
 _MAX_OUT = 4 << 20  # characters: a larger expansion is not believed
 _MAX_TEMPLATE = 2 << 20
 _DEFAULT_MARKS = ("{%", "%}", "{{", "}}", "{#", "#}")
@@ -98,6 +99,7 @@ class Macros:
         self.include_dir = site.root / include if isinstance(include, str) and include \
             else site.docs_dir
         self._done: dict[str, tuple[str | None, str | None]] = {}
+        self.ran_out: dict[str, float] = {}  # page: the seconds its expansion took longer than
         self._kept: ExpansionCache | None | bool = False  # False: not opened yet
 
     def _include_yaml(self, key: Any, path: Path) -> None:
@@ -123,37 +125,46 @@ class Macros:
             or meta.get("render_macros") is True
 
     def expand(self, pages: Mapping[str, tuple[str, dict[str, Any]]]) -> None:
-        """Expand ``pages`` (uri: text, front matter) in one capped child; each result is
-        then ``result(uri)``."""
+        """Expand ``pages`` (uri: text, front matter) in a capped child; each result is
+        then ``result(uri)``, and a page that ran out of its time is in ``ran_out``."""
         todo = {uri: job for uri, job in pages.items() if uri not in self._done}
         kept = self._cache()
         for uri, (text, front) in list(todo.items()):
-            hit = kept.get_expansion(uri, text, front) if kept is not None else None
-            if hit is not None:
+            key = ExpansionCache.expansion_key(uri, text, front)
+            seconds = kept.ran_out(key) if kept is not None else None
+            hit = kept.get_expansion(key) if kept is not None and seconds is None else None
+            if seconds is not None:
+                self.ran_out[uri] = seconds
+                self._done[uri] = (None, "it took longer to expand than a check gives")
+                del todo[uri]
+            elif hit is not None:
                 self._done[uri] = hit
                 del todo[uri]
         if not todo:
             return
-        reader, writer = os.pipe()
-
-        def child() -> None:
-            frames.write(writer, self._expand_all(todo))
-
-        pid = renderpool.fork_child(child, [reader], [writer])
-        got: dict[str, tuple[Any, ...]] = {}
-        data = None if pid is None else renderpool.child_answer(pid, reader)
-        if data is not None:
-            try:
-                got = {str(k): (v[0], v[1], v[2], v[3], v[4]) for k, v in data.items()}
-            except (ValueError, TypeError, IndexError, AttributeError, KeyError):
-                got = {}
+        expand = self._expander()
+        seconds = renderlimit.check_seconds()
+        got = renderpool.run_children(lambda uri: expand(uri, *todo[uri]), [list(todo)],
+                                      seconds, total=seconds * _RUN_PAGES, setup=_cap_memory)
         for uri, (text, front) in todo.items():
-            done, why, included, missing, keep = got.get(uri, (
-                None, "the expansion did not finish (it ran out of its time or memory)",
-                (), (), False))
+            answer = got.get(uri)
+            key = ExpansionCache.expansion_key(uri, text, front)
+            if isinstance(answer, renderpool.RanOut):
+                self.ran_out[uri] = answer.seconds
+                self._done[uri] = (None, "it took longer to expand than a check gives")
+                if answer.certain and kept is not None:
+                    kept.put_ran_out(key, answer.seconds)
+                continue
+            try:
+                done, why, included, missing, keep = answer  # type: ignore[misc]
+            except (ValueError, TypeError):
+                done, why, included, missing, keep = (
+                    None, "it was not expanded (the check's "
+                    f"{seconds * _RUN_PAGES:g} s for expanding pages ran out first, or its "
+                    "expansion ran out of memory)", (), (), False)
             self._done[uri] = (done, why)
             if keep and kept is not None:
-                kept.put_expansion(uri, text, front, (done, why), included, missing)
+                kept.put_expansion(key, (done, why), included, missing)
         if kept is not None:
             kept.save()
 
@@ -175,10 +186,22 @@ class Macros:
         """(the expanded text, None), or (None, why it cannot be expanded here)."""
         return self._done.get(uri, (None, "it was not expanded"))
 
-    def _expand_all(self, todo: Mapping[str, tuple[str, dict[str, Any]]],
-                    ) -> dict[str, tuple[Any, ...]]:  # pragma: no cover - child
-        _cap_memory()
-        signal.alarm(_SECONDS_ALL)
+    def _expander(self) -> Callable[[str, str, dict[str, Any]], tuple[Any, ...]]:
+        """What expands one page, in the child (set up there, at its first page): (the
+        expanded text, why not, templates included, templates missing, whether the answer
+        may be kept: one that ran out of memory may not)."""
+        made: list[Callable[[str, str, dict[str, Any]], tuple[Any, ...]]] = []
+
+        def expand(uri: str, text: str, front: dict[str, Any],
+                   ) -> tuple[Any, ...]:  # pragma: no cover - child
+            if not made:
+                made.append(self._made_expander())
+            return made[0](uri, text, front)
+
+        return expand
+
+    def _made_expander(self) -> Callable[[str, str, dict[str, Any]], tuple[Any, ...]
+                                         ]:  # pragma: no cover - child
         from jinja2 import BaseLoader, TemplateNotFound, TemplateSyntaxError, meta  # noqa: PLC0415
         from jinja2.sandbox import SandboxedEnvironment  # noqa: PLC0415
 
@@ -209,15 +232,8 @@ class Macros:
             # which notes them for that page's kept expansion.
             cache_size=0)
         known = set(self.variables) | set(env.globals)
-        # uri -> (expanded text, why not, templates included, templates missing, whether
-        # the answer may be kept: one that ran out of time or memory may not).
-        out: dict[str, tuple[Any, ...]] = {}
 
-        def expired(signum: int, frame: Any) -> None:
-            raise TimeoutError
-
-        signal.signal(signal.SIGALRM, expired)
-        for uri, (text, front) in todo.items():
+        def expand(uri: str, text: str, front: dict[str, Any]) -> tuple[Any, ...]:
             included.clear()
             missing.clear()
             keep = True
@@ -231,22 +247,19 @@ class Macros:
                         + (", which the repository's own macros module may define"
                            if self.has_code else ", which the plugin alone knows"))
                 else:
-                    signal.setitimer(signal.ITIMER_REAL, _SECONDS_PAGE)
-                    try:
-                        done = env.from_string(text).render({**self.variables, **front})
-                    finally:
-                        signal.setitimer(signal.ITIMER_REAL, 0)
+                    done = env.from_string(text).render({**self.variables, **front})
                     answer = (done, None) if len(done) <= _MAX_OUT else \
                         (None, "it expands to more than any page")
             except TemplateSyntaxError as exc:
                 answer = (None, f"its template does not parse ({exc.message})"[:200])
-            except (TimeoutError, MemoryError, RecursionError):
-                answer = (None, "it takes longer or more memory to expand than a check gives")
+            except (MemoryError, RecursionError):
+                answer = (None, "it takes more memory to expand than a check gives")
                 keep = False
             except Exception as exc:  # noqa: BLE001 - the sandbox's refusals, a bad filter...
                 answer = (None, f"it cannot be expanded here ({type(exc).__name__})")
-            out[uri] = (*answer, list(included), list(missing), keep)
-        return out
+            return (*answer, list(included), list(missing), keep)
+
+        return expand
 
 
 def _cap_memory() -> None:  # pragma: no cover - child
@@ -276,14 +289,13 @@ class ExpansionCache(rendercache.RenderCache):
             self.problems = []  # an expansion has no renderer whose problems are kept
 
     @staticmethod
-    def _expansion_key(uri: str, text: str, front: Mapping[str, Any]) -> str:
+    def expansion_key(uri: str, text: str, front: Mapping[str, Any]) -> str:
         described = json.dumps([uri, text, front], sort_keys=True, default=str)
         return hashlib.sha256(described.encode("utf-8", "surrogatepass")).hexdigest()
 
-    def get_expansion(self, uri: str, text: str, front: Mapping[str, Any],
-                      ) -> tuple[str | None, str | None] | None:
-        """The page's expansion (text, or why not) if one is kept and still holds."""
-        key = self._expansion_key(uri, text, front)
+    def get_expansion(self, key: str) -> tuple[str | None, str | None] | None:
+        """The expansion (text, or why not) of the page of ``key`` (expansion_key) if one
+        is kept and still holds."""
         entry = self._pages.get(key)
         if entry is None:
             return None
@@ -299,8 +311,7 @@ class ExpansionCache(rendercache.RenderCache):
         self._used.add(key)
         return done, why
 
-    def put_expansion(self, uri: str, text: str, front: Mapping[str, Any],
-                      answer: tuple[str | None, str | None],
+    def put_expansion(self, key: str, answer: tuple[str | None, str | None],
                       included: Any, missing: Any) -> None:
         """Keep ``answer`` with the templates it included (path, digest) and missed."""
         try:
@@ -308,7 +319,6 @@ class ExpansionCache(rendercache.RenderCache):
             kept_missing = [str(p) for p in missing]
         except (TypeError, ValueError):
             return
-        key = self._expansion_key(uri, text, front)
         self._pages[key] = {"text": answer[0], "why": answer[1], "missing": kept_missing,
                             "included": kept_included}
         self._used.add(key)

@@ -1,12 +1,14 @@
 """A MkDocs site's pages as its own parser renders them (sitepages.py), each got the
-cheapest way there is: kept from an earlier run (rendercache.py), rendered ahead in
-several processes (renderpool.py), or rendered here when asked for.
+cheapest way there is: kept from an earlier run (rendercache.py), or rendered in child
+processes under a deadline (renderpool.py), ahead of time or when asked for.
 
 However a rendering was got, what it says is said when the check asks for that page, and
 in the same words: what making the renderer says (an extension that cannot be loaded)
 when the first page is rendered, or replayed from the cache when none is; an extension's
 error on a page when that page is asked for. A page rendered ahead that the check never
-asks for says nothing.
+asks for says nothing. A page that took longer than a check gives (renderpool.py) is in
+``ran_out`` once asked for, remembered with the renderings and not rendered again while
+its text, the setup and the limit stay the same.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Renderings:
         self._replayed = False
         self._rendered: dict[str, Rendered | None] = {}
         self._ahead: dict[str, Outcome] = {}
+        self.ran_out: dict[str, float] = {}  # page: the seconds it took longer than
         setup = setup_key(site, plan(site, lambda key, message: None))
         self.cache = None if setup is None else RenderCache(site, setup)
 
@@ -53,6 +56,8 @@ class Renderings:
         if text is not None:
             out = self.cache.get(uri, text) if self.cache is not None else None
             if _enough(out, whole):
+                self._said_by_renderer()
+            elif self._ran_out_before(uri, text):
                 self._said_by_renderer()
             else:
                 out = self._render(uri, text, whole)
@@ -80,14 +85,26 @@ class Renderings:
                     return None
         text = self._text(uri)
         if text is None or (self.cache is not None
-                            and _enough(self.cache.get(uri, text), whole)):
+                            and _enough(self.cache.get(uri, text), whole)) \
+                or self._ran_out_before(uri, text):
             return None
         return text
 
+    def _ran_out_before(self, uri: str, text: str) -> bool:
+        """Whether the page ran out of its time on an earlier run, with a limit no smaller
+        than today's (then it is in ``ran_out``, and not rendered again)."""
+        if uri in self.ran_out:
+            return True
+        seconds = None if self.cache is None else self.cache.ran_out(self.cache.key(uri, text))
+        if seconds is None:
+            return False
+        self.ran_out[uri] = seconds
+        return True
+
     def ahead(self, texts: Mapping[str, Job]) -> None:
-        """Render ``texts`` (uri: text, whole) now, in several processes where that pays;
-        each outcome waits until its page is asked for."""
-        if len(texts) > 1 and renderpool.jobs(texts) > 1:
+        """Render ``texts`` (uri: text, whole) now, in child processes (several where that
+        pays); each outcome waits until its page is asked for."""
+        if texts:
             self._ahead.update(renderpool.render_all(self._made_renderer(), texts))
 
     def _said_by_renderer(self) -> None:
@@ -112,13 +129,18 @@ class Renderings:
         renderer = self._made_renderer()  # made already if the page was rendered ahead
         outcome = self._ahead.pop(uri, None)
         if outcome is None or not _answers(outcome, whole):
-            outcome = renderpool.render(renderer, text, whole)
+            outcome = renderpool.render_one(renderer, text, whole)
         if not self._setup_said:  # said when the first page is rendered, as always
             self._setup_said = True
             for key, message in self._said:
                 self._problem(key, message)
             if self.cache is not None:
                 self.cache.problems = self._said
+        if outcome.ran_out is not None:
+            self.ran_out[uri] = outcome.ran_out.seconds
+            if self.cache is not None and outcome.ran_out.certain:
+                self.cache.put_ran_out(self.cache.key(uri, text), outcome.ran_out.seconds)
+            return None
         if outcome.error is not None:
             self._problem(f"render:{uri}", f"{uri} cannot be rendered with the site's "
                           f"extensions ({outcome.error}); atlas's own reader judged its "

@@ -25,11 +25,8 @@ import hashlib
 import html
 import json
 import re
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 import markdown
@@ -39,6 +36,8 @@ from markdown.extensions.sane_lists import SaneListExtension
 from markdown.extensions.tables import TableExtension
 from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
+
+from atlas_files.renderlimit import RENDER_CPU_S, TooSlow, cpu_limit
 
 # C0 controls (but tab and newline) and DEL are never valid in HTML text; STX/ETX would
 # also collide with Python-Markdown's placeholders.
@@ -80,36 +79,9 @@ DROPPED_WITH_CONTENT = {"script", "style", "template", "iframe", "object", "nosc
 _INLINE_SYNTAX_RE = re.compile(r"[`\\\[\]!<>&*_\x02\x03]|  \n")
 
 Resolver = Callable[[str], "str | None"]
-RENDER_CPU_S = 5.0
 # Kept in the cache in place of Python-Markdown's output for a body it could not render,
 # followed by the reason; the reason is escaped when shown, like everything cached.
 UNRENDERED = "\x00atlas-unrendered:"
-
-
-class _TooSlow(Exception):
-    pass
-
-
-@contextmanager
-def cpu_limit(seconds: float) -> Iterator[None]:
-    """Raise _TooSlow inside the block once the process has spent ``seconds`` of CPU in
-    it. Only in the main thread, where signals are delivered (a build); serve's watcher
-    thread renders without a limit."""
-    if (threading.current_thread() is not threading.main_thread()
-            or not hasattr(signal, "setitimer")):
-        yield
-        return
-
-    def expired(_signum: int, _frame: Any) -> None:
-        raise _TooSlow
-
-    previous = signal.signal(signal.SIGVTALRM, expired)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
 
 
 def clean_str(value: Any) -> str:
@@ -243,7 +215,7 @@ class BodyRenderer:
         try:
             with cpu_limit(RENDER_CPU_S):
                 return str(self._md.reset().convert(source))
-        except _TooSlow:
+        except TooSlow:
             reason = f"Markdown took more than {RENDER_CPU_S:g} s of CPU on it"
         except RecursionError:
             reason = "it is nested too deeply"

@@ -1,12 +1,15 @@
 """The one builder of MkDocs sites for the tests of the links check: ``site`` writes a
 mkdocs.yml (by default strict validation and the extensions a real site uses) and pages,
-``write`` more pages."""
+``write`` more pages; ``forks`` counts the children a check starts to render them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
+
+from atlas_files.linkcheck import renderpool
 
 EXTENSIONS: list[object] = [
     "attr_list", "footnotes", "admonition", "md_in_html", "pymdownx.details",
@@ -45,3 +48,16 @@ def write(folder: Path, pages: dict[str, str]) -> None:
     for name, text in pages.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text)
+
+
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Each child the links check forks from now on (to render or expand a page)."""
+    forked: list[object] = []
+    real = renderpool.fork_child
+
+    def counted(*args: object, **kwargs: object) -> int | None:
+        forked.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(renderpool, "fork_child", counted)
+    return forked
