@@ -74,11 +74,13 @@ def get(
     project: str | None = None,
 ) -> Version:
     stream = record.artifact_stream(name, project)
-    if version is None and stream.latest_for_reading() == 0:
-        raise NotFound(
-            f"no topic named {name!r} in project {record.project(project)}",
-            hint="`atlas ls` lists the topics; `atlas put` creates one",
-        )
+    if version is None:
+        version = stream.latest_for_reading()
+        if version == 0:
+            raise NotFound(
+                f"no topic named {name!r} in project {record.project(project)}",
+                hint="`atlas ls` lists the topics; `atlas put` creates one",
+            )
     key = receipts.artifact_key(record.project(project), name)
     return read_marked(record, stream, key, reader=reader, version=version)
 

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import stat
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -142,20 +143,10 @@ class Stream(NamedTuple):
         return max(self._numbers(self._listing()), default=0)
 
     def latest_for_reading(self) -> int:
-        """The highest version, for a reader: from the hints, in O(1) file operations."""
-        hints = LatestHints(self.folder.parent, self.within)
-        latest = hints.latest(self)
-        hints.save()
-        return latest
-
-    def latest_from(self, hinted: int) -> int:
-        """The highest version, probing upward from ``hinted``; the listing if it is no
-        version."""
-        if hinted < 1 or not os.path.exists(self._file(hinted)):
-            return self.latest()
-        while os.path.exists(self._file(hinted + 1)):
-            hinted += 1
-        return hinted
+        """The highest version, for a reader of this stream alone: its hint while its
+        folder did not change (one stat, one read of its folder's hints), else the
+        listing. Its cost does not grow with the other streams beside it."""
+        return latest_checked(self, LatestHints.entry_of(self))[0]
 
     def read(self, version: int, *, head_only: bool = False) -> Version:
         """Version ``version``; ``head_only`` skips decoding and digesting the body (the
@@ -290,95 +281,182 @@ def _file_id(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
+Stamp = tuple[int, int, int, int]
+
+
+def folder_stamp(st: os.stat_result) -> Stamp:
+    """What tells that a folder's entries are as they were: its identity (device, inode)
+    and times (mtime, ctime in ns). Adding, removing or renaming a file in it moves both
+    times; ctime cannot be set by hand (``touch -d`` moves it too)."""
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+# A folder's stamp is kept only once the folder has stood still this long: a change made
+# within the same tick of the file system's clock as the listing (a few ms on older
+# kernels, a second or two on some network and FAT file systems) would leave its times as
+# they were, and the stamp would vouch for a listing that missed it. Past this, any change
+# carries a later time. It also covers a file server's clock running this much behind.
+SETTLED_NS = 3_000_000_000
+
 # The types of a latest version's front matter as the hints keep it: based_on, author,
 # written_at, summary, proposal, links.
 _HEAD_TYPES = (int, str, str, str, bool, list)
 
+# One hint: (latest version, the folder's stamp when a listing found it, or None where
+# the folder had not yet stood still; the latest version file's identity and front
+# matter, or None).
+_Entry = tuple[int, Stamp | None, tuple[tuple[int, int, int], list[Any]] | None]
+
 
 class LatestHints:
-    """The latest-version hints of one folder of streams, read once, saved if they moved.
+    """The latest-version hints of one folder of streams: the one home of "which version
+    of each stream is the latest" for readers, read once, saved if they moved.
 
     Readers that visit every topic (`ls`, `feed`, `begin`) cannot afford to list every
     topic's folder, nor to read every latest version. One small file names each stream's
-    latest version as last seen by a reader, with that version's front matter and the
-    identity of its file (inode, size, mtime); the versions after the hint are probed
-    until one is missing, so a stale hint (a version written since, a version written by
-    hand) costs a few stats and a missing or wrong one a folder listing, and the front
-    matter is believed only while the file is the very one it was read from (a version
-    replaced by `atlas sync`, or edited in place, is read again). Readers, not writers,
+    latest version as a listing of its folder found it, with the folder's stamp (identity
+    and change times, see ``folder_stamp``) at that listing, and that version's front
+    matter with the identity of its file (inode, size, mtime). A reader believes the
+    number only while one stat of the folder gives the very same stamp, so a version added,
+    removed or renamed since (by atlas, by hand, by `atlas sync`) makes it list that folder
+    again, and the latest is always the highest version present; it believes the front
+    matter only while the file is the very one it was read from. A stale, missing, forged
+    or damaged hint costs a listing of one folder, never an answer. Readers, not writers,
     keep it current, so writes pay nothing; where a reader cannot write (a read-only copy)
     it simply stays stale. Two readers saving at once can lose each other's update: only
-    speed depends on it, never a result. Writers never trust it: the stop sign compares
-    against the listing and reads the versions.
+    speed depends on it. Writers never read it: the stop sign lists the folder.
+
+    A reader of one stream (``Stream.latest_for_reading``) reads only that stream's entry
+    (``entry_of``) and saves nothing, so its cost does not grow with the other streams'.
     """
 
     def __init__(self, folder: Path, within: fsio.OpenRoot | None = None) -> None:
         self.path = folder / layout.LATEST_HINTS
         self.within = within
         self._changed = False
+        self._entries: dict[str, _Entry] = {}
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
         except (OSError, ValueError, RecursionError):  # a damaged hint is no hint
-            data = {}
-        self._hints: dict[str, int] = {}
-        # name -> (version, file id, front matter fields): see head()
-        self._heads: dict[str, tuple[int, tuple[int, int, int], list[Any]]] = {}
+            return
         for name, value in (data.items() if isinstance(data, dict) else ()):
-            if isinstance(value, int) and not isinstance(value, bool):
-                self._hints[name] = value
-            elif isinstance(value, dict) and _whole_number(value.get("v")):
-                self._hints[name] = value["v"]
-                file_id, head = value.get("id"), value.get("head")
-                if (isinstance(file_id, list) and len(file_id) == 3
-                        and all(_whole_number(x) for x in file_id)
-                        and isinstance(head, list) and len(head) == len(_HEAD_TYPES)
-                        and all(type(x) is t for x, t in zip(head, _HEAD_TYPES, strict=True))
-                        and all(isinstance(x, str) for x in head[5])):
-                    self._heads[name] = (value["v"], (file_id[0], file_id[1], file_id[2]),
-                                         head)
+            entry = _entry(value)
+            if entry is not None:
+                self._entries[name] = entry
+
+    @staticmethod
+    def entry_of(stream: Stream) -> _Entry | None:
+        """``stream``'s hint alone, found in the bytes of its folder's hints file without
+        parsing the rest (saved files name each stream once, as ``"name":{``)."""
+        try:
+            data = fsio.read_nofollow(stream.folder.parent / layout.LATEST_HINTS,
+                                      HINTS_LIMIT)
+        except OSError:
+            return None
+        key = json.dumps(stream.name).encode() + b":{"
+        at = data.find(key)
+        if at < 1 or data[at - 1] not in b"{,":
+            return None
+        try:
+            value, _ = _DECODER.raw_decode(data[at + len(key) - 1:].decode())
+        except (ValueError, RecursionError):
+            return None
+        return _entry(value)
 
     def latest(self, stream: Stream) -> int:
-        hinted = self._hints.get(stream.name, 0)
-        latest = stream.latest_from(hinted)
-        if latest != hinted and latest > 0:
-            self._hints[stream.name] = latest
+        """The highest version of ``stream`` present: the hint while the folder's stamp is
+        the one it was found at (one stat), else from a listing (and kept)."""
+        latest, stamp = latest_checked(stream, self._entries.get(stream.name))
+        kept = self._entries.get(stream.name)
+        if (kept is None and (latest > 0 or stamp is not None)) or (
+                kept is not None and (kept[0] != latest or kept[1] != stamp)):
+            head = kept[2] if kept is not None and kept[0] == latest else None
+            self._entries[stream.name] = (latest, stamp, head)
             self._changed = True
         return latest
 
     def head(self, stream: Stream, version: int) -> Version:
         """``stream.read(version, head_only=True)``, from the hints while the version's
         file is the one they were taken from (one stat), else read and kept."""
-        kept = self._heads.get(stream.name)
-        if kept is not None and kept[0] == version:
+        kept = self._entries.get(stream.name)
+        if kept is not None and kept[0] == version and kept[2] is not None:
             try:
                 st = os.stat(stream.path(version), follow_symlinks=False)
             except OSError:
                 st = None
-            if st is not None and stat.S_ISREG(st.st_mode) and _file_id(st) == kept[1]:
-                based_on, author, written_at, summary, proposal, links = kept[2]
+            if st is not None and stat.S_ISREG(st.st_mode) and _file_id(st) == kept[2][0]:
+                based_on, author, written_at, summary, proposal, links = kept[2][1]
                 return Version(stream.name, version, based_on, author, written_at,
                                summary, "", stream.path(version), None, proposal,
                                tuple(links))
         doc, file_id = stream.read_with_id(version, head_only=True)
-        if self._hints.get(stream.name) == version:
-            self._heads[stream.name] = (version, file_id, [
+        if kept is not None and kept[0] == version:
+            self._entries[stream.name] = (version, kept[1], (file_id, [
                 doc.based_on, doc.author, doc.written_at, doc.summary, doc.proposal,
-                list(doc.links)])
+                list(doc.links)]))
             self._changed = True
         return doc
 
     def save(self) -> None:
         if self._changed:
-            hints: dict[str, Any] = dict(self._hints)
-            for name, (version, file_id, head) in self._heads.items():
-                if hints.get(name) == version:
-                    hints[name] = {"v": version, "id": list(file_id), "head": head}
-            data = json.dumps(hints, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+            hints: dict[str, Any] = {}
+            for name, (version, stamp, head) in self._entries.items():
+                value: dict[str, Any] = {"v": version}
+                if stamp is not None:
+                    value["dir"] = list(stamp)
+                if head is not None:
+                    value["id"], value["head"] = list(head[0]), head[1]
+                hints[name] = value
+            # Compact, and each stream's entry an object: `"name":{` is then found only
+            # where it names a stream (entry_of), since no value inside an entry is one.
+            data = json.dumps(hints, sort_keys=True, ensure_ascii=False,
+                              separators=(",", ":")).encode() + b"\n"
             # A hint that cannot be saved (a read-only copy, a record moved meanwhile) is
             # no hint; the read it served stands.
             with contextlib.suppress(OSError, BadInput):
                 fsio.replace_atomic(self.path, data, durable=False, within=self.within)
             self._changed = False
+
+
+_DECODER = json.JSONDecoder()
+
+
+def latest_checked(stream: Stream, entry: _Entry | None) -> tuple[int, Stamp | None]:
+    """The highest version of ``stream`` present, with the stamp of its folder to keep
+    beside it (None while the folder has not stood still for SETTLED_NS): ``entry``'s
+    version if its stamp is the folder's now, else from a listing of the folder."""
+    try:
+        st = os.stat(stream.folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return 0, None
+    except NotADirectoryError:
+        raise DamagedFile(f"{stream.folder} should be a folder") from None
+    stamp = folder_stamp(st) if stat.S_ISDIR(st.st_mode) else None
+    if entry is not None and stamp is not None and entry[1] == stamp:
+        return entry[0], stamp
+    # Stamped before the listing: a change during or after it moves the folder's times.
+    latest = stream.latest()
+    settled = stamp is not None and st.st_ctime_ns <= time.time_ns() - SETTLED_NS
+    return latest, stamp if settled else None
+
+
+def _entry(value: Any) -> _Entry | None:
+    """A hint as the hints file holds it, or None for anything else (a damaged or
+    forged hint is no hint)."""
+    if not isinstance(value, dict) or not _whole_number(value.get("v")):
+        return None
+    stamp, file_id, head = value.get("dir"), value.get("id"), value.get("head")
+    kept_stamp = None
+    if isinstance(stamp, list) and len(stamp) == 4 and all(_whole_number(x) for x in stamp):
+        kept_stamp = (stamp[0], stamp[1], stamp[2], stamp[3])
+    kept_head = None
+    if (isinstance(file_id, list) and len(file_id) == 3
+            and all(_whole_number(x) for x in file_id)
+            and isinstance(head, list) and len(head) == len(_HEAD_TYPES)
+            and all(type(x) is t for x, t in zip(head, _HEAD_TYPES, strict=True))
+            and all(isinstance(x, str) for x in head[5])):
+        kept_head = ((file_id[0], file_id[1], file_id[2]), head)
+    return value["v"], kept_stamp, kept_head
 
 
 def _whole_number(value: Any) -> bool:
