@@ -232,3 +232,22 @@ def test_any_hints_and_hand_edits_leave_the_answers_of_a_walk(
         assert answers(record) == want, edit
         time.sleep(settle_fast)  # let the readers keep stamps, so the next edit tests them
         assert answers(record) == want, edit
+
+
+def test_a_topic_whose_latest_version_is_damaged_keeps_its_row_in_ls(
+        record: Record, atlas: Callable[..., Any]) -> None:
+    """Issue 40, item 15: left out of `ls`, a damaged topic looks like no topic at all
+    (and a `put` would be invited over it)."""
+    for name in ("alpha", "mid", "zulu"):
+        atlas("put", name, identity="ann", input=f"{name}\n")
+    damaged = record.root / "projects" / "web" / "artifacts" / "mid" / "mid.v0001.md"
+    damaged.chmod(0o644)
+    damaged.write_bytes(b"no front matter here\n")
+    r = atlas("ls")
+    assert r.returncode == 0
+    assert [line.split()[:2] for line in r.stdout.splitlines()] == [
+        ["alpha", "v1"], ["mid", "unreadable"], ["zulu", "v1"]]
+    assert "mid.v0001.md" in r.stderr
+    listing = atlas("ls", "--json").json()
+    assert [t["name"] for t in listing["topics"]] == ["alpha", "zulu"]
+    assert listing["unreadable"] == ["mid"]
