@@ -80,8 +80,10 @@ def test_a_version_added_by_hand_past_a_gap_is_the_latest(
 @pytest.fixture
 def settle_fast(monkeypatch: pytest.MonkeyPatch) -> float:
     """Folders count as settled 30 ms after their last change (more than any kernel's
-    clock tick), so readers keep folder stamps within a test; returns the wait."""
+    clock tick), so readers keep folder stamps within a test, and every folder counts as
+    large, so `get` reads its topic's hint rather than listing; returns the wait."""
     monkeypatch.setattr(documents, "SETTLED_NS", 30_000_000)
+    monkeypatch.setattr(documents, "SMALL_FOLDER", 0)
     return 0.04
 
 
@@ -94,7 +96,7 @@ def test_a_kept_folder_stamp_is_believed_only_while_the_folder_is_unchanged(
     hints = record.root / "projects" / "web" / "artifacts" / LATEST_HINTS
     kept = json.loads(hints.read_text())["t"]
     folder = record.root / "projects" / "web" / "artifacts" / "t"
-    assert kept["v"] == 3 and kept["dir"] == list(documents.folder_stamp(os.lstat(folder)))
+    assert kept[:2] == [3, documents.folder_stamp(os.lstat(folder))]
     # Believed while the folder is as it was: a forged number with the right stamp is
     # the one lie a hint can tell, and only one who can write the record can tell it.
     for change in ("remove v2", "add v5 by hand", "remove v3", "rename v7 in"):
@@ -149,8 +151,8 @@ EDITS = st.one_of(
     st.tuples(st.just("hints"), st.sampled_from(NAMES), st.integers(0, 2**70)),
     st.tuples(st.just("junk"), st.just(""), st.integers(0, 5)),
 )
-JUNK = (b"", b"garbage", b"[]", b'{"a":{"v":1,"dir":[0,0,0,0]}}', b"{" * 5000,
-        b'{"a":{"v":99},"b":{"v":-1,"dir":"x"},"c":{"v":1e400}}')
+JUNK = (b"", b"garbage", b"[]", b'{"a":[1,"0:0:0:0","",0,"","","",false,[]]}', b"{" * 5000,
+        b'{"a":[99],"b":[-1,"x","",0,"","","",false,[]],"c":[1e400,"","",0,"","","",0,0]}')
 
 
 def walked(record: Record) -> dict[str, int]:
@@ -166,7 +168,7 @@ def walked(record: Record) -> dict[str, int]:
 
 
 def apply(record: Record, edit: tuple[str, str, int],
-          seen: dict[str, list[documents.Stamp]]) -> None:
+          seen: dict[str, list[str]]) -> None:
     kind, name, number = edit
     folder = record.root / "projects" / "web" / "artifacts" / name
     hints = record.root / "projects" / "web" / "artifacts" / LATEST_HINTS
@@ -181,19 +183,16 @@ def apply(record: Record, edit: tuple[str, str, int],
     elif kind == "hints":
         # A forged hint: a number with a stamp the folder once had (a stale hint), or
         # with the stamp it has now moved by one.
-        forged: dict[str, Any] = {"v": number % 20}
-        now = documents.folder_stamp(os.lstat(folder)) if folder.is_dir() else None
+        now = documents.folder_stamp(os.lstat(folder)) if folder.is_dir() else ""
         older = [s for s in seen.get(name, []) if s != now]
-        if older:
-            forged["dir"] = list(older[number % len(older)])
-        elif now is not None:
-            forged["dir"] = [*now[:3], now[3] + 1]
+        stamp = older[number % len(older)] if older else now + "1" if now else ""
+        forged: list[Any] = [number % 20, stamp, "", 0, "x", "y", "z", False, []]
         try:
             data = json.loads(hints.read_bytes())
         except (OSError, ValueError):
             data = {}
         data = data if isinstance(data, dict) else {}
-        data[name] = forged if number % 3 else {"v": number}
+        data[name] = forged if number % 3 else [number]
         hints.write_text(json.dumps(data))
     else:
         hints.write_bytes(JUNK[number])
@@ -223,7 +222,7 @@ def test_any_hints_and_hand_edits_leave_the_answers_of_a_walk(
     """Readers keep stamps between the edits (each waits for the folders to settle), so
     each edit meets hints that a reader kept, or forged ones."""
     record = Record.init(tmp_path / f"rec-{time.monotonic_ns()}", ["web"])
-    seen: dict[str, list[documents.Stamp]] = {}
+    seen: dict[str, list[str]] = {}
     for edit in edits:
         apply(record, edit, seen)
         truth = walked(record)
@@ -232,6 +231,22 @@ def test_any_hints_and_hand_edits_leave_the_answers_of_a_walk(
         assert answers(record) == want, edit
         time.sleep(settle_fast)  # let the readers keep stamps, so the next edit tests them
         assert answers(record) == want, edit
+
+
+def test_a_large_folder_counts_the_same_versions(record: Record) -> None:
+    """A folder of more names than documents._OWN_PATTERN_FROM is matched with a pattern
+    of the stream's own name: the same versions, never a name that is no version."""
+    folder = record.root / "projects" / "web" / "artifacts" / "t"
+    folder.mkdir()
+    count = documents._OWN_PATTERN_FROM + 20
+    for v in range(1, count + 1):
+        (folder / f"t.v{v:04d}.md").touch()
+    for odd in ("t.v3.md", "t.v00005.md", "tx.v0002.md", "t.v0009.md.bak", "xt.v9999.md",
+                "t.v10000.md", "t.v010001.md", "t.v99.md\nt.v9998.md"):
+        (folder / odd).touch()
+    stream = record.artifact_stream("t")
+    assert stream.versions() == [*range(1, count + 1), 10000]
+    assert stream.latest() == 10000
 
 
 def test_a_topic_whose_latest_version_is_damaged_keeps_its_row_in_ls(
