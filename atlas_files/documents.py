@@ -444,8 +444,9 @@ class LatestHints:
     def save(self) -> None:
         if self._changed:
             # Compact, each stream's entry a list holding no object: `"name":[` is then
-            # found only where it names a stream (entry_of).
-            data = json.dumps(self._entries, sort_keys=True, ensure_ascii=False,
+            # found only where it names a stream (entry_of). Unsorted: the listings visit
+            # streams in order already, and sorting ten thousand keys costs 3x the dump.
+            data = json.dumps(self._entries, ensure_ascii=False,
                               separators=(",", ":")).encode() + b"\n"
             # A hint that cannot be saved (a read-only copy, a record moved meanwhile) is
             # no hint; the read it served stands.
