@@ -54,6 +54,9 @@ def test_a_missing_version_hides_no_later_one(record: Record,
     assert [i["version"] for i in atlas("begin", "--json", identity="dan").json()["new"]] == [5]
     hist = atlas("history", "t", "--json").json()["versions"]
     assert [v["version"] for v in hist] == [5, 4, 2, 1]
+    (record.root / "projects" / "web" / "artifacts" / "t" / "t.v0004.md").unlink()
+    shown = atlas("diff", "t")
+    assert shown.returncode == 0 and "--- t@v2" in shown.stdout and "+five" in shown.stdout
     # bob read v5 above: his write goes on from there, and readers see it.
     r = atlas("put", "t", "--json", identity="bob", input="six\n")
     assert r.returncode == 0, r.stderr
