@@ -161,12 +161,15 @@ def ls(record: Record, project: str | None = None,
     return out
 
 
-def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicSummary, str]]:
+def ls_accepted(record: Record, project: str | None = None,
+                unreadable: list[str] | None = None) -> list[tuple[TopicSummary, str]]:
     """Each topic at its newest version that stands: not an open proposal, not retracted.
 
     A topic whose latest version is a proposal nobody accepted yet is shown at the version
     before it that stands (if any): the gate keeps a proposal out, not the topic.
-    Returns (summary, state) with state "accepted" or "" (never a proposal).
+    Returns (summary, state) with state "accepted" or "" (never a proposal). A version
+    that cannot be read before one that stands is met cannot be judged, so an older one
+    is not shown in its place: the topic's name goes to ``unreadable`` (when given).
     """
     p = record.project(project)
     retracted = corrections.retracted_refs(record, p)
@@ -178,8 +181,10 @@ def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicS
             try:
                 doc = stream.read(version)
             except BadInput as exc:
-                warn(f"{exc.message} (left out of this listing)")
-                continue
+                warn(f"{exc.message} (left out of this listing; `atlas check` tells more)")
+                if unreadable is not None:
+                    unreadable.append(stream.name)
+                break
             state = corrections.proposal_state(record, p, stream.name, version, doc.proposal)
             if state == "proposed":
                 continue

@@ -269,3 +269,14 @@ def test_a_topic_whose_latest_version_is_damaged_keeps_its_row_in_ls(
     listing = atlas("ls", "--json").json()
     assert [t["name"] for t in listing["topics"]] == ["alpha", "zulu"]
     assert listing["unreadable"] == ["mid"]
+    # What stands cannot be told past a version that cannot be read: no older one is
+    # shown in its place.
+    for text in ("beta\n", "beta, again\n"):
+        atlas("put", "beta", identity="ann", input=text)
+    newest = damaged.parent.parent / "beta" / "beta.v0002.md"
+    newest.chmod(0o644)
+    newest.write_bytes(b"no front matter here either\n")
+    standing = atlas("ls", "--accepted", "--json").json()
+    assert [t["name"] for t in standing["topics"]] == ["alpha", "zulu"]
+    assert standing["unreadable"] == ["beta", "mid"]
+    assert "beta                     unreadable" in atlas("ls", "--accepted").stdout
