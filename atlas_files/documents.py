@@ -358,14 +358,17 @@ class LatestHints:
     number only while one stat of the folder gives the very same stamp, so a version added,
     removed or renamed since (by atlas, by hand, by `atlas sync`) makes it list that folder
     again, and the latest is always the highest version present; it believes the front
-    matter only while the file is the very one it was read from. A stale, missing, forged
-    or damaged hint costs a listing of one folder, never an answer. Readers, not writers,
+    matter only while the file is the very one it was read from. A stale, missing or
+    damaged hint costs a listing of one folder, never an answer; so does a forged one,
+    unless it names the folder's very stamp, which takes someone who can write the
+    record's versions anyway. Readers, not writers,
     keep it current, so writes pay nothing; where a reader cannot write (a read-only copy)
     it simply stays stale. Two readers saving at once can lose each other's update: only
     speed depends on it. Writers never read it: the stop sign lists the folder.
 
-    A reader of one stream (``Stream.latest_for_reading``) reads only that stream's entry
-    (``entry_of``) and saves nothing, so its cost does not grow with the other streams'.
+    A reader of one stream (``Stream.latest_for_reading``) lists a small folder, reads
+    only that stream's entry of a large one (``entry_of``), and saves nothing, so its cost
+    does not grow with the other streams'.
     """
 
     def __init__(self, folder: Path, within: fsio.OpenRoot | None = None) -> None:
