@@ -74,11 +74,13 @@ def get(
     project: str | None = None,
 ) -> Version:
     stream = record.artifact_stream(name, project)
-    if version is None and stream.latest_for_reading() == 0:
-        raise NotFound(
-            f"no topic named {name!r} in project {record.project(project)}",
-            hint="`atlas ls` lists the topics; `atlas put` creates one",
-        )
+    if version is None:
+        version = stream.latest_for_reading()
+        if version == 0:
+            raise NotFound(
+                f"no topic named {name!r} in project {record.project(project)}",
+                hint="`atlas ls` lists the topics; `atlas put` creates one",
+            )
     key = receipts.artifact_key(record.project(project), name)
     return read_marked(record, stream, key, reader=reader, version=version)
 
@@ -159,12 +161,15 @@ def ls(record: Record, project: str | None = None,
     return out
 
 
-def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicSummary, str]]:
+def ls_accepted(record: Record, project: str | None = None,
+                unreadable: list[str] | None = None) -> list[tuple[TopicSummary, str]]:
     """Each topic at its newest version that stands: not an open proposal, not retracted.
 
     A topic whose latest version is a proposal nobody accepted yet is shown at the version
     before it that stands (if any): the gate keeps a proposal out, not the topic.
-    Returns (summary, state) with state "accepted" or "" (never a proposal).
+    Returns (summary, state) with state "accepted" or "" (never a proposal). A version
+    that cannot be read before one that stands is met cannot be judged, so an older one
+    is not shown in its place: the topic's name goes to ``unreadable`` (when given).
     """
     p = record.project(project)
     retracted = corrections.retracted_refs(record, p)
@@ -176,8 +181,10 @@ def ls_accepted(record: Record, project: str | None = None) -> list[tuple[TopicS
             try:
                 doc = stream.read(version)
             except BadInput as exc:
-                warn(f"{exc.message} (left out of this listing)")
-                continue
+                warn(f"{exc.message} (left out of this listing; `atlas check` tells more)")
+                if unreadable is not None:
+                    unreadable.append(stream.name)
+                break
             state = corrections.proposal_state(record, p, stream.name, version, doc.proposal)
             if state == "proposed":
                 continue

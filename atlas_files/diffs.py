@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 from atlas_files.documents import Stream, Version
@@ -36,12 +37,14 @@ def unified_diff(old: Version | None, new: Version) -> str:
 
 def diff_stream(stream: Stream, old: int | None, new: int | None) -> Diff:
     """OLD against NEW; OLD alone: against the latest; neither: the latest against the one
-    before it."""
+    before it (the highest version below it present: a gap is skipped, not an error)."""
     latest = stream.latest_for_reading()
     if latest == 0:
         raise NotFound(f"{stream.label} has no versions yet")
     if old is None:
         new_v, old_v = latest, latest - 1
+        if old_v >= 1 and not os.path.lexists(stream.path(old_v)):
+            old_v = max((v for v in stream.versions() if v < latest), default=0)
     elif new is None:
         old_v, new_v = old, latest
     else:

@@ -20,8 +20,10 @@ def show(
 ) -> Version | None:
     """The latest status (or ``version``), None if the project has none yet."""
     stream = record.status_stream(project)
-    if version is None and stream.latest_for_reading() == 0:
-        return None
+    if version is None:
+        version = stream.latest_for_reading()
+        if version == 0:
+            return None
     key = receipts.status_key(record.project(project))
     return read_marked(record, stream, key, reader=reader, version=version)
 

@@ -95,18 +95,22 @@ def put_throughput(n: int, tmp: Path) -> None:
 def big_record(root: Path, topics: int, versions: int) -> Record:
     """Write a record of topics x versions directly (the way a long-lived record looks)."""
     record = Record.init(root, ["web"])
-    base = record.root / "projects" / "web" / "artifacts"
     for t in range(topics):
-        name = f"topic-{t:05d}"
-        folder = base / name
-        folder.mkdir()
-        for v in range(1, versions + 1):
-            body = f"version {v} of {name}\n{secrets.token_hex(16)}\n".encode()
-            meta = {"name": name, "version": v, "based_on": v - 1, "author": f"w{v % 7}",
-                    "written_at": "2026-11-01T00:00:00.000000Z", "summary": f"v{v}",
-                    "digest": frontmatter.digest_of(body)}
-            (folder / f"{name}.v{v:04d}.md").write_bytes(frontmatter.render(meta, body))
+        write_topic(record, f"topic-{t:05d}", versions)
     return record
+
+
+def write_topic(record: Record, name: str, versions: int, author: str | None = None) -> None:
+    """A topic of ``versions`` versions, by ``author`` (by default one of seven)."""
+    folder = record.root / "projects" / "web" / "artifacts" / name
+    folder.mkdir()
+    for v in range(1, versions + 1):
+        body = f"version {v} of {name}\n{secrets.token_hex(16)}\n".encode()
+        meta = {"name": name, "version": v, "based_on": v - 1,
+                "author": author or f"w{v % 7}",
+                "written_at": "2026-11-01T00:00:00.000000Z", "summary": f"v{v}",
+                "digest": frontmatter.digest_of(body)}
+        (folder / f"{name}.v{v:04d}.md").write_bytes(frontmatter.render(meta, body))
 
 
 def ls_and_feed(topics: int, versions: int, rounds: int, tmp: Path) -> None:

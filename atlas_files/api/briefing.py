@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from atlas_files import corrections, decisions, receipts, status, telemetry, timeutil
 from atlas_files.artifacts import artifacts_folder, topic_streams
-from atlas_files.documents import LatestHints, Version
+from atlas_files.documents import Head, LatestHints
 from atlas_files.errors import AtlasError, warn
 from atlas_files.leases import view as leaseview
 from atlas_files.record import Record
@@ -129,7 +129,7 @@ def topics(record: Record, identity: str, project: str,
             latest_of)
 
 
-def _new_item(doc: Version, seen: int, state: str) -> Item:
+def _new_item(doc: Head, seen: int, state: str) -> Item:
     age = timeutil.age_of(doc.written_at)
     tag = {"proposed": " [proposal]", "accepted": " [accepted proposal]"}.get(state, "")
     read = f"you read v{seen}" if seen else "never read"
@@ -141,7 +141,7 @@ def _new_item(doc: Version, seen: int, state: str) -> Item:
     return Item(data, line, f"{doc.name} v{doc.version}")
 
 
-def _proposal_item(doc: Version) -> Item:
+def _proposal_item(doc: Head) -> Item:
     ref = f"{doc.name}@v{doc.version}"
     data = {"name": doc.name, "version": doc.version, "author": doc.author,
             "written_at": doc.written_at, "summary": doc.summary}

@@ -145,9 +145,10 @@ def get(worker: Worker, name: str, version: int | None = None) -> TopicView:
 def ls(worker: Worker, accepted: bool = False) -> TopicList:
     """Every topic with its latest version (``accepted``: its newest version that stands)."""
     record, project = worker.record, worker.project_name
-    if accepted:
-        return TopicList(project, tuple(artifacts.ls_accepted(record, project)))
     unreadable: list[str] = []
+    if accepted:
+        return TopicList(project, tuple(artifacts.ls_accepted(record, project, unreadable)),
+                         tuple(unreadable))
     topics = artifacts.ls(record, project, unreadable)
     rows = tuple((t, corrections.proposal_state(record, project, t.name, t.version, t.proposal))
                  for t in topics)

@@ -126,12 +126,14 @@ def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
         click.echo(f"project {project} has no topics yet; `atlas put NAME` writes one")
         return
     marks = {"proposed": "  [proposal]", "accepted": "  [accepted]"}
+    lines = [(t.name, f"{t.name:<24} v{t.version:<5} {age(t.written_at):>16}  "
+                      f"{t.author:<14} {t.summary}{marks.get(state, '')}")
+             for t, state in rows]
+    # A topic that cannot be read keeps its row: left out, it would look like no topic.
+    lines += [(name, f"{name:<24} unreadable (see the warning above; `atlas check` tells "
+                     "more)") for name in unreadable]
     # One write for the whole table: a record can hold thousands of topics.
-    click.echo("\n".join(
-        f"{t.name:<24} v{t.version:<5} {age(t.written_at):>16}  {t.author:<14} "
-        f"{t.summary}{marks.get(state, '')}"
-        for t, state in rows
-    ))
+    click.echo("\n".join(line for _, line in sorted(lines, key=lambda pair: pair[0])))
 
 
 @click.command()
