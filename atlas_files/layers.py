@@ -23,7 +23,7 @@ class Layer(NamedTuple):
 LAYERS: tuple[Layer, ...] = (
     Layer("facts", "names, limits and rules that need nothing but the standard library",
           ("layout", "errors", "names", "timeutil", "text", "guide", "privatepath", "frames",
-           "layers")),
+           "layers", "renderlimit")),
     Layer("storage", "the record's files (and git's) read and written safely",
           ("fsio", "bodies", "jsonfile", "frontmatter", "yamlcache", "usercache", "config",
            "documents", "entries", "record", "schemas", "receipts", "volclock", "ownfiles",

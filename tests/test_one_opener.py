@@ -39,6 +39,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("bodies.py", "read_file", "os.open"): "the file the writer named with -f, followed on "
     "purpose (the writer chose it; a pipe such as -f <(cmd) is waited on), read bounded",
     ("check/validators.py", "load", ".read_text"): PACKAGE_DATA,
+    ("linkcheck/sitetheme.py", "_theme_dirs", "open"): "an installed theme's own "
+    "mkdocs_theme.yml, found through its entry point in site-packages, read bounded",
     ("cli/__init__.py", "_quiet_broken_pipe", "os.open"): "os.devnull",
     ("cli/demo/__init__.py", "run_fresh", ".write_text"): "the demo's own marker in the "
     "folder `atlas demo` made (never a record it did not make)",
