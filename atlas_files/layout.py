@@ -64,6 +64,16 @@ TASK_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 TASK_ID_LENGTH = 16
 TASK_ID = "[0-9a-hjkmnp-tv-z]{16}"
 TASK_FILE = re.compile(rf"({TASK_ID})(?:\.(done|dropped)\.({TASK_ID}))?\.md")
+
+
+def task_id_millis(task_id: str) -> int:
+    """When the task (or task entry) id was drawn, in milliseconds since 1970."""
+    value = 0
+    for ch in task_id[:10]:
+        value = value * 32 + TASK_ID_ALPHABET.index(ch)
+    return value
+
+
 # The resource of a task's claim: ``leases/task.<id>/``.
 TASK_LEASE_PREFIX = "task."
 # The same rule over a whole folder listing joined by newlines: one C-level pass.

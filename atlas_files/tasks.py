@@ -66,7 +66,8 @@ def _base32(number: int, width: int) -> str:
 
 
 def new_id(at: datetime) -> str:
-    """Ten characters of milliseconds since 1970, then six of randomness."""
+    """Ten characters of milliseconds since 1970 (layout.task_id_millis reads them back),
+    then six of randomness."""
     millis = int(at.timestamp() * 1000)
     return _base32(millis, 10) + _base32(int.from_bytes(os.urandom(4), "big") >> 2, 6)
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from support.runner import Result, run_atlas
 
 from atlas_files import layout, leases, tasks, timeutil
-from atlas_files.api import Worker
+from atlas_files.api import Worker, news
 from atlas_files.api import leases as lease_api
 from atlas_files.api import tasks as api
 from atlas_files.errors import BadInput, LeaseHeld, NotFound, VersionConflict
@@ -425,3 +425,40 @@ def test_end_and_the_stop_hook_say_which_claims_you_still_hold(
     assert task_id in stop.stderr and "long job" in stop.stderr
     assert atlas("task", "done", task_id, identity="alice").returncode == 0
     assert atlas("end", "--json", identity="alice").json()["tasks_held"] == []
+
+
+def test_news_says_a_task_you_wait_for_is_done_and_a_claim_taken_after_expiry(
+    atlas: Atlas, record: Record,
+) -> None:
+    base = tasks.add(record, "web", title="collect", author="bob").id
+    mine = tasks.add(record, "web", title="train", author="alice", after=[base]).id
+    slow = tasks.add(record, "web", title="slow job", author="carol").id
+    held = tasks.claim(record, "web", slow, holder="alice", duration_s=1)
+    assert atlas("begin", identity="alice").returncode == 0
+    quiet = news.after_tool(record, "alice", force=True)
+    assert quiet is not None and quiet.text is None
+    tasks.end(record, "web", base, "done", author="bob", why="data in place")
+    expiry = timeutil.parse_time(held.expires_at or "")
+    time.sleep(max(0.0, (expiry - timeutil.now()).total_seconds()) + 0.05)
+    tasks.claim(record, "web", slow, holder="bob", duration_s=600)
+    told = news.after_tool(record, "alice", force=True)
+    assert told is not None and told.text is not None
+    lines = told.text.splitlines()
+    assert any(base in line and mine in line and "done by bob" in line
+               and "data in place" in line for line in lines), told.text
+    assert any(f"your claim on task {slow} expired and bob took it" in line
+               for line in lines), told.text
+    again = news.after_tool(record, "alice", force=True)
+    assert again is not None and again.text is None  # told once
+
+
+def test_search_finds_tasks_by_title_and_why(atlas: Atlas) -> None:
+    task_id = _add(atlas, "calibrate the thermometer", "--why", "readings drift by noon")
+    atlas("task", "done", task_id, "--why", "recalibrated", identity="alice")
+    r = atlas("search", "thermometer", "--json")
+    assert r.returncode == 0, r.stderr
+    hits = [h for h in r.json()["results"] if h["kind"] == "task"]
+    assert [h["id"] for h in hits] == [task_id]
+    r = atlas("search", "drift", "--kind", "task", "--json")
+    assert [h["id"] for h in r.json()["results"]] == [task_id]
+    assert "title: calibrate the thermometer" in atlas("search", "drift").stdout

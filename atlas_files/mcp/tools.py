@@ -55,7 +55,7 @@ Paths = Annotated[list[str], Field(description=(
 LeaseAction = Literal["list", "show", "machines", "claim", "renew", "release", "break"]
 TaskAction = Literal["list", "show", "add", "claim", "next", "done", "drop", "release"]
 TaskId = str | None  # the id, or any unique prefix of it
-SearchKind = Literal["status", "artifact", "decision", "correction", "retraction"]
+SearchKind = Literal["status", "artifact", "decision", "correction", "retraction", "task"]
 Relation = Literal["agreed", "disagreed", "timed-out"]
 
 log = logging.getLogger("atlas.mcp")
