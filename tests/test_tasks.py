@@ -19,6 +19,7 @@ from atlas_files import layout, leases, tasks, timeutil
 from atlas_files.api import Worker, news
 from atlas_files.api import leases as lease_api
 from atlas_files.api import tasks as api
+from atlas_files.cli.demo import tasks as scene
 from atlas_files.errors import BadInput, LeaseHeld, NotFound, VersionConflict
 from atlas_files.record import Record
 from atlas_files.sync.paths import kind
@@ -462,3 +463,12 @@ def test_search_finds_tasks_by_title_and_why(atlas: Atlas) -> None:
     r = atlas("search", "drift", "--kind", "task", "--json")
     assert [h["id"] for h in r.json()["results"]] == [task_id]
     assert "title: calibrate the thermometer" in atlas("search", "drift").stdout
+
+
+def test_the_demo_shows_two_sessions_taking_different_tasks(record: Record) -> None:
+    said: list[str] = []
+    scene.scene(record, said.append)
+    assert "two claims, 2 different tasks: each claim is a lease, one compare-and-set" in said
+    assert any("task claim" in line and "-> exit 4" in line for line in said)
+    states = [st.state for st in tasks.states(record, tasks.read_board(record, "web"))]
+    assert sorted(states) == ["done", "done", "ready"]
