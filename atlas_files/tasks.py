@@ -21,13 +21,16 @@ queue is not stopped by it.
 
 from __future__ import annotations
 
+import binascii
+import json
 import os
+import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from atlas_files import corrections, entries, layout, leases, timeutil
+from atlas_files import __version__, corrections, entries, fsio, layout, leases, timeutil, usercache
 from atlas_files.errors import BadInput, DamagedFile, LeaseHeld, NotFound, VersionConflict
 from atlas_files.leases import store
 from atlas_files.leases.paths import check_globs
@@ -92,7 +95,7 @@ class Task(NamedTuple):
     created_at: str
     after: tuple[str, ...]
     paths: tuple[str, ...]
-    path: Path
+    path: str
     digest_ok: bool | None = True
 
 
@@ -106,7 +109,7 @@ class Ending(NamedTuple):
     author: str
     at: str
     link: str | None
-    path: Path
+    path: str
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "task": self.task, "action": self.action, "why": self.why,
@@ -168,7 +171,21 @@ def _opt(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _task(entry: entries.Entry, project: str) -> Task:
+class _Read(NamedTuple):
+    """An entry as the reader has it: from its file, or from this user's cache."""
+
+    id: str
+    kind: str
+    meta: dict[str, Any]
+    path: str
+    digest_ok: bool | None
+
+    @classmethod
+    def of(cls, entry: entries.Entry) -> _Read:
+        return cls(entry.id, entry.kind, entry.meta, str(entry.path), entry.digest_ok)
+
+
+def _task(entry: _Read, project: str) -> Task:
     m = entry.meta
     if not isinstance(m.get("title"), str) or not isinstance(m.get("author"), str):
         raise DamagedFile(f"{entry.path}: a task names its title and author")
@@ -177,7 +194,7 @@ def _task(entry: entries.Entry, project: str) -> Task:
                 entry.path, entry.digest_ok)
 
 
-def _ending(entry: entries.Entry, task_id: str, action: str) -> Ending:
+def _ending(entry: _Read, task_id: str, action: str) -> Ending:
     m = entry.meta
     if m.get("task") != task_id or entry.kind != ENDINGS[action]:
         raise DamagedFile(f"{entry.path}: it does not say it is the {action} entry of task "
@@ -188,7 +205,9 @@ def _ending(entry: entries.Entry, task_id: str, action: str) -> Ending:
 
 class Board(NamedTuple):
     """A project's tasks as read from its folder, oldest first, with their endings (the
-    first one by time counts) and the files that could not be read."""
+    first one by time counts) and the files that could not be read. A board read
+    without ``full`` leaves out the tasks that ended (and reads no ending but those of
+    the tasks an open one waits for)."""
 
     project: str
     tasks: dict[str, Task]
@@ -196,12 +215,10 @@ class Board(NamedTuple):
     unreadable: tuple[Unreadable, ...]
 
 
-def read_board(record: Record, project: str) -> Board:
-    """Every task of ``project``; a damaged file is listed as unreadable, never fatal."""
+def read_board(record: Record, project: str, *, full: bool = True) -> Board:
+    """The tasks of ``project``; a damaged file is listed as unreadable, never fatal.
+    ``full``: every task and ending; else only what an open task's state needs."""
     where = folder(record, project)
-    tasks: dict[str, Task] = {}
-    endings: dict[str, Ending] = {}
-    bad: list[Unreadable] = []
     try:
         names = sorted(os.listdir(where))
     except FileNotFoundError:
@@ -209,25 +226,124 @@ def read_board(record: Record, project: str) -> Board:
     except NotADirectoryError:
         return Board(project, {}, {}, (Unreadable(str(where),
                                                   entries.not_a_folder(where).message),))
+    task_files: dict[str, str] = {}
+    ending_files: dict[str, list[tuple[str, str]]] = {}
+    match = layout.TASK_FILE.fullmatch
     for name in names:
-        m = layout.TASK_FILE.fullmatch(name)
+        m = match(name)
         if m is None:
             continue
-        path = where / name
-        try:
-            entry = entries.read_entry(path)
-            if entry.id != name[:-3]:
-                raise DamagedFile(f"{path}: it holds the entry {entry.id}, not {name[:-3]}")
-            if m.group(2):
-                ending = _ending(entry, m.group(1), m.group(2))
-                endings.setdefault(ending.task, ending)  # ids sort by time: the first counts
-            else:
-                if entry.kind != "task":
-                    raise DamagedFile(f"{path}: it is a {entry.kind} entry, not a task")
-                tasks[entry.id] = _task(entry, project)
-        except (DamagedFile, OSError) as exc:
-            bad.append(Unreadable(str(path), str(exc)))
+        task_id, action, _ = m.groups()
+        if action:
+            ending_files.setdefault(task_id, []).append((action, name))
+        else:
+            task_files[task_id] = name
+    bad: list[Unreadable] = []
+    read = _EntryReader(where)
+    # Every ending is read, so that a damaged one never ends a task for one reader and
+    # not for another; the tasks that ended are read only for a full board, or when an
+    # open task waits for them.
+    endings: dict[str, Ending] = {}
+    for task_id, found in ending_files.items():
+        for action, name in found:  # ids sort by time: the first readable one counts
+            try:
+                endings[task_id] = _ending(read(name), task_id, action)
+                break
+            except (DamagedFile, OSError) as exc:
+                bad.append(Unreadable(os.path.join(read.base, name), str(exc)))
+    wanted = [i for i in task_files if full or i not in endings]
+    tasks = _read_tasks(read, project, task_files, wanted, bad)
+    if not full:
+        waited = [d for t in tasks.values() for d in t.after
+                  if d in endings and d in task_files and d not in tasks]
+        if waited:
+            tasks.update(_read_tasks(read, project, task_files, set(waited), bad))
+            tasks = dict(sorted(tasks.items()))
+    read.save()
     return Board(project, tasks, endings, tuple(bad))
+
+
+def _read_tasks(read: _EntryReader, project: str, files: dict[str, str],
+                ids: Iterable[str], bad: list[Unreadable]) -> dict[str, Task]:
+    out = {}
+    for task_id in ids:
+        try:
+            entry = read(files[task_id])
+            if entry.kind != "task":
+                raise DamagedFile(f"{entry.path}: it is a {entry.kind} entry, not a task")
+            out[task_id] = _task(entry, project)
+        except (DamagedFile, OSError) as exc:
+            bad.append(Unreadable(os.path.join(read.base, files[task_id]), str(exc)))
+    return out
+
+
+class _EntryReader:
+    """Reads the entries of one tasks folder through this user's cache (usercache): an
+    entry whose file has the inode, size and change time the cache noted is taken as
+    read. Entries are never written in place, and an edit by hand changes the
+    modification time (and mostly the size), so it is read again; a file that changed
+    less than RACY_S before is read every time, as a coarse clock could give a second
+    change the same time. The cache only ever saves time."""
+
+    RACY_S = 120.0
+
+    def __init__(self, where: Path) -> None:
+        self.where = where
+        self.base = str(where)
+        self.real = os.path.realpath(where)
+        self.cache_dir = usercache.folder("tasks")
+        tag = binascii.crc32(self.real.encode("utf-8", "surrogateescape"))
+        self.index = os.path.join(self.cache_dir, f"{tag:08x}.json") if self.cache_dir \
+            else None
+        self.cached = self._load()
+        self.kept: dict[str, list[Any]] = {}
+        self.changed = False
+        self.racy_ns = time.time_ns() - self.RACY_S * 1e9
+
+    def _load(self) -> dict[str, list[Any]]:
+        if self.index is None or not usercache.private(self.cache_dir or ""):
+            return {}
+        try:
+            with open(self.index, encoding="utf-8") as fh:
+                raw = json.load(fh)
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(raw, dict) or raw.get("atlas") != __version__ \
+                or raw.get("folder") != self.real or not isinstance(raw.get("entries"), dict):
+            return {}
+        found: dict[str, list[Any]] = raw["entries"]
+        return found
+
+    def __call__(self, name: str) -> _Read:
+        path = f"{self.base}{os.sep}{name}"
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise fsio.damage(Path(path), exc, "entry") from None
+        row = self.cached.get(name)
+        # The common case, an entry read before, is one stat and three compares.
+        if row is not None and row[0] == st.st_ino and row[1] == st.st_size \
+                and row[2] == st.st_mtime_ns and len(row) == 6 and isinstance(row[4], dict):
+            return _Read(str(row[3]), str(row[4].get("kind")), row[4], path, row[5])
+        stamp = [st.st_ino, st.st_size, st.st_mtime_ns]
+        entry = entries.read_entry(Path(path))
+        if entry.id != name[:-3]:
+            raise DamagedFile(f"{path}: it holds the entry {entry.id}, not {name[:-3]}")
+        if st.st_mtime_ns < self.racy_ns and not entry.body:
+            meta = {k: v for k, v in entry.meta.items() if k != "digest"}
+            self.kept[name] = [*stamp, entry.id, meta, entry.digest_ok]
+            self.changed = True
+        return _Read.of(entry)
+
+    def save(self) -> None:
+        """Note what was read; rows of files not looked at this time stay (a board read
+        without ``full`` skips the tasks that ended)."""
+        if self.index and self.cache_dir and self.changed:
+            usercache.write_json(self.cache_dir, self.index,
+                                 {"atlas": __version__, "folder": self.real,
+                                  "entries": {**self.cached, **self.kept}})
 
 
 def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease]:
@@ -362,7 +478,7 @@ def add(record: Record, project: str, *, title: str, author: str | None,
     fields["paths"] = list(check_globs(paths, "the path glob (--paths)")) or None
     entry = entries.publish(folder(record, project), "task", fields, within=record.opened,
                             make_id=new_id)
-    task = _task(entry, project)
+    task = _task(_Read.of(entry), project)
     deps = {d: (board.tasks.get(d), board.endings.get(d)) for d in waits} if board else {}
     return state_of(task, None, None, deps)
 
@@ -401,7 +517,8 @@ def _ended_since(record: Record, project: str, task_id: str) -> Ending | None:
         m = layout.TASK_FILE.fullmatch(name)
         if m and m.group(2):
             try:
-                return _ending(entries.read_entry(where / name), task_id, m.group(2))
+                return _ending(_Read.of(entries.read_entry(where / name)), task_id,
+                               m.group(2))
             except (DamagedFile, OSError):
                 continue
     return None
@@ -459,7 +576,7 @@ def next_task(record: Record, project: str, *, holder: str | None, duration_s: f
     """Claim the oldest ready task; on a lost race, the next one. None if none is ready."""
     holder = require_identity(holder)
     leases.check_duration(record, duration_s, given)
-    board = read_board(record, project)
+    board = read_board(record, project, full=False)
     for st in states(record, board):
         if st.state != "ready":
             continue
@@ -508,7 +625,7 @@ def end(record: Record, project: str, task_ref: str, action: str, *, author: str
         folder(record, project), ENDINGS[action], fields, within=record.opened,
         make_id=lambda at: f"{task_id}.{action}.{new_id(at)}")
     ending = Ending(entry.id, task_id, action, fields["why"], author,
-                    str(entry.meta.get("at")), fields["link"], entry.path)
+                    str(entry.meta.get("at")), fields["link"], str(entry.path))
     _let_go(record, task_id, author)
     return TaskState(st.task, action, generation=st.generation, ended=ending)
 
@@ -544,11 +661,12 @@ def history(record: Record, board: Board, task_id: str) -> list[dict[str, Any]]:
             if (gen.ended or "").startswith("expired at") and gen.expires_at:
                 rows.append({"at": gen.expires_at, "action": "expired", "who": gen.holder,
                              "generation": gen.generation})
-    for name in sorted(os.listdir(board.tasks[task_id].path.parent)):
+    where = folder(record, board.project)
+    for name in sorted(os.listdir(where)):
         m = layout.TASK_FILE.fullmatch(name)
         if m and m.group(1) == task_id and m.group(2):
             try:
-                e = _ending(entries.read_entry(task.path.parent / name), task_id, m.group(2))
+                e = _ending(_Read.of(entries.read_entry(where / name)), task_id, m.group(2))
             except (DamagedFile, OSError):
                 continue
             rows.append({"at": e.at, "action": e.action, "who": e.author, "why": e.why,

@@ -5,6 +5,7 @@ damaged files, and a model of the state checked against sequences of operations.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -383,7 +384,7 @@ def test_begin_lists_your_claims_anothers_with_its_holder_and_the_newest_ready(
     folder = record.project_dir("web") / layout.TASKS
     ready = [_add(atlas, f"ready {n}", "--why", f"because {n}") for n in range(50)]
     # A hand-written task whose title would start a line of its own.
-    hand = tasks.add(record, "web", title="hand", author="eve").task.path
+    hand = Path(tasks.add(record, "web", title="hand", author="eve").task.path)
     hand.chmod(0o644)
     hand.write_text(hand.read_text().replace('"hand"', json.dumps(evil)))
     assert atlas("task", "claim", mine, "--for", "1h", identity="alice").returncode == 0
@@ -472,3 +473,25 @@ def test_the_demo_shows_two_sessions_taking_different_tasks(record: Record) -> N
     assert any("task claim" in line and "-> exit 4" in line for line in said)
     states = [st.state for st in tasks.states(record, tasks.read_board(record, "web"))]
     assert sorted(states) == ["done", "done", "ready"]
+
+
+def test_the_readers_cache_never_hides_an_edit(record: Record, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Entries older than the racy window are kept in this user's cache; an edit by hand
+    (its modification time moves) is read again at once, and so is a deleted task."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first = tasks.add(record, "web", title="first", author="alice").task
+    second = tasks.add(record, "web", title="second", author="alice").task
+    first_path, second_path = Path(first.path), Path(second.path)
+    hour_ago = time.time() - 3600
+    for path in (first_path, second_path):
+        os.utime(path, (hour_ago, hour_ago))
+    board = tasks.read_board(record, "web")
+    assert [t.title for t in board.tasks.values()] == ["first", "second"]
+    assert list((tmp_path / "cache" / "atlas-files" / "tasks").iterdir())
+    first_path.chmod(0o644)
+    first_path.write_text(first_path.read_text().replace('"first"', '"edited"'))
+    second_path.unlink()
+    board = tasks.read_board(record, "web")
+    assert [t.title for t in board.tasks.values()] == ["edited"]
+    assert board.tasks[first.id].digest_ok is False

@@ -219,7 +219,7 @@ def task_section(record: Record, identity: str, project: str) -> Section:
     """The tasks you hold (time left), the ones others hold (never shown as ready), then
     the ready ones, newest first, at most READY_TASKS."""
     try:
-        board = tasks.read_board(record, project)
+        board = tasks.read_board(record, project, full=False)
         found = tasks.states(record, board)
     except (AtlasError, OSError) as exc:
         warn(f"the tasks cannot be read: {getattr(exc, 'message', exc)}")

@@ -78,7 +78,7 @@ def ls(worker: Worker, ready: bool = False, all_: bool = False, mine: bool = Fal
     """Every task not done or dropped, oldest first; ``ready``: only those ready to claim;
     ``all_``: done and dropped too; ``mine``: only those this identity holds."""
     project = worker.project_name
-    board = tasks.read_board(worker.record, project)
+    board = tasks.read_board(worker.record, project, full=all_)
     found = tasks.states(worker.record, board)
     if ready:
         found = [t for t in found if t.state == "ready"]

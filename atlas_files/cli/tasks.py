@@ -102,8 +102,8 @@ def ls(ctx: Invocation, ready: bool, all_: bool, mine: bool, as_json: bool) -> N
         return
     if not found.tasks:
         click.echo("no tasks" + (" ready" if ready else ""))
-    for st in found.tasks:
-        click.echo(describe(st))
+    else:  # one write: a queue can be thousands of lines
+        click.echo("\n".join(describe(st) for st in found.tasks))
 
 
 @task.command("show")
