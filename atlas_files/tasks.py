@@ -239,27 +239,35 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
         else:
             task_files[task_id] = name
     bad: list[Unreadable] = []
-    read = _EntryReader(where)
-    # Every ending is read, so that a damaged one never ends a task for one reader and
-    # not for another; the tasks that ended are read only for a full board, or when an
-    # open task waits for them.
-    endings: dict[str, Ending] = {}
-    for task_id, found in ending_files.items():
-        for action, name in found:  # ids sort by time: the first readable one counts
-            try:
-                endings[task_id] = _ending(read(name), task_id, action)
-                break
-            except (DamagedFile, OSError) as exc:
-                bad.append(Unreadable(os.path.join(read.base, name), str(exc)))
-    wanted = [i for i in task_files if full or i not in endings]
-    tasks = _read_tasks(read, project, task_files, wanted, bad)
+    # A task ended when an ending's file is there: its name says which (the first by
+    # time counts), so every reader agrees on the state without opening it. Its details
+    # (who, when, why) are read for a full board, and for the tasks an open one waits for.
+    endings = {task_id: Ending(found[0][1][:-3], task_id, found[0][0], None, "", "", None,
+                               "") for task_id, found in ending_files.items()}
+    # Open tasks and ended ones are cached apart: a board of open tasks reads only theirs.
+    open_read = _EntryReader(where, "open")
+    tasks = _read_tasks(open_read, project, task_files,
+                        [i for i in task_files if i not in endings], bad)
+    open_read.save({task_files[i] for i in tasks})
+    detailed: Iterable[str] = endings
+    waited = [i for i in task_files if i in endings]
     if not full:
-        waited = [d for t in tasks.values() for d in t.after
-                  if d in endings and d in task_files and d not in tasks]
-        if waited:
-            tasks.update(_read_tasks(read, project, task_files, set(waited), bad))
-            tasks = dict(sorted(tasks.items()))
-    read.save()
+        detailed = {d for t in tasks.values() for d in t.after if d in endings}
+        waited = [d for d in detailed if d in task_files]
+    if waited:
+        ended_read = _EntryReader(where, "ended")
+        tasks.update(_read_tasks(ended_read, project, task_files, waited, bad))
+        tasks = dict(sorted(tasks.items()))
+        ended_read.save(None if not full else {task_files[i] for i in waited})
+    if detailed:
+        details = _EntryReader(where, "endings")
+        for task_id in detailed:
+            action, name = ending_files[task_id][0]
+            try:
+                endings[task_id] = _ending(details(name), task_id, action)
+            except (DamagedFile, OSError) as exc:
+                bad.append(Unreadable(os.path.join(details.base, name), str(exc)))
+        details.save(None if not full else {ending_files[i][0][1] for i in endings})
     return Board(project, tasks, endings, tuple(bad))
 
 
@@ -287,14 +295,14 @@ class _EntryReader:
 
     RACY_S = 120.0
 
-    def __init__(self, where: Path) -> None:
+    def __init__(self, where: Path, kind: str) -> None:
         self.where = where
         self.base = str(where)
         self.real = os.path.realpath(where)
         self.cache_dir = usercache.folder("tasks")
         tag = binascii.crc32(self.real.encode("utf-8", "surrogateescape"))
-        self.index = os.path.join(self.cache_dir, f"{tag:08x}.json") if self.cache_dir \
-            else None
+        self.index = os.path.join(self.cache_dir, f"{tag:08x}.{kind}.json") \
+            if self.cache_dir else None
         self.cached = self._load()
         self.kept: dict[str, list[Any]] = {}
         self.changed = False
@@ -337,13 +345,15 @@ class _EntryReader:
             self.changed = True
         return _Read.of(entry)
 
-    def save(self) -> None:
-        """Note what was read; rows of files not looked at this time stay (a board read
-        without ``full`` skips the tasks that ended)."""
-        if self.index and self.cache_dir and self.changed:
+    def save(self, names: set[str] | None) -> None:
+        """Note what was read. ``names``: the files of this kind in the folder now (rows
+        of any other are dropped); None keeps every row (a partial read)."""
+        rows = {**self.cached, **self.kept}
+        if names is not None:
+            rows = {k: v for k, v in rows.items() if k in names}
+        if self.index and self.cache_dir and (self.changed or len(rows) != len(self.cached)):
             usercache.write_json(self.cache_dir, self.index,
-                                 {"atlas": __version__, "folder": self.real,
-                                  "entries": {**self.cached, **self.kept}})
+                                 {"atlas": __version__, "folder": self.real, "entries": rows})
 
 
 def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease]:

@@ -235,23 +235,33 @@ def test_damaged_task_files_are_listed_as_unreadable_never_a_crash(
     atlas: Atlas, record: Record,
 ) -> None:
     good = _add(atlas, "good")
+    finished = _add(atlas, "finished")
     folder = record.project_dir("web") / layout.TASKS
-    bad_names = ["0" * 16 + ".md", "1" * 16 + ".md", "2" * 16 + ".md",
-                 f"{good}.done.{'3' * 16}.md"]
-    (folder / bad_names[0]).write_text("not front matter\n")
-    (folder / bad_names[1]).write_bytes(b"---\nid: \"x\"\n---\n\xff\xfe")
-    (folder / bad_names[2]).mkdir()
-    (folder / bad_names[3]).write_text("---\nid: \"nope\"\nkind: \"task-done\"\n---\n")
+    bad_tasks = ["0" * 16 + ".md", "1" * 16 + ".md", "2" * 16 + ".md"]
+    bad_ending = f"{finished}.done.{'3' * 16}.md"
+    (folder / bad_tasks[0]).write_text("not front matter\n")
+    (folder / bad_tasks[1]).write_bytes(b"---\nid: \"x\"\n---\n\xff\xfe")
+    (folder / bad_tasks[2]).mkdir()
+    (folder / bad_ending).write_text("---\nid: \"nope\"\nkind: \"task-done\"\n---\n")
     (folder / "notes.txt").write_text("a stray file\n")
     r = atlas("task", "ls", "--json")
     assert r.returncode == 0
     assert [t["id"] for t in r.json()["tasks"]] == [good]
-    assert sorted(Path(u["path"]).name for u in r.json()["unreadable"]) == sorted(bad_names)
+    assert sorted(Path(u["path"]).name for u in r.json()["unreadable"]) == sorted(bad_tasks)
     assert "unreadable task file" in r.stderr
+    # An ending's file name says the task ended, for every reader alike; what it says
+    # beyond that cannot be read, and the full listing says so.
+    r = atlas("task", "ls", "--all", "--json")
+    states = {t["id"]: t["state"] for t in r.json()["tasks"]}
+    assert states == {good: "ready", finished: "done"}
+    assert sorted(Path(u["path"]).name for u in r.json()["unreadable"]) == \
+        sorted([*bad_tasks, bad_ending])
+    assert atlas("task", "show", finished, "--json").json()["state"] == "done"
+    assert atlas("task", "claim", finished, "--for", "1h", identity="bob").returncode == 3
     assert atlas("task", "claim", good, "--for", "1h", identity="bob").returncode == 0
     found = atlas("check", "--json").json()["findings"]
     flagged = {Path(f["path"]).name for f in found}
-    assert set(bad_names) <= flagged
+    assert {*bad_tasks, bad_ending} <= flagged
 
 
 def test_check_passes_tasks_atlas_wrote_and_flags_an_edited_one(
