@@ -126,6 +126,9 @@ LOCAL = {
     "briefing.correction_section": "a part of begin",
     "briefing.decision_section": "a part of begin",
     "briefing.lease_section": "a part of begin",
+    "briefing.task_section": "a part of begin",
+    "stop.claims_held": "a part of end and of the turn-end hook, which answers at once "
+                        "from this clone",
     "briefing.machine_section": "a part of begin",
     "budget.render": "lays out begin's text",
     "budget.fit": "lays out begin's text",

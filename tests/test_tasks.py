@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.git import GitRepo
 from support.runner import Result, run_atlas
 
 from atlas_files import layout, leases, tasks, timeutil
@@ -505,3 +506,27 @@ def test_the_readers_cache_never_hides_an_edit(record: Record, tmp_path: Path,
     board = tasks.read_board(record, "web")
     assert [t.title for t in board.tasks.values()] == ["edited"]
     assert board.tasks[first.id].digest_ok is False
+
+
+@pytest.mark.usefixtures("clean_git_env")
+def test_the_commit_guard_stops_a_commit_into_a_claimed_tasks_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    repo = GitRepo(tmp_path / "code")
+    repo.commit("start", "src/metrics.py", "README.md")
+    monkeypatch.chdir(repo.path)
+    record = Record.init(tmp_path / "team", ["web"])
+    env = {"ATLAS_RECORD": str(record.root)}
+    task_id = tasks.add(record, "web", title="rewrite the export", author="alice",
+                        paths=["src/metrics.py"]).id
+    repo.write("src/metrics.py", "changed\n")
+    repo.git("add", "-A")
+    assert run_atlas("lease", "guard", "--staged", identity="carol", env=env).returncode == 0
+    tasks.claim(record, "web", task_id, holder="bob", duration_s=3600)
+    r = run_atlas("lease", "guard", "--staged", identity="carol", env=env)
+    assert r.returncode == 4
+    words = " ".join(r.stdout.split())
+    assert f"bob holds task.{task_id}" in words and "rewrite the export" in words
+    assert run_atlas("lease", "guard", "--staged", identity="bob", env=env).returncode == 0
+    tasks.end(record, "web", task_id, "done", author="bob")
+    assert run_atlas("lease", "guard", "--staged", identity="carol", env=env).returncode == 0

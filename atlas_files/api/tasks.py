@@ -13,6 +13,7 @@ from typing import Any
 
 from atlas_files import leases, tasks
 from atlas_files.api import Worker, reads, writes
+from atlas_files.errors import LeaseHeld
 from atlas_files.tasks import ADVISORY, TaskState, Unreadable
 
 __all__ = ["ADVISORY", "TaskList", "TaskPicked", "TaskView", "add", "claim", "done", "drop",
@@ -108,9 +109,24 @@ def claim(worker: Worker, task: str, duration: str | float) -> TaskView:
                                 given=_given(duration)))
 
 
-@writes("task next")
+# How often `task next` starts again after its claim lost the push to another clone.
+NEXT_TRIES = 8
+
+
 def next_(worker: Worker, duration: str | float) -> TaskPicked:
-    """Claim the oldest ready task, the next one on a lost race; None if none is ready."""
+    """Claim the oldest ready task, the next one on a lost race; None if none is ready.
+    On a record that syncs, a claim that lost the push to another clone (LeaseHeld) is
+    started again from a fresh fetch, so it takes the next task there too."""
+    for _ in range(NEXT_TRIES - 1):
+        try:
+            return _next_once(worker, duration)
+        except LeaseHeld:
+            continue
+    return _next_once(worker, duration)
+
+
+@writes("task next")
+def _next_once(worker: Worker, duration: str | float) -> TaskPicked:
     return TaskPicked(tasks.next_task(worker.record, worker.project_name,
                                       holder=worker.author, duration_s=_seconds(duration),
                                       given=_given(duration)))
