@@ -34,7 +34,7 @@ from atlas_files import __version__, corrections, entries, fsio, layout, leases,
 from atlas_files.errors import BadInput, DamagedFile, LeaseHeld, NotFound, VersionConflict
 from atlas_files.leases import store
 from atlas_files.leases.paths import check_globs
-from atlas_files.leases.view import Lease
+from atlas_files.leases.view import Lease, damaged_lease
 from atlas_files.leases.view import state_of as lease_state
 from atlas_files.record import require_identity
 from atlas_files.text import clean_text
@@ -373,9 +373,7 @@ def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease
         try:
             gen = store.newest(where, resource)
         except DamagedFile as exc:
-            out[task_id] = Lease(resource, 0, "damaged", None, None, None, None, None, None,
-                                 None, None, None, timeutil.format_time(at),
-                                 damaged=exc.message)
+            out[task_id] = damaged_lease(resource, 0, exc.message, at)
             continue
         out[task_id] = lease_state(resource, gen, at, config.clock_tolerance_s,
                                    cap_s=config.lease_cap_s)
@@ -396,6 +394,10 @@ def state_of(task: Task, ending: Ending | None, claim: Lease | None,
     if claim is not None and claim.held:
         return TaskState(task, "claimed", claim.holder, claim.expires_at, claim.expires_in_s,
                          claim.generation)
+    if claim is not None and claim.damaged:
+        # Nobody can say who holds it: never offered as ready (`atlas lease break
+        # task.<id>` takes it over, and `atlas check` names the damage).
+        return TaskState(task, "claimed", generation=claim.generation)
     blockers = []
     for dep_id in task.after:
         dep, dep_end = dependencies.get(dep_id, (None, None))

@@ -530,3 +530,19 @@ def test_the_commit_guard_stops_a_commit_into_a_claimed_tasks_paths(
     assert run_atlas("lease", "guard", "--staged", identity="bob", env=env).returncode == 0
     tasks.end(record, "web", task_id, "done", author="bob")
     assert run_atlas("lease", "guard", "--staged", identity="carol", env=env).returncode == 0
+
+
+def test_a_task_whose_claim_is_damaged_is_never_offered_as_ready(
+    atlas: Atlas, record: Record,
+) -> None:
+    damaged, other = _add(atlas, "damaged claim"), _add(atlas, "other")
+    assert atlas("task", "claim", damaged, "--for", "1h", identity="bob").returncode == 0
+    gen = next((record.leases_dir / f"task.{damaged}").iterdir())
+    gen.chmod(0o644)
+    gen.write_text("{not json")
+    rows = {t["id"]: t for t in atlas("task", "ls", "--json").json()["tasks"]}
+    assert rows[damaged]["state"] == "claimed" and rows[damaged]["holder"] is None
+    got = atlas("task", "next", "--for", "1h", "--json", identity="carol")
+    assert got.returncode == 0 and got.json()["task"]["id"] == other
+    assert atlas("task", "next", "--for", "1h", "--json", identity="dave").json() == \
+        {"task": None}
