@@ -75,9 +75,8 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         f"`generation` makes a change conditional. {ADVISORY}",
         shapes.LEASE, True),
     "task": (  # *
-        "Work items; a claim is a lease, expiring unless claimed again. next: claim the "
-        "oldest ready task. drop needs why. Refusals start `held:` (another holds it) or "
-        "`stop:` (done or dropped).",
+        "Work items; a claim is a lease (claim again to renew). next: claims the oldest "
+        "ready task. drop needs why. Refusals: `held:` another holds it, `stop:` done.",
         shapes.TASK, True),
     "decide": (  # *
         "Append a decision: what was recommended, what was chosen, their relation (stated, "
