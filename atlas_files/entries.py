@@ -31,9 +31,12 @@ from atlas_files.errors import DamagedFile
 from atlas_files.names import ENTRY_ID_PATTERN
 
 SUFFIX = ".md"
-PREFIXES = {"decision": "dec", "correction": "cor", "retraction": "cor"}
+PREFIXES = {"decision": "dec", "correction": "cor", "retraction": "cor",
+            # Tasks and what happened to them name themselves (``publish``'s ``make_id``).
+            "task": "", "task-done": "", "task-dropped": ""}
 # The schema that describes each kind of entry.
-SCHEMA_OF = {"decision": "decision", "correction": "correction", "retraction": "correction"}
+SCHEMA_OF = {"decision": "decision", "correction": "correction", "retraction": "correction",
+             "task": "task", "task-done": "task", "task-dropped": "task"}
 # A string, compiled by re on first use (and cached there): a command that lists no
 # entries does not pay for it at start-up.
 _FILE_RE = ENTRY_ID_PATTERN[:-1] + re.escape(SUFFIX) + "$"
@@ -95,12 +98,15 @@ class Entry(NamedTuple):
 
 
 def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "", *,
-            within: fsio.OpenRoot | None = None) -> Entry:
+            within: fsio.OpenRoot | None = None,
+            make_id: Callable[[datetime], str] | None = None) -> Entry:
     """Publish a new entry of ``kind`` in ``folder``: id, time and digest are stamped here.
 
     ``fields`` must already be checked. Raises nothing on a name collision: another random
     part is drawn (two entries never share a name, and neither is lost). ``within``: the
     record the command opened (the folder is reached from it, see fsio.OpenRoot).
+    ``make_id`` draws an id for a time (default: ``new_id`` with the kind's prefix); the
+    file is named after the id.
     """
     prefix = PREFIXES[kind]
     raw = body.encode("utf-8")
@@ -112,7 +118,7 @@ def publish(folder: Path, kind: str, fields: dict[str, Any], body: str = "", *,
         where.clean_debris()
         for _ in range(_PUBLISH_TRIES):
             at = timeutil.now()
-            entry_id = new_id(prefix, at)
+            entry_id = make_id(at) if make_id is not None else new_id(prefix, at)
             meta: dict[str, Any] = {"id": entry_id, "kind": kind,
                                     "at": timeutil.format_time(at)}
             meta.update({k: v for k, v in fields.items() if v is not None})
@@ -173,8 +179,7 @@ def parse_entry(path: Path, data: bytes) -> Entry:
     kind = meta.get("kind")
     if not isinstance(entry_id, str) or not isinstance(kind, str) or kind not in PREFIXES:
         raise DamagedFile(
-            f"{path}: front matter lacks a valid id or kind (decision, correction, "
-            "retraction)",
+            f"{path}: front matter lacks a valid id or kind ({', '.join(PREFIXES)})",
             hint="run `atlas check` on the record to see what is wrong",
         )
     stated = meta.get("digest")

@@ -35,7 +35,7 @@ LAYERS: tuple[Layer, ...] = (
           "source text",
           ("artifacts", "diffs", "status", "stopsign", "feed", "corrections", "decisions",
            "leases", "telemetry", "check", "sitegen", "search", "sessions", "activity", "sync",
-           "volume", "gitrefs", "pathleases")),
+           "volume", "gitrefs", "pathleases", "tasks")),
     Layer("api", "one function per command, each taking a Worker and returning a result "
           "whose to_json() is the command's --json document; sync happens here",
           ("api",)),

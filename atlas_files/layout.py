@@ -22,6 +22,8 @@ STATUS = "status"
 ARTIFACTS = "artifacts"
 DECISIONS = "decisions"
 CORRECTIONS = "corrections"
+# Made by the first task written, not by `atlas init`: most projects have none.
+TASKS = "tasks"
 PROJECT_FOLDERS = (STATUS, ARTIFACTS, DECISIONS, CORRECTIONS)
 ROOT_FOLDERS = (PROJECTS, LEASES, TELEMETRY, RECEIPTS)
 
@@ -54,6 +56,26 @@ GITIGNORE = f"""\
 # default listings sort, and parsed as an integer (v10000 is valid).
 VERSION_DIGITS = 4
 VERSION_FILE = re.compile(r"(?P<name>.+)\.v(?P<number>[0-9]+)\.md")
+# A task's id: its creation time in milliseconds (10 characters), then 30 random bits (6),
+# in lowercase Crockford base32, so ids sort by time and need no shared counter. A task is
+# ``<id>.md`` in a project's tasks folder; what happened to it is
+# ``<id>.<done|dropped>.<another such id>.md`` beside it.
+TASK_ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+TASK_ID_LENGTH = 16
+TASK_ID = "[0-9a-hjkmnp-tv-z]{16}"
+TASK_FILE = re.compile(rf"({TASK_ID})(?:\.(done|dropped)\.({TASK_ID}))?\.md")
+
+
+def task_id_millis(task_id: str) -> int:
+    """When the task (or task entry) id was drawn, in milliseconds since 1970."""
+    value = 0
+    for ch in task_id[:10]:
+        value = value * 32 + TASK_ID_ALPHABET.index(ch)
+    return value
+
+
+# The resource of a task's claim: ``leases/task.<id>/``.
+TASK_LEASE_PREFIX = "task."
 # The same rule over a whole folder listing joined by newlines: one C-level pass.
 VERSION_LINES = re.compile(r"^(.+)\.v([0-9]{4,})\.md$", re.M)
 

@@ -17,6 +17,7 @@ from typing import Any
 FOLDER = Path(__file__).with_name("schemas")
 KINDS = (
     "version", "config", "receipt", "lease", "decision", "correction", "telemetry", "session",
+    "task",
 )
 
 

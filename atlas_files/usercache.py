@@ -59,7 +59,9 @@ def write_json(where: str, path: str, data: Any) -> bool:
             return False
         temp = f"{path}.{os.getpid()}.tmp"
         with open(temp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, ensure_ascii=False, separators=(",", ":"))
+            # dumps, not dump: dump streams through json's pure-Python encoder, ten times
+            # slower on an index of thousands of rows.
+            fh.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
         os.replace(temp, path)  # a reader sees the whole entry or none
     except (OSError, TypeError, ValueError, RecursionError):
         return False

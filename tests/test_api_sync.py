@@ -19,9 +19,17 @@ from support.git import git, isolate_git
 from support.gitteam import Team, bare_remote, cli, start_team
 
 import atlas_files.api
-from atlas_files.api import Worker, core, decisions, leases, ritual, search, status
+from atlas_files import tasks as taskmod
+from atlas_files.api import Worker, core, decisions, leases, ritual, search, status, tasks
 
 Call = Callable[[Worker], Any]
+
+
+def _task(w: Worker, title: str) -> str:
+    """The id of the fixture's task titled ``title``, read without syncing."""
+    board = taskmod.read_board(w.record, w.project_name)
+    return next(t.id for t in board.tasks.values() if t.title == title)
+
 
 READS: dict[str, Call] = {
     "core.get": lambda w: core.get(w, "plan"),
@@ -38,6 +46,8 @@ READS: dict[str, Call] = {
     "search.search": lambda w: search.search(w, "plan"),
     "ritual.begin": lambda w: ritual.begin(w),
     "ritual.begin_again": lambda w: ritual.begin_again(w),
+    "tasks.ls": lambda w: tasks.ls(w),
+    "tasks.show": lambda w: tasks.show(w, _task(w, "t1")),
 }
 WRITES: dict[str, Call] = {
     "core.put": lambda w: core.put(w, "plan", "a new version\n"),
@@ -51,6 +61,12 @@ WRITES: dict[str, Call] = {
     "leases.release": lambda w: leases.release(w, "gpu0"),
     "leases.break_": lambda w: leases.break_(Worker(w.record, "carol"), "gpu2", "its run died"),
     "ritual.end": lambda w: ritual.end(w, status="done for today\n"),
+    "tasks.add": lambda w: tasks.add(w, "another task"),
+    "tasks.claim": lambda w: tasks.claim(w, _task(w, "t1"), "1h"),
+    "tasks.release": lambda w: tasks.release(w, _task(w, "t1")),
+    "tasks.next_": lambda w: tasks.next_(w, "1h"),
+    "tasks.done": lambda w: tasks.done(w, _task(w, "t2")),
+    "tasks.drop": lambda w: tasks.drop(w, _task(w, "t3"), "not needed"),
 }
 # Functions that neither fetch nor push, and why.
 LOCAL = {
@@ -110,6 +126,9 @@ LOCAL = {
     "briefing.correction_section": "a part of begin",
     "briefing.decision_section": "a part of begin",
     "briefing.lease_section": "a part of begin",
+    "briefing.task_section": "a part of begin",
+    "stop.claims_held": "a part of end and of the turn-end hook, which answers at once "
+                        "from this clone",
     "briefing.machine_section": "a part of begin",
     "budget.render": "lays out begin's text",
     "budget.fit": "lays out begin's text",
@@ -164,6 +183,8 @@ def clones(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clones]:
         status.status_write(alice_w, "where things stood\n")
         leases.claim(alice_w, "gpu0", "1h", "training")
         leases.claim(alice_w, "gpu2", "1h", "another run")
+        for title in ("t1", "t2", "t3", "t4"):
+            tasks.add(alice_w, title)
         assert cli(alice, "sync")[0] == 0
         assert cli(bob, "sync")[0] == 0
         yield Clones(team, alice, bob)

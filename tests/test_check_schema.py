@@ -14,7 +14,7 @@ from atlas_files.check.schema import validate
 from atlas_files.findings import Report
 
 KINDS = ["version", "config", "receipt", "lease", "decision", "correction", "telemetry",
-         "session"]
+         "session", "task"]
 
 VALID: dict[str, Any] = {
     "version": {"name": "plan", "version": 2, "based_on": 1, "author": "ann",
@@ -44,6 +44,9 @@ VALID: dict[str, Any] = {
                             "utilization_gpu_pct": 5, "power_w": 70.5,
                             "processes": [{"pid": 1, "memory_used_mib": 3,
                                            "kinds": ["compute"]}]}]},
+    "task": {"id": "01m94rv89fcea92c.done.01m94rvdrpy5w5pr", "kind": "task-done",
+             "at": "2026-01-31T12:00:00Z", "author": "ann", "project": "web",
+             "task": "01m94rv89fcea92c", "why": "ran it", "link": "plan@v2"},
     "session": {"identity": "ann", "project": "web", "state": "ended",
                 "started_at": "2026-01-31T12:00:00Z", "ended_at": "2026-01-31T13:00:00Z",
                 "previous": None, "saw": {"status": 3, "topics": {"plan": 2},

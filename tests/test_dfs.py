@@ -30,7 +30,7 @@ from support import moosefs
 from support.runner import atlas_command, child_env
 from support.writers import KILLED_WRITER  # writes big versions until it is killed
 
-from atlas_files import artifacts, frontmatter, layout, receipts
+from atlas_files import artifacts, frontmatter, layout, receipts, tasks
 from atlas_files.record import Record
 
 RESOURCE = "gpubox.gpu0"
@@ -451,3 +451,34 @@ def test_the_volume_is_torn_down_even_when_a_test_fails(tmp_path: Path) -> None:
     assert fs.left_behind() == []
     assert fs.netns is not None and moosefs.processes_in(fs.netns) == []
     assert not os.path.ismount(fs.mounts[0])
+
+
+def test_tasks_raced_from_both_mounts(two: tuple[Path, Path]) -> None:
+    """Eight processes on each mount: one claim of one task has one winner and fifteen
+    exits 4; then `task next` on sixteen ready tasks takes sixteen different ones."""
+    a, b = two
+    one = tasks.add(Record(a), "web", title="the one job", author="alice").id
+    mounts = [a if i % 2 else b for i in range(16)]
+
+    def race(*args: str) -> list[subprocess.CompletedProcess[str]]:
+        procs = [subprocess.Popen(
+            [*atlas_command("--record", str(m), "--as", f"w{i:02d}"), *args],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
+            cwd=Path(__file__).parent, stdin=subprocess.DEVNULL)
+            for i, m in enumerate(mounts)]
+        out = []
+        for p in procs:
+            stdout, stderr = p.communicate(timeout=180)
+            out.append(subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr))
+        return out
+
+    codes = sorted(r.returncode for r in race("task", "claim", one, "--for", "1h"))
+    assert codes == [0] + [4] * 15, codes
+    claims = [json.loads(g.read_text())
+              for g in sorted((b / "leases" / f"task.{one}").iterdir())]
+    assert [c["action"] for c in claims] == ["claim"]  # 0 double claims
+    ids = {tasks.add(Record(a), "web", title=f"job {n}", author="alice").id for n in range(16)}
+    results = race("task", "next", "--for", "1h", "--json")
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    taken = [json.loads(r.stdout)["task"]["id"] for r in results]
+    assert sorted(taken) == sorted(ids)

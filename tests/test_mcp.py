@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from support.mcp_client import call, frozen, run, seed, server, text
-from support.runner import snapshot
+from support.runner import run_atlas, snapshot
 
 from atlas_files.api import core
 from atlas_files.api.leases import ADVISORY
@@ -22,7 +22,8 @@ from atlas_files.mcp.app import INSTRUCTIONS
 from atlas_files.mcp.results import ERROR_META
 from atlas_files.record import Record
 
-FIXED = ["begin", "status_read", "status_write", "get", "put", "feed", "lease", "decide", "end"]
+FIXED = ["begin", "status_read", "status_write", "get", "put", "feed", "lease", "task", "decide",
+         "end"]
 WRITERS = {"status_write", "put", "decide", "end", "correct"}
 __all__ = ["frozen"]  # the fixture, used by name
 
@@ -50,13 +51,13 @@ def cli_error(root: Path, capsys: pytest.CaptureFixture[str], *args: str) -> dic
 def test_tools_list_has_the_fixed_names_annotations_and_output_schemas(rec: Record) -> None:
     listed, _ = listing(rec.root)
     tools = {t.name: t for t in listed.tools}
-    assert set(FIXED) <= set(tools) and len(tools) <= 14
+    assert set(FIXED) <= set(tools) and len(tools) <= 15
     for tool in tools.values():
         ann = tool.annotations
         assert ann is not None and None not in (ann.read_only_hint, ann.destructive_hint,
                                                 ann.idempotent_hint), tool.name
         assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
-        assert ann.read_only_hint is (tool.name not in WRITERS | {"lease"}), tool.name
+        assert ann.read_only_hint is (tool.name not in WRITERS | {"lease", "task"}), tool.name
     assert tools["lease"].annotations.destructive_hint is True  # a break takes a lease over
     assert tools["put"].annotations.destructive_hint is False  # versions are only added
     assert "identity" not in json.dumps([t.input_schema for t in tools.values()])
@@ -165,22 +166,59 @@ def test_the_librarys_warnings_reach_the_model(rec: Record) -> None:
 def test_read_only_lists_no_writing_tool_and_refuses_one_by_name(rec: Record) -> None:
     listed, _ = listing(rec.root, read_only=True)
     names = {t.name for t in listed.tools}
-    assert names == {"begin", "status_read", "get", "feed", "lease", "topics", "decisions",
-                     "search", "check"}
+    assert names == {"begin", "status_read", "get", "feed", "lease", "task", "topics",
+                     "decisions", "search", "check"}
     assert all(t.annotations.read_only_hint for t in listed.tools)
     lease = next(t for t in listed.tools if t.name == "lease")
     assert lease.input_schema["properties"]["action"]["enum"] == ["list", "show", "machines"]
+    task = next(t for t in listed.tools if t.name == "task")
+    assert task.input_schema["properties"]["action"]["enum"] == ["list", "show"]
     assert ADVISORY in (lease.description or "")
     before = snapshot(rec.root)
     for name, args in [("put", {"name": "plan", "body": "x"}), ("status_write", {"body": "x"}),
                        ("decide", {}), ("end", {"status": "x"}),
                        ("lease", {"action": "claim", "resource": "gpu1", "duration": "1h",
-                                  "why": "x"})]:
+                                  "why": "x"}),
+                       ("task", {"action": "add", "title": "x"})]:
         result = call(rec.root, name, args, read_only=True)
         assert result.is_error, name
     assert snapshot(rec.root) == before
     shown = call(rec.root, "lease", {"action": "show", "resource": "gpu0"}, read_only=True)
     assert shown.structured_content["holder"] == "bob"
+
+
+def test_the_task_tool_claims_refuses_held_and_stop_like_the_cli(rec: Record) -> None:
+    added = call(rec.root, "task", {"action": "add", "title": "eval the model"})
+    task_id = added.structured_content["id"]
+    assert added.structured_content["state"] == "ready"
+    taken = call(rec.root, "task", {"action": "next", "duration": "1h"})
+    assert taken.structured_content["task"]["holder"] == "alice"
+    assert run_atlas("--record", str(rec.root), "--as", "bob", "task", "claim", task_id,
+                     "--for", "1h").returncode == 4
+    assert run_atlas("--record", str(rec.root), "--as", "bob", "task", "add", "other"
+                     ).returncode == 0
+    again = call(rec.root, "task", {"action": "next", "duration": "1h"})
+    other = again.structured_content["task"]["id"]
+    assert run_atlas("--record", str(rec.root), "--as", "bob", "task", "release", other
+                     ).returncode == 4
+    refused = call(rec.root, "task", {"action": "claim", "id": task_id[:12]})
+    assert refused.is_error and text(refused).startswith("bad input: task claim needs")
+    assert not call(rec.root, "task", {"action": "done", "id": task_id}).is_error
+    stop = call(rec.root, "task", {"action": "claim", "id": task_id, "duration": "1h"})
+    assert stop.is_error and text(stop).startswith(f"stop: task {task_id}")
+    none = call(rec.root, "task", {"action": "next", "duration": "1h"})
+    assert none.structured_content == {"task": None}
+    listed = call(rec.root, "task", {"action": "list"}).structured_content
+    assert [t["id"] for t in listed["tasks"]] == [other]
+
+
+def test_the_task_tool_says_held_naming_the_holder(rec: Record) -> None:
+    task_id = call(rec.root, "task", {"action": "add", "title": "eval"}).structured_content["id"]
+    assert run_atlas("--record", str(rec.root), "--as", "bob", "task", "claim", task_id,
+                     "--for", "1h").returncode == 0
+    held = call(rec.root, "task", {"action": "claim", "id": task_id, "duration": "1h"})
+    assert held.is_error and text(held).startswith(f"held: task {task_id}")
+    assert "bob" in text(held)
 
 
 SDK = ("mcp", "mcp_types", "starlette", "uvicorn", "pydantic", "anyio", "httpx2")

@@ -208,3 +208,24 @@ def test_lease_with_paths_is_the_cli_with_paths(twins: tuple[Record, Record]) ->
     assert covering == cli(b, "lease", "ls", "--path", "src/app.py")
     assert [row["resource"] for row in covering["leases"]] == ["web"]
     assert tool(a, "lease", {"action": "list", "paths": ["README.md"]})["leases"] == []
+
+
+def test_task(twins: tuple[Record, Record]) -> None:
+    a, b = twins
+    got = tool(a, "task", {"action": "add", "title": "eval", "why": "numbers",
+                           "paths": ["src/"]})
+    want = cli(b, "task", "add", "eval", "--why", "numbers", "--paths", "src/")
+    task_ids = got["id"], want["id"]  # random in part
+    assert without_id(got) == without_id(want) and got["state"] == "ready"
+    got, want = tool(a, "task", {"action": "next", "duration": "1h"}), \
+        cli(b, "task", "next", "--for", "1h")
+    assert without_id(got["task"]) == without_id(want["task"])
+    got, want = tool(a, "task", {"action": "list"}), cli(b, "task", "ls")
+    assert [without_id(t) for t in got.pop("tasks")] == \
+        [without_id(t) for t in want.pop("tasks")]
+    assert got == want
+    got = tool(a, "task", {"action": "done", "id": task_ids[0], "why": "ran"})
+    want = cli(b, "task", "done", task_ids[1], "--why", "ran")
+    for doc in (got, want):
+        doc["ended"] = without_id(doc["ended"]) | {"task": None}
+    assert without_id(got) == without_id(want) and got["state"] == "done"

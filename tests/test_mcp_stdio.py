@@ -14,7 +14,8 @@ from support.runner import run_atlas, snapshot
 
 from atlas_files.api.leases import ADVISORY
 
-FIXED = {"begin", "status_read", "status_write", "get", "put", "feed", "lease", "decide", "end"}
+FIXED = {"begin", "status_read", "status_write", "get", "put", "feed", "lease", "task", "decide",
+         "end"}
 
 
 def written(files: dict[str, bytes]) -> dict[str, bytes]:
@@ -36,7 +37,7 @@ def test_stdio_lists_the_tools_and_stops_a_stale_put(tmp_path: Path) -> None:
     before = snapshot(rec.root)
     listed, stale, read = run(go)
     tools = {t.name: t for t in listed.tools}
-    assert FIXED <= set(tools) and len(tools) <= 14
+    assert FIXED <= set(tools) and len(tools) <= 15
     assert all(t.output_schema and t.annotations for t in tools.values())
     assert ADVISORY in (tools["lease"].description or "")
     assert len(listed.model_dump_json(by_alias=True, exclude_none=True)) < 16000

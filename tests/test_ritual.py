@@ -22,8 +22,8 @@ from atlas_files.record import Record
 from atlas_files.telemetry.rows import write_row
 
 BEGIN_KEYS = ["identity", "project", "started_at", "status", "new", "corrections",
-              "proposals", "decisions", "leases", "machines", "repository", "truncated",
-              "guard"]
+              "proposals", "decisions", "tasks", "leases", "machines", "repository",
+              "truncated", "guard"]
 
 
 def invoke(record: Record, *args: str, identity: str = "bob") -> Any:

@@ -11,7 +11,7 @@ import os
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from atlas_files import corrections, decisions, receipts, status, telemetry, timeutil
+from atlas_files import corrections, decisions, layout, receipts, status, tasks, telemetry, timeutil
 from atlas_files.artifacts import artifacts_folder, topic_streams
 from atlas_files.documents import Head, LatestHints
 from atlas_files.errors import AtlasError, warn
@@ -21,6 +21,8 @@ from atlas_files.sessions import Row, Told
 from atlas_files.text import field
 
 MAX_LINE = 240  # one item's line; the whole text stays in `atlas get` and friends
+# Ready tasks listed at most, newest first: the rest are one `atlas task ls --ready` away.
+READY_TASKS = 10
 # The short form of the lease sheet's limits, said wherever the briefing lists leases.
 LEASE_ADVISORY = ("Leases are advisory: nothing enforces them, and a machine nobody "
                   "leased may still be busy.")
@@ -207,6 +209,45 @@ def decision_section(record: Record, identity: str, project: str,
                    "atlas decisions")
 
 
+# -- tasks ------------------------------------------------------------------------------------
+
+
+def _record_line(text: str | None, limit: int = 120) -> str:
+    """Record text (a title, a why) on one line, escaped as every item line is
+    (``one_line``), so it never starts a line of its own."""
+    return one_line(text or "", limit)
+
+
+def task_section(record: Record, identity: str, project: str) -> Section:
+    """The tasks you hold (time left), the ones others hold (never shown as ready), then
+    the ready ones, newest first, at most READY_TASKS."""
+    try:
+        board = tasks.read_board(record, project, full=False)
+        found = tasks.states(record, board)
+    except (AtlasError, OSError) as exc:
+        warn(f"the tasks cannot be read: {getattr(exc, 'message', exc)}")
+        found = []
+    mine = [t for t in found if t.state == "claimed" and t.holder == identity]
+    others = [t for t in found if t.state == "claimed" and t.holder != identity]
+    ready = sorted((t for t in found if t.state == "ready"),
+                   key=lambda t: t.task.created_at, reverse=True)[:READY_TASKS]
+    items = []
+    for t, label in [*((t, "yours") for t in mine), *((t, "theirs") for t in others),
+                     *((t, "ready") for t in ready)]:
+        left = timeutil.format_duration(t.expires_in_s or 0)
+        said = {"yours": f"held by you for {left} more",
+                "theirs": f"held by {t.holder} for {left} more",
+                "ready": "ready"}[label]
+        why = f": {_record_line(t.task.why)}" if t.task.why else ""
+        line = f"task {t.id} ({said}): {_record_line(t.task.title)}{why}"
+        data = {"id": t.id, "title": t.task.title, "why": t.task.why, "state": t.state,
+                "holder": t.holder, "expires_at": t.expires_at,
+                "expires_in_s": t.expires_in_s, "paths": list(t.task.paths)}
+        items.append(Item(data, line, t.id))
+    return Section("tasks", "Tasks (take one with `atlas task next --for 2h`, finish with "
+                   "`atlas task done ID`)", tuple(items), "atlas task ls", footer=None)
+
+
 # -- leases and machines ---------------------------------------------------------------------
 
 
@@ -217,8 +258,8 @@ def lease_section(record: Record, identity: str) -> tuple[Section, dict[str, int
         warn(f"{problem} (left out of the briefing)")
     items = []
     for lease in leases:
-        if not lease.held:
-            continue
+        if not lease.held or lease.resource.startswith(layout.TASK_LEASE_PREFIX):
+            continue  # a task's claim is said in the tasks section
         who = "you" if lease.holder == identity else lease.holder
         data = {"resource": lease.resource, "holder": lease.holder, "why": lease.why,
                 "generation": lease.generation, "expires_at": lease.expires_at,

@@ -9,6 +9,8 @@ and only once:
 * a correction or retraction of something it read, or of something a version it read
   links to;
 * a new path lease of another identity covering a file it edited this session;
+* a task it wrote or holds waits for one that is now done; a task it held was taken by
+  another after its claim expired;
 * the status of its project moved.
 
 Said as context (bounded by ``news.limit`` characters; what was cut is counted), never a
@@ -231,6 +233,81 @@ def _leases(record: Record, base: Baseline, edited: Sequence[str],
     return out, moved
 
 
+def _task_claims(record: Record, base: Baseline,
+                 identity: str) -> tuple[list[Item], dict[str, int]]:
+    """Task claims of this identity that another took after they expired: the newest
+    generation of a ``task.*`` lease that moved, when it is a claim by someone else whose
+    previous generation was this identity's."""
+    leases_dir = str(record.leases_dir)
+    items: list[Item] = []
+    moved: dict[str, int] = {}
+    for name in sessions.lease_names(leases_dir):
+        if not name.startswith(layout.TASK_LEASE_PREFIX):
+            continue
+        where = os.path.join(leases_dir, name)
+        newest = sessions.newest_generation(where)
+        if newest <= base.leases.get(name, 0):
+            continue
+        moved[name] = newest
+        try:
+            gen = jsonfile.need_object(jsonfile.read(
+                os.path.join(where, f"g{newest:08d}.json"), 1 << 20), "a generation")
+        except (OSError, ValueError):
+            continue
+        previous = gen.get("previous")
+        holder = gen.get("holder")
+        if gen.get("action") != "claim" or not isinstance(holder, str) or holder == identity \
+                or not isinstance(previous, dict) or previous.get("holder") != identity:
+            continue
+        task_id = name[len(layout.TASK_LEASE_PREFIX):]
+        items.append(Item("task", _one_line(
+            f"your claim on task {task_id} expired and {holder} took it "
+            f"({timeutil.age_of(str(gen.get('written_at') or ''))}): stop working on it, or "
+            f"tell {holder} through the record what you did — `atlas task show {task_id}`")))
+    return items, moved
+
+
+def _tasks_done(record: Record, row: Row, since: str, identity: str) -> list[Item]:
+    """Tasks finished by others since ``since`` that a task this identity wrote waits for.
+    A finish is found by its file name alone (its id carries its time); the tasks that
+    wait are read only when one was found."""
+    folder = os.path.join(str(record.root), layout.PROJECTS, row.project, layout.TASKS)
+    try:
+        names = os.listdir(folder)
+        after = timeutil.parse_time(since).timestamp() * 1000
+    except (OSError, ValueError):
+        return []
+    finished: dict[str, str] = {}
+    open_tasks = []
+    for name in names:
+        m = layout.TASK_FILE.fullmatch(name)
+        if m is None:
+            continue
+        if m.group(2) is None:
+            open_tasks.append(m.group(1))
+        elif m.group(2) == "done" and layout.task_id_millis(m.group(3)) >= after:
+            finished[m.group(1)] = name
+    if not finished:
+        return []
+    ended = {n.split(".", 1)[0] for n in names if n.count(".") > 1}
+    items = []
+    for task_id in sorted(set(open_tasks) - ended):
+        meta = sessions.head(os.path.join(folder, f"{task_id}.md"))
+        waits = meta.get("after") if meta else None
+        if not meta or meta.get("author") != identity or not isinstance(waits, list):
+            continue
+        for dep in waits:
+            done = finished.get(dep) if isinstance(dep, str) else None
+            entry = sessions.head(os.path.join(folder, done)) if done else None
+            if entry is None or entry.get("author") == identity:
+                continue
+            items.append(Item("task", _one_line(
+                f"task {dep}, which your task {task_id} ({meta.get('title')}) waits for, "
+                f"was done by {entry.get('author')}: {entry.get('why') or ''} — "
+                f"`atlas task ls`")))
+    return items
+
+
 def _status(record: Record, row: Row, base: Baseline,
             identity: str) -> tuple[list[Item], int]:
     folder = str(record.path(layout.PROJECTS, row.project, layout.STATUS))
@@ -333,9 +410,11 @@ def after_tool(record: Record, identity: str, *, edited: Sequence[str] = (),
         status_items, status = _status(record, row, baseline, identity)
         topic_items, topics = _topics(record, row, read, baseline, identity)
         lease_items, leases = _leases(record, baseline, [*row.edited, *edited], identity)
+        claim_items, claims = _task_claims(record, baseline, identity)
         items = (topic_items + _corrections(record, row, read, since, identity)
-                 + lease_items + status_items)
-        baseline = _merge(baseline, status, topics, leases)
+                 + lease_items + claim_items + _tasks_done(record, row, since, identity)
+                 + status_items)
+        baseline = _merge(baseline, status, topics, {**claims, **leases})
     news_text, shown = _fit(items, cfg.news_limit)
     moved = baseline.to_json() != before.to_json()
     edited_new = [p for p in edited if p not in row.edited]

@@ -20,6 +20,7 @@ from atlas_files import corrections, leases, receipts, sessions, stopsign, timeu
 from atlas_files import status as statusmod
 from atlas_files.api import Worker, briefing, budget, reads, writes
 from atlas_files.api.activity import repository_briefing
+from atlas_files.api.stop import Claim, claims_held
 from atlas_files.artifacts import TopicSummary, artifacts_folder, topic_streams
 from atlas_files.artifacts import ls as list_topics
 from atlas_files.documents import LatestHints
@@ -58,7 +59,7 @@ class Briefing(NamedTuple):
         return {"identity": self.identity, "project": self.project,
                 "started_at": self.started_at, "status": self.status, "new": s["new"],
                 "corrections": s["corrections"], "proposals": s["proposals"],
-                "decisions": s["decisions"],
+                "decisions": s["decisions"], "tasks": s["tasks"],
                 "leases": {"advisory": briefing.LEASE_ADVISORY, "held": s["leases"]},
                 "machines": s["machines"], "repository": self.repository,
                 "truncated": list(self.truncated), "guard": s["guard"]}
@@ -82,6 +83,7 @@ class Ending(NamedTuple):
     todo: str | None
     told: tuple[dict[str, Any], ...] = ()  # what the guard and the news hook told, newest first
     told_lines: tuple[str, ...] = ()
+    tasks_held: tuple[Claim, ...] = ()  # task claims still held (their leases are in leases_held)
 
     def to_json(self) -> dict[str, Any]:
         return {"identity": self.identity, "project": self.project,
@@ -91,7 +93,8 @@ class Ending(NamedTuple):
                 "leases_held": [lease.to_json() for lease in self.leases_held],
                 "leases_released": [lease.to_json() for lease in self.leases_released],
                 "proposals_open": [t.to_json() for t in self.proposals_open],
-                "todo": self.todo, "guard": list(self.told)}
+                "todo": self.todo, "guard": list(self.told),
+                "tasks_held": [c.to_json() for c in self.tasks_held]}
 
 
 def _row(record: Record, identity: str) -> Row | None:
@@ -149,7 +152,8 @@ def _begin(worker: Worker, max_chars: int, go_on: bool) -> Briefing:
     new, proposals, latest = briefing.topics(record, identity, project, read)
     lease_sheet, generations, held = briefing.lease_section(record, identity)
     sections = [briefing.correction_section(record, identity, project, read, after), new, proposals,
-                briefing.decision_section(record, identity, project, after), lease_sheet,
+                briefing.decision_section(record, identity, project, after),
+                briefing.task_section(record, identity, project), lease_sheet,
                 briefing.machine_section(record, held),
                 briefing.told_section(previous, read, "What the edit guard and the news hook told "
                                 + ("this session so far" if goes_on else "your last session"))]
@@ -248,7 +252,9 @@ def end(worker: Worker, *, status: str | None = None, summary: str | None = None
                   warnings, mine, tuple(sessions.others(writes, identity)),
                   tuple(lease for lease in held if lease.resource not in released_names),
                   tuple(released), proposals, todo, tuple(i.data for i in told.items),
-                  tuple(i.line for i in told.items))
+                  tuple(i.line for i in told.items),
+                  tuple(claims_held(record, identity, project)) if not release_leases or not ok
+                  else ())
 
 
 def _receipts(record: Record, identity: str) -> dict[str, int]:

@@ -7,13 +7,83 @@ makes every turn slow.
 
 from __future__ import annotations
 
-from atlas_files import sessions
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from atlas_files import fsio, jsonfile, layout, sessions, timeutil
 from atlas_files.api import Worker
 from atlas_files.errors import DamagedFile
 from atlas_files.sessions import Write
 from atlas_files.text import field
 
+if TYPE_CHECKING:
+    from atlas_files.record import Record
+
 SHOWN = 8  # writes named in a block's reason
+
+
+class Claim(NamedTuple):
+    """A task claim its holder still has: said at `atlas end` and by the Stop hook."""
+
+    id: str
+    title: str | None
+    expires_at: str
+    expires_in_s: float
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.id, "title": self.title, "expires_at": self.expires_at,
+                "expires_in_s": self.expires_in_s}
+
+    def text(self) -> str:
+        title = " ".join((self.title or "?").split())[:80]
+        return f"{self.id} ({title}; {timeutil.format_duration(self.expires_in_s)} left)"
+
+
+def claims_held(record: Record, identity: str, project: str) -> list[Claim]:
+    """The unexpired task claims of ``identity`` in ``project``: the newest generation of
+    each ``task.*`` lease, read as JSON without the lease machinery (this runs at every
+    turn end). A claim it cannot read is left out: the hook only informs."""
+    leases = str(record.leases_dir)
+    tasks = os.path.join(str(record.root), layout.PROJECTS, project, layout.TASKS)
+    now = timeutil.now()
+    out = []
+    for name in sessions.lease_names(leases):
+        if not name.startswith(layout.TASK_LEASE_PREFIX):
+            continue
+        where = os.path.join(leases, name)
+        newest = sessions.newest_generation(where)
+        task_id = name[len(layout.TASK_LEASE_PREFIX):]
+        try:
+            gen = jsonfile.loads(fsio.read_nofollow(Path(where, f"g{newest:08d}.json"),
+                                                    1 << 20))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(gen, dict) or gen.get("holder") != identity \
+                or gen.get("action") == "release" or not isinstance(gen.get("expires_at"), str):
+            continue
+        try:
+            expires = timeutil.parse_time(gen["expires_at"])
+        except ValueError:
+            continue
+        if expires <= now:
+            continue
+        head = sessions.head(os.path.join(tasks, f"{task_id}.md"))
+        if head is None:
+            continue  # a task of another project
+        title = head.get("title")
+        out.append(Claim(task_id, title if isinstance(title, str) else None,
+                         timeutil.format_time(expires), (expires - now).total_seconds()))
+    return out
+
+
+def _claims_note(record: Record, identity: str, project: str) -> str:
+    held = claims_held(record, identity, project)
+    if not held:
+        return ""
+    return ("You still hold task claims: " + ", ".join(c.text() for c in held)
+            + ". Finish one with `atlas task done ID`, or give it back with `atlas task "
+            "release ID`; a claim you leave expires by itself.")
 
 
 class StopCheck:
@@ -47,8 +117,9 @@ def stop_check(worker: Worker) -> StopCheck:
         return StopCheck(True, f"no session row for {identity} (`atlas begin` did not run "
                          "for it): the stop was not checked")
     mine = tuple(sessions.mine(sessions.writes_since(record, row), identity))
+    claims = _claims_note(record, identity, row.project)
     if not mine or any(w.kind == "status" for w in mine):
-        return StopCheck(True, "", mine)
+        return StopCheck(True, claims, mine)
     # A label holds what a lease generation's file says its action was, and the project a
     # session row names: record text, escaped so that it stays inside this one line.
     shown = ", ".join(field(w.label, 80) for w in mine[:SHOWN])
@@ -59,4 +130,4 @@ def stop_check(worker: Worker) -> StopCheck:
               f"but not its status. Before you stop, write where things stand with "
               f"`atlas --as {identity} end --status TEXT` (or `-f FILE`): what you did, what "
               "holds now, what comes next. The next session reads the status first.")
-    return StopCheck(False, reason, mine)
+    return StopCheck(False, " ".join(x for x in (reason, claims) if x), mine)

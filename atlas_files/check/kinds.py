@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files import config as configmod
-from atlas_files import entries, frontmatter, fsio, timeutil
+from atlas_files import entries, frontmatter, fsio, layout, timeutil
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import DAMAGE, CheckRun, check_not_ahead, list_folder, per_file
@@ -20,7 +20,11 @@ from atlas_files.filesources import why_unreadable
 
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
 _ENTRY_HEAD = 64 * 1024  # enough to read the front matter of a file that may be an entry
-ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction"}
+ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction", "tasks": "task"}
+
+
+def _is_task_file(name: str) -> bool:
+    return layout.TASK_FILE.fullmatch(name) is not None
 
 
 @per_file
@@ -98,13 +102,14 @@ def check_row(ctx: CheckRun, path: Path, kind: str, key: str) -> None:
 
 def check_entry_folder(ctx: CheckRun, folder: Path, project: str, kind: str,
                        only: set[str] | None = None) -> None:
+    named = _is_task_file if kind == "task" else is_entry_file
     for name in sorted(list_folder(ctx, folder)):
         if only is not None and name not in only:
             continue
         path = folder / name
         if fsio.is_temp(name):
             debris.check_temp(ctx, path)
-        elif is_entry_file(name):
+        elif named(name):
             check_entry(ctx, path, project, kind)
         elif ctx.source.is_file(path) and not is_private(name):
             check_stray_entry(ctx, path, kind)
@@ -116,20 +121,21 @@ def check_stray_entry(ctx: CheckRun, path: Path, kind: str) -> None:
     case (``DEC-...``, uppercase hex), or Markdown holding an entry's front matter, it is an
     entry nobody will see: an error. Anything else is a stray file (a warning)."""
     name = path.name
-    meant = is_entry_file(name.lower())
+    named = _is_task_file if kind == "task" else is_entry_file
+    meant = named(name.lower())
     if not meant and name.lower().endswith(".md"):
         try:
             head, _ = ctx.source.read_limited(path, _ENTRY_HEAD)
             meta = frontmatter.parse(head.removeprefix(BOM)).meta
-            meant = meta.get("kind") in ("decision", "correction", "retraction") \
-                or isinstance(meta.get("id"), str) and is_entry_file(f"{meta['id']}.md")
+            meant = meta.get("kind") in entries.PREFIXES \
+                or isinstance(meta.get("id"), str) and named(f"{meta['id']}.md")
         except (OSError, *DAMAGE):
             meant = False
     if not meant:
         ctx.report.add(path, 1, "ATL032",
                        f"{name} is not a {kind} entry (<id>.md): readers ignore it")
         return
-    better = name.lower() if is_entry_file(name.lower()) else "<id>.md, its id as written"
+    better = name.lower() if named(name.lower()) else "<id>.md, its id as written"
     ctx.report.add(path, 1, "ATL036",
                    f"{name} is written as a {kind} entry, but readers do not list it "
                    f"(`atlas decisions` and every other reader skip it): name it {better}")

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlas_files import frontmatter
+from atlas_files import frontmatter, layout
 from atlas_files.check.index import VERSION_FILE_RE, is_entry_file
 from atlas_files.errors import BadInput
 from atlas_files.filesources import IndexSource
@@ -111,6 +111,8 @@ def immutable_kind(rel_in_record: tuple[str, ...]) -> str | None:
             return "version"
         if len(parts) == 4 and parts[2] in ("decisions", "corrections") \
                 and is_entry_file(parts[3]):
+            return "entry"
+        if len(parts) == 4 and parts[2] == layout.TASKS and layout.TASK_FILE.fullmatch(parts[3]):
             return "entry"
     if len(parts) == 3 and parts[0] == "leases" and parts[2].startswith("g") \
             and parts[2].endswith(".json") and parts[2][1:-5].isdigit():

@@ -142,7 +142,8 @@ def check_tree(ctx: CheckRun, scope: Scope) -> None:
 
 
 _PROJECT_FOLDERS = {"status": "the status folder", "artifacts": "the artifacts folder",
-                    "decisions": "the decisions folder", "corrections": "the corrections folder"}
+                    "decisions": "the decisions folder", "corrections": "the corrections folder",
+                    "tasks": "the tasks folder"}
 
 
 def check_project(ctx: CheckRun, folder: Path, scope: Scope) -> None:

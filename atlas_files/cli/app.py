@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "diff": "atlas_files.cli.core:diff",
     "feed": "atlas_files.cli.core:feed",
     "lease": "atlas_files.cli.leases:lease",
+    "task": "atlas_files.cli.tasks:task",
     "activity": "atlas_files.cli.activity:activity",
     "guard": "atlas_files.cli.guarding:guard",
     "news": "atlas_files.cli.guarding:news",

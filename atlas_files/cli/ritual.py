@@ -119,6 +119,10 @@ def _end_lines(result: ritual.Ending) -> list[str]:
     if result.leases_held:
         lines.append("leases you still hold (`--release-leases` gives them back): "
                      + ", ".join(lease.resource for lease in result.leases_held))
+    if result.tasks_held:
+        lines.append("tasks you still hold (`atlas task done ID` or `atlas task release ID`; "
+                     "a claim you leave expires by itself): "
+                     + ", ".join(c.text() for c in result.tasks_held))
     if result.proposals_open:
         lines.append("your proposals waiting for acceptance: "
                      + ", ".join(f"{t.name}@v{t.version}" for t in result.proposals_open))

@@ -12,7 +12,7 @@ from atlas_files.api import search as search_api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
 
-_KINDS = ("status", "artifact", "decision", "correction", "retraction")
+_KINDS = ("status", "artifact", "decision", "correction", "retraction", "task")
 
 
 def _safe(text: object) -> str:
@@ -43,8 +43,9 @@ def _lines(r: dict[str, Any]) -> list[str]:
     head = (f"{r['kind']:<10} {r['id']}  ({r['project']})  by {_safe(r['author'])}, "
             f"{timeutil.age_of(r['written_at'])}")
     lines = [head + (f"  {marks}" if marks else "")]
-    if r["kind"] == "decision":
-        lines.append(f"    topic: {_safe(r['name'])}")
+    if r["kind"] in ("decision", "task"):
+        label = "topic" if r["kind"] == "decision" else "title"
+        lines.append(f"    {label}: {_safe(r['name'])}")
     lines.append(f"    {r['snippet']}")
     for fix in r["marks"].get("corrected", ()):
         lines.append(f"    CORRECTED by {_safe(fix['author'])} ({fix['id']}): "

@@ -29,7 +29,8 @@ if TYPE_CHECKING:
     from atlas_files.record import Record
 
 __all__ = [
-    "ADVISORY", "Generation", "Lease", "Sheet", "break_lease", "claim", "covering", "current",
+    "ADVISORY", "Generation", "Lease", "Sheet", "break_lease", "check_duration", "claim",
+    "covering", "current",
     "ls", "overlapping", "release", "renew", "sheet", "show", "state_of",
 ]
 
@@ -57,6 +58,11 @@ def _check_duration(record: Record, duration_s: float, given: str | None = None)
             "atlas.yaml can raise the cap up to 24h)",
         )
     return float(duration_s)
+
+
+def check_duration(record: Record, duration_s: float, given: str | None = None) -> float:
+    """A claim's duration, refused (BadInput) unless above zero and within the cap."""
+    return _check_duration(record, duration_s, given)
 
 
 def parse_duration(text: str | None) -> float | None:

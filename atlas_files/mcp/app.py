@@ -33,17 +33,17 @@ INSTRUCTIONS = (
 )
 
 _STOP = ("Stop sign: if it moved past `expect` (default: the version you last read), "
-         "nothing is written and the result starts `stop:` naming who wrote which version: "
-         "read it, merge, write again.")
-_YOU = "you, this connection's identity (sessions sharing one share what is read)"
+         "nothing is written and the result starts `stop:` naming who wrote: read it, merge, "
+         "write again.")
+_YOU = "you (this connection's identity)"
 
 # name -> (description, output schema, writes). Names marked * are fixed by the design.
 SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "begin": (  # *
-        "Call first, once per session: the briefing, most urgent first and bounded: the "
-        f"status in full (marked read for {_YOU}), what is new since your last session, "
-        "corrections of what you read, open proposals, decisions, leases held, stale "
-        "machines. Records when your session began, for end.",
+        "Call first, once per session: the briefing, most urgent first, bounded: the "
+        f"status (marked read for {_YOU}), what is new since your last session, "
+        "corrections of what you read, proposals, decisions, tasks, leases, stale "
+        "machines. Records when your session began.",
         ritual.BEGIN_SCHEMA, False),
     "status_read": (  # *
         "The project's status (latest, or `version`) with author, age, corrections and "
@@ -74,6 +74,10 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         "holder that is gone (why). Held by another: the result starts `held:`. "
         f"`generation` makes a change conditional. {ADVISORY}",
         shapes.LEASE, True),
+    "task": (  # *
+        "Work items; a claim is a lease (claim again to renew). next: claims the oldest "
+        "ready task. drop needs why. Refusals: `held:` another holds it, `stop:` done.",
+        shapes.TASK, True),
     "decide": (  # *
         "Append a decision: what was recommended, what was chosen, their relation (stated, "
         "never inferred) and why. Nothing is ever edited: to fix one, use correct.",
@@ -105,6 +109,8 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         shapes.CHECK, False),
 }
 
+# Tools that a read-only server keeps, as their ``<name>_read`` method: list and show.
+_LOOKS = ("lease", "task")
 READ = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True)
 APPEND = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
 # A break takes a lease from its holder, a release ends one: not merely additive.
@@ -162,8 +168,8 @@ def _compact(schema: Any) -> Any:
 
 def make_tool(box: Toolbox, name: str, read_only: bool) -> Tool:
     description, schema, writes = SPECS[name]
-    fn = box.lease_read if name == "lease" and read_only else getattr(box, name)
-    if name == "lease":
+    fn = getattr(box, f"{name}_read") if name in _LOOKS and read_only else getattr(box, name)
+    if name in _LOOKS:
         annotations = READ if read_only else TAKE
     else:
         annotations = APPEND if writes else READ
@@ -187,9 +193,9 @@ class Served:
 
 def tool_names(read_only: bool) -> list[str]:
     """The tools a server lists: a read-only one only those that write no document, entry
-    or lease (the lease tool there only lists and shows)."""
+    or lease (the lease and task tools there only list and show)."""
     return [n for n, (_, _, writes) in SPECS.items()
-            if not read_only or not writes or n == "lease"]
+            if not read_only or not writes or n in _LOOKS]
 
 
 def build(served: Served, *, token_verifier: TokenVerifier | None = None,

@@ -11,7 +11,8 @@ from atlas_files.api import ritual as ritual_api
 from atlas_files.mcp.shapes import shape
 
 BEGIN_SCHEMA = shape("identity:s project:s started_at:s status:o? new:a corrections:a "
-                     "proposals:a decisions:a leases:o machines:a repository:o? truncated:a")
+                     "proposals:a decisions:a tasks:a leases:o machines:a repository:o? "
+                     "truncated:a")
 END_SCHEMA = shape("identity:s project:s started_at:s? ended_at:s? ok:b status:o? wrote:a "
                    "others:a leases_held:a leases_released:a proposals_open:a todo:s?")
 

@@ -27,6 +27,7 @@ from atlas_files.api import decisions as decisions_api
 from atlas_files.api import leases as leases_api
 from atlas_files.api import search as search_api
 from atlas_files.api import status as status_api
+from atlas_files.api import tasks as tasks_api
 from atlas_files.api import telemetry as telemetry_api
 from atlas_files.errors import AtlasError
 from atlas_files.mcp import ritual
@@ -52,7 +53,9 @@ Generation = Annotated[int | None, Field(ge=0, description="act only at this gen
 Paths = Annotated[list[str], Field(description=(
     "claim: repository path globs it covers (src/**); list: leases covering this one file"))]
 LeaseAction = Literal["list", "show", "machines", "claim", "renew", "release", "break"]
-SearchKind = Literal["status", "artifact", "decision", "correction", "retraction"]
+TaskAction = Literal["list", "show", "add", "claim", "next", "done", "drop", "release"]
+TaskId = str | None  # the id, or any unique prefix of it
+SearchKind = Literal["status", "artifact", "decision", "correction", "retraction", "task"]
 Relation = Literal["agreed", "disagreed", "timed-out"]
 
 log = logging.getLogger("atlas.mcp")
@@ -203,6 +206,46 @@ class Toolbox:
                          paths: Paths = []) -> CallToolResult:  # noqa: B006
         """`lease` of a read-only server: only looks."""
         return await self.lease(action, resource, paths=paths)
+
+    # -- tasks --------------------------------------------------------------------------
+
+    async def task(self, action: TaskAction, id: TaskId = None,
+                   title: str | None = None, why: str | None = None,
+                   duration: str | None = None,
+                   after: list[str] = [], paths: list[str] = [],  # noqa: B006
+                   link: str | None = None,
+                   ) -> CallToolResult:
+        if action == "list":
+            return await self.call(lambda w: tasks_api.ls(w))
+        if action == "add":
+            if not title:
+                return bad_input("task add needs a title; nothing was written",
+                                 "e.g. title: one line saying what is to be done")
+            return await self.call(lambda w: tasks_api.add(w, title, why, after, paths))
+        if action in ("next", "claim") and not duration:
+            return bad_input(f"task {action} needs a duration; nothing was claimed",
+                             "e.g. duration: 2h (claim again to renew)")
+        if action == "next":
+            return await self.call(lambda w: tasks_api.next_(w, duration or ""))
+        if not id:
+            return bad_input(f"task {action} needs an id", "task list shows each task's id")
+        if action == "show":
+            return await self.call(lambda w: tasks_api.show(w, id))
+        if action == "claim":
+            return await self.call(lambda w: tasks_api.claim(w, id, duration or ""))
+        if action == "done":
+            return await self.call(lambda w: tasks_api.done(w, id, why, link))
+        if action == "drop":
+            if not why:
+                return bad_input("task drop needs why; nothing was changed",
+                                 "say why it will not be done")
+            return await self.call(lambda w: tasks_api.drop(w, id, why, link))
+        return await self.call(lambda w: tasks_api.release(w, id))
+
+    async def task_read(self, action: Literal["list", "show"],
+                        id: TaskId = None) -> CallToolResult:
+        """`task` of a read-only server: only looks."""
+        return await self.task(action, id)
 
     # -- decisions and corrections ------------------------------------------------------
 

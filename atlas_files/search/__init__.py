@@ -29,7 +29,7 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000
 # `--kind` values; correction covers retractions too (a retraction is a kind of
 # correction), and retraction alone may be asked for.
-KIND_CHOICES = ("status", "artifact", "decision", "correction", "retraction")
+KIND_CHOICES = ("status", "artifact", "decision", "correction", "retraction", "task")
 _SPARE = 16  # rows fetched beyond the limit, in case some file vanished meanwhile
 
 

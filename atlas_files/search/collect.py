@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import entries, frontmatter, fsio, timeutil
+from atlas_files import entries, frontmatter, fsio, layout, timeutil
 from atlas_files.artifacts import topic_streams
 from atlas_files.documents import FRONT_MATTER_ALLOWANCE
 from atlas_files.errors import BadInput
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from atlas_files.record import Record
 
 # Kinds of results, and the kinds `--kind` accepts (correction covers retractions).
-KINDS = ("status", "artifact", "decision", "correction", "retraction")
+KINDS = ("status", "artifact", "decision", "correction", "retraction", "task")
 # A file the index knows but could not read: kept so it is not read again and again.
 DAMAGED = "damaged"
 # SQLite's integers hold 18 decimal digits whatever they are.
@@ -44,7 +44,7 @@ class Folder:
     rel: str          # record-relative, "/"-separated: the key in the index
     path: str
     project: str
-    kind: str         # "status", "artifact" (one topic), "decisions" or "corrections"
+    kind: str         # "status", "artifact" (one topic), "decisions", "corrections", "tasks"
     stream: Stream | None = None  # for versions
 
 
@@ -81,7 +81,7 @@ def folders(record: Record, project: str) -> list[Folder]:
     for stream in topic_streams(record, project):
         out.append(Folder(f"{base}/artifacts/{stream.name}", str(stream.folder), project,
                           "artifact", stream))
-    for sub in ("decisions", "corrections"):
+    for sub in ("decisions", "corrections", layout.TASKS):
         out.append(Folder(f"{base}/{sub}", str(record.path("projects", project, sub)),
                           project, sub))
     return out
@@ -101,7 +101,7 @@ def folder_at(record: Record, project: str, rel: str) -> Folder | None:
         if len(parts) == 4 and parts[2] == "artifacts":
             stream = record.artifact_stream(parts[3], project)
             return Folder(rel, str(stream.folder), project, "artifact", stream)
-        if parts[2:] in (["decisions"], ["corrections"]):
+        if parts[2:] in (["decisions"], ["corrections"], [layout.TASKS]):
             return Folder(rel, str(record.path("projects", project, parts[2])), project,
                           parts[2])
     except BadInput:  # not a name, or a symlinked folder
@@ -112,6 +112,8 @@ def folder_at(record: Record, project: str, rel: str) -> Folder | None:
 def names_a_file(folder: Folder) -> Callable[[str], bool]:
     """Whether a name is one of ``folder``'s published files: a version of its stream, or
     an entry."""
+    if folder.kind == layout.TASKS:
+        return _is_task
     if folder.stream is None:
         return entries.is_entry_file
     pattern = re.compile(rf"^{re.escape(folder.stream.name)}\.v([0-9]{{4,}})\.md$")
@@ -125,6 +127,12 @@ def names_a_file(folder: Folder) -> Callable[[str], bool]:
             and len(m.group(1)) <= MAX_VERSION_DIGITS
 
     return wanted
+
+
+def _is_task(name: str) -> bool:
+    """A task itself; what happened to it (done, dropped) is not searched."""
+    m = layout.TASK_FILE.fullmatch(name)
+    return m is not None and m.group(2) is None
 
 
 def listing(folder: Folder) -> dict[str, int]:
@@ -216,10 +224,15 @@ def _version(folder: Folder, file: str, ino: int, data: bytes, stamp: str) -> Do
 def _entry(folder: Folder, file: str, ino: int, data: bytes, stamp: str) -> Doc:
     e = entries.parse_entry(entries_path(folder, file), data)
     m = e.meta
-    expected = ("decision",) if folder.kind == "decisions" else ("correction", "retraction")
+    expected = {"decisions": ("decision",), layout.TASKS: ("task",)}.get(
+        folder.kind, ("correction", "retraction"))
     if e.kind not in expected:
         raise BadInput(f"a {e.kind} among the {folder.kind}")
     author, at = str(m.get("author", "")), str(m.get("at", ""))
+    if e.kind == "task":
+        return Doc(file, ino, "task", folder.project, _text(m.get("title")), None, e.id,
+                   author=author, written_at=at, head=_text(m.get("title")),
+                   why=_text(m.get("why")), stamp=stamp)
     if e.kind == "decision":
         accepts = m.get("accepts")
         return Doc(

@@ -174,6 +174,8 @@ def _fields(parsed: frontmatter.Parsed, kind: str) -> list[tuple[str, str]]:
                 ("recommended", text("recommended")), ("chosen", text("chosen"))]
     if kind == "retraction":
         return [("why", text("why")), ("about", text("ref"))]
+    if kind == "task":
+        return [("title", text("title")), ("why", text("why"))]
     return [("what", text("what")), ("about", text("ref"))]
 
 

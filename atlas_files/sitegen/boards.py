@@ -256,3 +256,75 @@ def _machine(row: Any) -> str:
                     f'data-atlas-stale-after="{float(row.stale_after_s):.0f}"')
     return (f'<div class="atlas-machine" id="machine--{text(row.machine)}"{observed}>\n'
             + "\n".join(inner) + "\n</div>\n\n")
+
+
+RECENTLY_DONE = 20
+
+
+def tasks(ctx: PageContext, project: Any, advisory: str) -> str:
+    """One project's board: ready, claimed (each with a countdown the reader's browser
+    keeps running), blocked (with what blocks it), and the most recently finished."""
+    page = urls.tasks_page(project.name)
+    states = list(project.tasks)
+    out = [front_matter(f"Tasks: {project.name}", hide_toc=True),
+           f"# Tasks of {heading(project.name)}\n\n"]
+    out.append(f.block(
+        '<p class="admonition-title">A claim is a lease</p>'
+        f'<p class="atlas-advisory">{text(advisory)}</p>', "admonition note"))
+    out.append(f.block(
+        f"<p>As read when the site was built, {f.when(timeutil.format_time(ctx.now))}; "
+        "each claim's countdown is recomputed by your browser, so a claim whose time "
+        "passed reads as expired. Take a task with <code>atlas task next --for 2h</code>, "
+        "finish it with <code>atlas task done ID</code>.</p>"))
+
+    def row(st: Any, *cells: str) -> str:
+        title = f'{text(st.task.title)}<br>{f.ident(st.id)}'
+        why = f'<div class="atlas-text">{text(st.task.why or "")}</div>'
+        paths = "".join(f'<br><span class="atlas-meta">touches <code>{text(p)}</code></span>'
+                        for p in st.task.paths)
+        return (f'<td>{title}{paths}</td><td>{why}</td>' + "".join(cells))
+
+    ready = [st for st in states if st.state == "ready"]
+    claimed = [st for st in states if st.state == "claimed"]
+    blocked = [st for st in states if st.state == "blocked"]
+    finished = sorted((st for st in states if st.ended is not None),
+                      key=lambda st: st.ended.at, reverse=True)[:RECENTLY_DONE]
+    sections = []
+    sections.append(("Ready", ["Task", "Why", "Added"], [
+        f'<tr id="task--{text(st.id)}">'
+        + row(st, f"<td>{f.when_short(st.task.created_at)}<br>by {text(st.task.author)}</td>")
+        + "</tr>" for st in ready]))
+    sections.append(("Claimed", ["Task", "Why", "Holder", "Claim"], [
+        f'<tr id="task--{text(st.id)}" data-atlas-expires="{text(st.expires_at or "")}" '
+        'data-atlas-expired-state="ready (claim expired)">'
+        + row(st, f"<td>{text(st.holder or '')}</td>",
+              f'<td><span class="atlas-state">{f.mark("held", "claimed")}</span> '
+              f'<span class="atlas-countdown">expires in '
+              f"{timeutil.format_duration(st.expires_in_s or 0)}</span></td>")
+        + "</tr>" for st in claimed]))
+    sections.append(("Blocked", ["Task", "Why", "Waits for"], [
+        f'<tr id="task--{text(st.id)}">'
+        + row(st, "<td>" + "<br>".join(
+            f"{f.ident(b.id)} {text(b.title or '')}: {text(b.why)}" for b in st.blocked_by)
+            + "</td>")
+        + "</tr>" for st in blocked]))
+    sections.append(("Recently done", ["Task", "Why", "Ended"], [
+        f'<tr id="task--{text(st.id)}">'
+        + row(st, f"<td>{f.mark('free' if st.state == 'done' else 'retracted', st.state)} "
+              f"by {text(st.ended.author)}<br>{f.when_short(st.ended.at)}"
+              f'<div class="atlas-text">{text(st.ended.why or "")}</div></td>')
+        + "</tr>" for st in finished]))
+    for title, head, rows in sections:
+        out.append(f"## {title}\n\n")
+        if rows:
+            ident = f"atlas-tasks-{title.split()[-1].lower()}"
+            out.append(f.block(f.table(head, rows, ident=ident)))
+        else:
+            out.append(f.block(f"<p>No task is {title.lower()}.</p>"
+                               if title != "Recently done" else "<p>No task is done yet.</p>"))
+    for st in states:
+        if st.ended is not None:
+            ctx.event(st.ended.at, project.name,
+                      f"task {st.state}: {f.truncate(st.task.title, 60)}", page,
+                      f"task--{st.id}", st.ended.author)
+    return "".join(out)

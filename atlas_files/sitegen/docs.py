@@ -32,6 +32,7 @@ from atlas_files.sitegen import boards, listings, model, pages, topics, urls
 from atlas_files.sitegen.cache import CACHE_DIR, SiteCache, TopicCache
 from atlas_files.sitegen.files import Writer, prepare_out_dir
 from atlas_files.sitegen.sanitize import BodyRenderer
+from atlas_files.tasks import ADVISORY as TASK_ADVISORY
 
 if TYPE_CHECKING:
     from atlas_files.record import Record
@@ -101,7 +102,7 @@ def _write_pages(ctx: pages.PageContext, record: Record, docs: Writer, name: str
     """Every page and the site's assets into ``docs``, the rest pruned; (versions shown,
     the pages, relative to docs/)."""
     snap = ctx.snap
-    total = sum(len(p.topics) for p in snap.projects) + len(snap.projects) + 6
+    total = sum(len(p.topics) for p in snap.projects) + len(snap.projects) + 7
     done = 0
 
     def step(n: int = 1) -> None:
@@ -126,6 +127,8 @@ def _write_pages(ctx: pages.PageContext, record: Record, docs: Writer, name: str
     boards_and_indexes: tuple[Callable[[], list[listings.Page]], ...] = (
         lambda: [(urls.DECISIONS, boards.decisions(ctx))],
         lambda: [(urls.LEASES, boards.leases(ctx, ADVISORY))],
+        lambda: [(urls.tasks_page(p.name), boards.tasks(ctx, p, TASK_ADVISORY))
+                 for p in snap.projects],
         lambda: [(urls.TELEMETRY, boards.telemetry(ctx))],
         lambda: listings.artifacts_pages(ctx),
         lambda: listings.marks_pages(ctx),
@@ -165,6 +168,7 @@ def render_config(snap: model.Snapshot, name: str) -> str:
         {"Status": [{p.name: urls.status_page(p.name)} for p in snap.projects]},
         {"Artifacts": urls.ARTIFACTS},
         {"Decisions": urls.DECISIONS},
+        {"Tasks": [{p.name: urls.tasks_page(p.name)} for p in snap.projects]},
         {"Leases": urls.LEASES},
         {"Telemetry": urls.TELEMETRY},
         {listings.MARKS_TITLE: urls.TAGS},

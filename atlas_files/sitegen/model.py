@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import artifacts, corrections, decisions, leases, telemetry
+from atlas_files import artifacts, corrections, decisions, leases, tasks, telemetry
 from atlas_files.names import is_name
 from atlas_files.sitegen.reading import UNREADABLE, Withheld, describe, read_version
 from atlas_files.sitegen.urls import Known
@@ -55,6 +55,7 @@ class ProjectData:
     fixes: dict[str, list[Correction]] = field(default_factory=dict)  # ref -> corrections
     retractions: dict[str, Correction] = field(default_factory=dict)
     accepted: dict[str, str] = field(default_factory=dict)  # proposal ref -> decision id
+    tasks: list[Any] = field(default_factory=list)  # tasks.TaskState, oldest first
 
     def marks(self, ref: str, proposal: bool = False) -> Marks:
         return Marks(
@@ -122,6 +123,9 @@ def load(record: Record, now: datetime) -> Snapshot:
         snap.known.topics[name] = {t: set(v) for t, v in project.topics.items()}
         snap.known.status[name] = set(project.status_versions)
         _guarded(snap, f"projects/{name}", partial(_load_log, record, project, snap))
+    for project in snap.projects:
+        _guarded(snap, f"projects/{project.name}/tasks",
+                 partial(_load_tasks, record, project, snap))
     _guarded(snap, "leases", lambda: _load_leases(record, snap))
     _guarded(snap, "telemetry", lambda: _load_telemetry(record, snap))
     return snap
@@ -152,6 +156,13 @@ def _load_log(record: Record, project: ProjectData, snap: Snapshot) -> None:
             project.retractions.setdefault(c.ref, c)
         else:
             project.fixes.setdefault(c.ref, []).append(c)
+
+
+def _load_tasks(record: Record, project: ProjectData, snap: Snapshot) -> None:
+    board = tasks.read_board(record, project.name)
+    project.tasks = tasks.states(record, board)
+    for bad in board.unreadable:
+        snap.problems.append(Problem(relative(record, Path(bad.path)), bad.message))
 
 
 def _load_leases(record: Record, snap: Snapshot) -> None:

@@ -30,6 +30,10 @@ def status_page(project: str) -> str:
     return f"status/{project}.md"
 
 
+def tasks_page(project: str) -> str:
+    return f"tasks/{project}.md"
+
+
 def topic_page(project: str, topic: str) -> str:
     return f"artifacts/{project}/{topic}.md"
 

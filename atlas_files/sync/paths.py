@@ -24,9 +24,11 @@ _VERSION = re.compile(
     rf"(?:(?P<status>{layout.STATUS})/status|{layout.ARTIFACTS}/(?P<topic>{_NAME})/(?P=topic))"
     r"\.v(?P<number>[0-9]{4,})\.md"
 )
+_TASK = layout.TASK_FILE.pattern.removesuffix(r"\.md")
 _ENTRY = re.compile(
-    rf"{layout.PROJECTS}/(?P<project>{_NAME})/(?P<kind>{layout.DECISIONS}|{layout.CORRECTIONS})"
-    rf"/(?P<id>{ENTRY_ID_PATTERN.strip('^$')})\.md"
+    rf"{layout.PROJECTS}/(?P<project>{_NAME})/"
+    rf"(?:(?P<kind>{layout.DECISIONS}|{layout.CORRECTIONS})/(?P<id>{ENTRY_ID_PATTERN.strip('^$')})"
+    rf"|{layout.TASKS}/(?P<task>{_TASK}))\.md"
 )
 _LEASE = re.compile(rf"{layout.LEASES}/(?P<resource>{_NAME})/g(?P<number>[0-9]{{8,}})\.json")
 CONFIG_FILES = frozenset({layout.CONFIG_NAME, "README.md", guide.BESIDE_NAME, ".gitignore"})
@@ -55,7 +57,8 @@ class Kind(NamedTuple):
                 return f"status v{self.number} of {self.project}"
             return f"{self.name} v{self.number} ({self.project})"
         if self.what == "entry":
-            what = "decision" if self.name.startswith("dec-") else "correction"
+            what = "decision" if self.name.startswith("dec-") else "correction" \
+                if self.name.startswith("cor-") else "task"
             return f"{what} {self.name} ({self.project})"
         if self.what == "lease":
             return f"lease {self.name} generation {self.number}"
@@ -70,7 +73,7 @@ def kind(path: str) -> Kind:
             return Kind("version", m["project"], name, int(m["number"]))
     m = _ENTRY.fullmatch(path)
     if m:
-        return Kind("entry", m["project"], m["id"])
+        return Kind("entry", m["project"], m["id"] or m["task"])
     m = _LEASE.fullmatch(path)
     if m:
         return Kind("lease", "", m["resource"], int(m["number"]))

@@ -43,7 +43,9 @@
         row.classList.remove("atlas-expired");
       } else {
         if (countdown) { countdown.textContent = "expired " + span(-left) + " ago"; }
-        if (state) { state.textContent = "free (expired)"; }
+        if (state) {
+          state.textContent = row.getAttribute("data-atlas-expired-state") || "free (expired)";
+        }
         row.classList.add("atlas-expired");
       }
     }

@@ -23,6 +23,7 @@ Say = Callable[[str], None]
 SCENES = (
     "atlas_files.cli.demo.core",
     "atlas_files.cli.demo.leases",
+    "atlas_files.cli.demo.tasks",
     "atlas_files.cli.demo.decisions",
     "atlas_files.cli.demo.telemetry",
     "atlas_files.cli.demo.check",
