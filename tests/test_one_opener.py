@@ -101,6 +101,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("sync/repo.py", "_url_in_file", ".read_text"): GIT + " (config)",
     ("sync/repo.py", "_read_refs", ".read_bytes"): GIT + " (a loose ref)",
     ("sync/repo.py", "_packed_refs", ".read_bytes"): GIT + " (packed-refs)",
+    ("tasks.py", "_EntryReader._load", "open"): USER,
     ("usercache.py", "write_json", "open"): USER,
     ("volclock.py", "_sample", "os.open"): PROBE,
     ("volume.py", "mount_of", "open"): "/proc/self/mountinfo",
