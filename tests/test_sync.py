@@ -268,7 +268,7 @@ def test_an_edit_in_place_of_a_published_version_is_refused(team: tuple[Team, Pa
     assert put(alice, "alice", "other", "new\n", "--no-sync")[0] == 0
     code, out, err = cli(alice, "sync", "--json")
     assert code == 1, err
-    assert json.loads(out)["error"]["kind"] == "history_changed"
+    assert json.loads(out)["error"]["kind"] == "damaged"
     assert "plan.v0001.md" in err and "append-only" in err
     assert remote.remote_head() == before  # nothing pushed, not even the new topic
     path.unlink()
