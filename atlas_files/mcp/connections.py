@@ -32,10 +32,10 @@ HEAD_S = 10.0
 IDLE_S = 30.0
 REQUEST_S = 300.0
 MOST = 512
-# Descriptors kept for all but connections: the tools' own (each of up to 40 worker
-# threads holds a few folders and files of the record open: about 100 at once were seen
-# under 50 busy clients, 26 calls failed for want of them at 256 with 256 kept), refused
-# connections while they linger (MOST_LINGERING), the state file, logs.
+# Descriptors kept for all but the connections served: the tools' own (each of up to 40
+# worker threads holds a few folders and files of the record open: about 100 at once were
+# seen under 50 busy clients, where 64 kept made calls fail), refused connections until
+# they are answered (MOST_REFUSED), the state file, logs.
 SPARE_FDS = 384
 # A refused connection is answered once its request is read: closed before, its client's
 # request would be answered with a reset, which the client reads as a failed call, not a
