@@ -34,6 +34,7 @@ class GitFailed(AtlasError):
     repository, a lock another git holds): an environment problem, not a bug."""
 
     exit_code = 2
+    kind = "environment"
 
 
 class NotARepository(BadInput, GitFailed):

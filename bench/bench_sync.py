@@ -12,9 +12,11 @@
    interpreter alone, with click, with click and yaml, `atlas --version`, and the imports
    of the two commands measured (what a Python CLI pays before any git work).
 3. CLONES clones writing to one remote for SECONDS s, each a new version of its own topic
-   as fast as it can (a synced write: fetch, write, commit, push; retry after a lost
-   race): writes landed per second, retries per write (p50, p99), and whether every write
-   a clone was told landed is on the remote.
+   (with --one-topic, all of them the same topic) as fast as it can (a synced write:
+   fetch, write, commit, push; retry after a lost race): writes landed per second,
+   retries per write (p50, p99), and whether every write a clone was told landed is on
+   the remote. Then the drafts the lost races left: how many wait in the clones, and how
+   many of those a later version by the same writer superseded (target: 0).
 
 Medians of interleaved runs; a ratio is two figures from the same run.
 """
@@ -36,7 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import atlas_argv, clean_env, command_server, interleaved
 
-from atlas_files import frontmatter
+from atlas_files import frontmatter, layout, timeutil
 from atlas_files.api import Worker, core, syncing
 from atlas_files.record import Record
 from atlas_files.sync.engine import Engine
@@ -197,7 +199,7 @@ def version_ms(env: dict[str, str]) -> float:
                              for _ in range(5)) * 1000
 
 
-def _writer(clone: str, who: str, seconds: float, start: Any, out: str) -> None:
+def _writer(clone: str, who: str, seconds: float, start: Any, out: str, topic: str) -> None:
     # sync=False: the engine's steps are run here, around a put that must not sync again.
     worker = Worker.open(clone, who, sync=False)
     cfg = worker.record.config.sync
@@ -205,6 +207,7 @@ def _writer(clone: str, who: str, seconds: float, start: Any, out: str) -> None:
     retries: list[int] = []
     landed: list[int] = []
     lost = 0
+    removed = 0
     failures: list[str] = []
     start.wait()
     stop = time.monotonic() + seconds
@@ -216,24 +219,53 @@ def _writer(clone: str, who: str, seconds: float, start: Any, out: str) -> None:
                 engine.start(died_at)
                 engine.commit_and_pull("sync")
                 engine.exchange()
-                n = len(landed)
-                written = core.put(worker, f"t-{who}", f"write {n} of {who}\n", expect=n)
-                engine.commit_local(f"put t-{who} v{written.version}")
+                n = worker.record.artifact_stream(topic, worker.project).latest()
+                written = core.put(worker, topic, f"write {len(landed)} of {who}\n",
+                                   expect=n)
+                engine.commit_local(f"put {topic} v{written.version}")
                 engine.exchange()
         except Exception as exc:  # noqa: BLE001 - counted and reported, never hidden
             failures.append(f"{type(exc).__name__}: {exc}")
             if len(failures) > 20:
                 break
             continue
+        finally:
+            removed += len(engine.tally.drafts_removed)
         if engine.tally.collisions:
             lost += 1
+            continue  # told it lost: its version is a draft, not a landed write
         retries.append(engine.tally.retries)
         landed.append(written.version)
     Path(out).write_text(json.dumps({"retries": retries, "landed": landed, "lost": lost,
-                                     "failures": failures[:3]}))
+                                     "removed": removed, "failures": failures[:3]}))
 
 
-def simulation(root: Path, clones: int, seconds: float) -> None:
+def _versions(folder: Path) -> dict[int, tuple[str, float]]:
+    """Each version of a topic's folder: its author and when it was written (epoch s)."""
+    out = {}
+    for f in folder.glob("*.v*.md"):
+        meta = frontmatter.parse(f.read_bytes()).meta
+        out[meta["version"]] = (meta["author"], timeutil.parse_time(
+            str(meta["written_at"])).timestamp())
+    return out
+
+
+def _stale_drafts(clone: Path, on_remote: dict[int, tuple[str, float]]) -> tuple[int, int]:
+    """(drafts waiting in ``clone``, those a later version by the same writer, written
+    after the draft was kept, superseded: one on the remote, or another draft)."""
+    kept = {}
+    for draft in (clone / layout.DRAFTS).rglob("*.md"):
+        meta = frontmatter.parse(draft.read_bytes()).meta
+        kept[draft] = (meta["version"], meta["author"], timeutil.parse_time(
+            str(meta["written_at"])).timestamp())
+    later = [*on_remote.items(), *((n, (who, at)) for n, who, at in kept.values())]
+    stale = sum(any(m > n and who == author and at > draft.stat().st_mtime
+                    for m, (who, at) in later)
+                for draft, (n, author, _) in kept.items())
+    return len(kept), stale
+
+
+def simulation(root: Path, clones: int, seconds: float, one_topic: bool) -> None:
     remote, first = make_team(root / "sim", 0, auto=True)
     paths = []
     for i in range(clones):
@@ -245,7 +277,7 @@ def simulation(root: Path, clones: int, seconds: float) -> None:
     start = ctx.Event()
     outs = [root / "sim" / f"out{i}.json" for i in range(clones)]
     procs = [ctx.Process(target=_writer, args=(str(p), f"w{i:02d}", seconds, start,
-                                               str(o)))
+                                               str(o), "shared" if one_topic else f"t-w{i:02d}"))
              for i, (p, o) in enumerate(zip(paths, outs, strict=True))]
     for p in procs:
         p.start()
@@ -261,11 +293,16 @@ def simulation(root: Path, clones: int, seconds: float) -> None:
     failures = [f for res in results for f in res["failures"]]
     check = root / "sim" / "check"
     git(root, "clone", "-q", str(remote), str(check))
-    missing = 0
+    missing = left = stale = 0
     for i, res in enumerate(results):
-        topic = check / "projects" / "main" / "artifacts" / f"t-w{i:02d}"
-        on_remote = {int(f.name.split(".v")[1][:-3]) for f in topic.glob("*.md")}
-        missing += len(set(res["landed"]) - on_remote)
+        topic = check / "projects" / "main" / "artifacts" / (
+            "shared" if one_topic else f"t-w{i:02d}")
+        on_remote = _versions(topic)
+        who = f"w{i:02d}"
+        missing += sum(on_remote.get(n, ("",))[0] != who for n in res["landed"])
+        waiting, superseded = _stale_drafts(paths[i], on_remote)
+        left += waiting
+        stale += superseded
     merges = git(check, "rev-list", "--min-parents=2", "--count", "HEAD")
     p50 = retries[len(retries) // 2] if retries else 0
     p99 = retries[min(len(retries) - 1, int(len(retries) * 0.99))] if retries else 0
@@ -273,8 +310,12 @@ def simulation(root: Path, clones: int, seconds: float) -> None:
           f"the stragglers' last write): {landed / elapsed:.1f} writes landed/s ({landed:,} "
           f"in all); retries per write p50 {p50}, p99 {p99}, max {retries[-1] if retries else 0}; "
           f"{missing} landed writes missing from the remote, {merges} merge commits, "
-          f"{sum(r['lost'] for r in results)} drafts; {len(failures)} writes failed"
+          f"{sum(r['lost'] for r in results)} writes lost a race (each kept as a draft, "
+          f"exit 3); {len(failures)} writes failed"
           + (f" (e.g. {failures[0]})" if failures else "") + f"; {os.cpu_count()} CPUs")
+    print(f"drafts: {left} wait in the clones, {stale} of them superseded by a later version "
+          f"of the same writer, landed or a draft itself (target 0); the syncs removed "
+          f"{sum(r['removed'] for r in results)} so superseded")
 
 
 def main() -> None:
@@ -283,6 +324,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--clones", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--one-topic", action="store_true",
+                        help="every clone writes the same topic (the race drafts come of)")
     parser.add_argument("--skip", default="", help="comma-separated: noop,put,floors,sim")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
@@ -305,7 +348,7 @@ def main() -> None:
         if "floors" not in skip:
             startup_floors(args.rounds, env)
         if "sim" not in skip:
-            simulation(root, args.clones, args.seconds)
+            simulation(root, args.clones, args.seconds, args.one_topic)
 
 
 if __name__ == "__main__":

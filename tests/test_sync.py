@@ -109,8 +109,61 @@ def test_a_version_that_lost_the_race_becomes_a_draft(team: tuple[Team, Path]) -
     # Once read, the draft's text can be written as the next version.
     assert cli(bob, "get", "plan", identity="bob")[0] == 0
     assert put(bob, "bob", "plan", "merged\n")[0] == 0
+    # That write, pushed from here, supersedes the draft: it is gone.
     code, out, _ = cli(bob, "sync", "--json")
-    assert json.loads(out)["drafts"] == [draft]  # kept until its writer deletes it
+    assert json.loads(out)["drafts"] == [] and not (bob / draft).exists()
+
+
+def test_a_draft_stays_until_its_writer_writes_the_topic_again_here(
+        team: tuple[Team, Path]) -> None:
+    remote, alice = team
+    bob = remote.clone("bob")
+    elsewhere = remote.clone("bob-elsewhere")  # bob's name on another machine
+    assert put(alice, "alice", "plan", "alice's plan\n", "--no-sync")[0] == 0
+    assert put(bob, "bob", "plan", "bob's plan\n", "--no-sync")[0] == 0
+    # Bob writes on top of his own v1 before the race is told: that v2 lands, written
+    # before the draft was kept, so it supersedes nothing.
+    assert put(bob, "bob", "plan", "bob's plan, more\n", "--no-sync")[0] == 0
+    assert cli(alice, "sync")[0] == 0
+    code, _, err = cli(bob, "sync", identity="bob")
+    assert code == 3, err
+    draft = ".atlas-drafts/main/plan/plan.v0001.bob.md"
+    folder = str(bob / layout.DRAFTS)
+    code, out, _ = cli(bob, "sync", identity="bob")
+    assert code == 0
+    assert f"1 draft (main/plan/plan.v0001.bob.md) waiting in {folder}" in out
+    code, out, _ = cli(bob, "sync", "--json", identity="bob")
+    report = json.loads(out)
+    assert (report["drafts"], report["drafts_waiting"], report["drafts_folder"]) == (
+        [draft], 1, folder)
+    # A version by bob written elsewhere (that bob never saw the draft) and one by
+    # alice leave it waiting.
+    assert cli(elsewhere, "get", "plan", identity="bob")[0] == 0
+    assert put(elsewhere, "bob", "plan", "bob elsewhere\n")[0] == 0
+    assert cli(alice, "get", "plan", identity="alice")[0] == 0
+    assert put(alice, "alice", "plan", "alice again\n")[0] == 0
+    code, out, _ = cli(bob, "sync", "--json", identity="bob")
+    assert code == 0 and json.loads(out)["drafts"] == [draft]
+    # Bob writes the topic again here, after reading, and loses again: that draft, his
+    # latest attempt, replaces the first.
+    assert cli(bob, "get", "plan", identity="bob")[0] == 0
+    assert put(bob, "bob", "plan", "bob, merged\n", "--no-sync")[0] == 0
+    assert put(alice, "alice", "plan", "alice first again\n")[0] == 0
+    code, _, err = cli(bob, "sync", identity="bob")
+    assert code == 3, err
+    code, out, _ = cli(bob, "sync", "--json", identity="bob")
+    again = ".atlas-drafts/main/plan/plan.v0005.bob.md"
+    assert json.loads(out)["drafts"] == [again]
+    # Written once more and landed: the sync that pushes it says the draft is gone.
+    assert cli(bob, "get", "plan", identity="bob")[0] == 0
+    assert put(bob, "bob", "plan", "bob, merged again\n", "--no-sync")[0] == 0
+    code, out, _ = cli(bob, "sync", identity="bob")
+    assert code == 0
+    assert "removed 1 draft (main/plan/plan.v0005.bob.md)" in out and "waiting" not in out
+    assert not (bob / draft).exists() and not (bob / again).exists()
+    code, out, _ = cli(bob, "sync", "--json", identity="bob")
+    report = json.loads(out)
+    assert (report["drafts"], report["drafts_waiting"]) == ([], 0)
 
 
 def test_the_session_ritual_syncs(team: tuple[Team, Path]) -> None:
@@ -143,7 +196,7 @@ def test_a_status_that_lost_names_the_status_commands(tmp_path: Path) -> None:
     assert "`atlas -p ml status write --expect 1 -f MERGED_FILE`" in err
     code, out, _ = cli(bob, "sync")
     assert code == 0 and "up to date with origin/main" in out
-    assert "drafts waiting" in out and "status.v0001.bob.md" in out
+    assert "1 draft (ml/status/status.v0001.bob.md) waiting in" in out
 
 
 def test_an_auto_synced_write_that_lost_exits_3_and_keeps_a_draft(
@@ -215,7 +268,7 @@ def test_an_edit_in_place_of_a_published_version_is_refused(team: tuple[Team, Pa
     assert put(alice, "alice", "other", "new\n", "--no-sync")[0] == 0
     code, out, err = cli(alice, "sync", "--json")
     assert code == 1, err
-    assert json.loads(out)["error"]["kind"] == "history_changed"
+    assert json.loads(out)["error"]["kind"] == "damaged"
     assert "plan.v0001.md" in err and "append-only" in err
     assert remote.remote_head() == before  # nothing pushed, not even the new topic
     path.unlink()

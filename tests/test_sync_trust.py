@@ -93,7 +93,7 @@ def test_a_bare_repository_pushed_into_the_record_is_refused_and_said(
     push_bare_repository_attack(remote, tmp_path / "marker")
     code, out, err = cli(victim, "sync", "--json", identity="victim")
     assert code == 1, err
-    assert json.loads(out)["error"]["kind"] == "unsafe_content"
+    assert json.loads(out)["error"]["kind"] == "damaged"
     assert "hub/HEAD (the marker of a git folder)" in err
     assert git(victim, "rev-parse", "HEAD") == head  # nothing of it was integrated
     assert not (victim / "hub").exists()
@@ -172,7 +172,7 @@ def test_a_clone_that_never_accepted_its_sync_block_does_not_sync(
     remote, alice = team
     bob = remote.clone("bob", accept=False)
     code, out, err = cli(bob, "sync", "--json")
-    assert code == 2 and json.loads(out)["error"]["kind"] == "not_accepted"
+    assert code == 2 and json.loads(out)["error"]["kind"] == "environment"
     assert "has not been accepted on this clone" in err and "atlas sync accept" in err
     before = remote.remote_head()
     code, _, err = put(bob, "bob", "plan", "here only\n")
@@ -276,7 +276,7 @@ def test_the_remote_cannot_bring_in(team: tuple[Team, Path], planted: str) -> No
     named = plant(mallory, planted)
     code, out, err = cli(victim, "sync", "--json")
     assert code == 1, err
-    assert json.loads(out)["error"]["kind"] == "unsafe_content"
+    assert json.loads(out)["error"]["kind"] == "damaged"
     assert named in err
     assert git(victim, "rev-parse", "HEAD") == head
     assert git(victim, "status", "--porcelain") == ""

@@ -19,32 +19,7 @@ import click
 from atlas_files.cli import app, terminal
 from atlas_files.cli.app import cli
 from atlas_files.cli.render import emit_json
-from atlas_files.errors import AtlasError, AtlasWarning
-
-# An error's `kind` in JSON: a short stable word per class, looked up along the class's
-# ancestry by name (so a subclass of NotFound is "not_found" without being listed, and
-# nothing has to be imported to ask).
-ERROR_KINDS = {
-    "VersionConflict": "version_conflict",
-    "LeaseHeld": "lease_held",
-    "NotFound": "not_found",
-    "DamagedFile": "damaged",
-    "RowNotWritten": "environment",
-    "GitFailed": "environment",
-    "UnsafeContent": "unsafe_content",
-    "NotAccepted": "not_accepted",
-    "SyncRefused": "history_changed",
-    "Busy": "busy",
-    "BadInput": "bad_input",
-    "AtlasError": "error",
-}
-
-
-def error_kind(exc: AtlasError) -> str:
-    for cls in type(exc).__mro__:
-        if cls.__name__ in ERROR_KINDS:
-            return ERROR_KINDS[cls.__name__]
-    return "error"
+from atlas_files.errors import AtlasError, AtlasWarning, document
 
 
 def _say(line: str) -> None:
@@ -79,8 +54,7 @@ def _fail(kind: str, message: str, hint: str | None, exit_code: int, as_json: bo
     document on stdout) and exit with ``exit_code``."""
     if as_json:
         try:
-            emit_json({"error": {"kind": kind, "message": message, "hint": hint,
-                                 "exit_code": exit_code}})
+            emit_json(document(kind, message, hint, exit_code))
         except OSError:
             pass  # stdout itself is what failed; stderr still says why
     _say(line or f"atlas: error: {message}")
@@ -107,7 +81,7 @@ def _run(args: list[str], as_json: bool) -> None:
             # A read that found nothing because the record moved away says so.
             raise (app.current.explain(exc) if app.current else exc) from None
     except AtlasError as exc:
-        _fail(error_kind(exc), exc.message, exc.hint, exc.exit_code, as_json)
+        _fail(exc.kind, exc.message, exc.hint, exc.exit_code, as_json)
     except click.exceptions.Abort:
         _fail("interrupted", "interrupted", None, 130, as_json, "atlas: interrupted")
     except click.UsageError as exc:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
+from atlas_files import layout
 from atlas_files.api import syncing as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
@@ -11,7 +14,7 @@ from atlas_files.config import describe_sync
 from atlas_files.errors import BadInput
 from atlas_files.sync import NOT_TRAVELLING
 from atlas_files.sync.accepted import HINT
-from atlas_files.sync.paths import kind
+from atlas_files.sync.paths import kind, listing
 from atlas_files.sync.run import Review, SyncReport
 
 SYNC_HELP = f"""Sync the record with its git remote: commit what atlas wrote here, fetch,
@@ -35,7 +38,8 @@ the remote brings in what a record never holds (a symbolic link, a submodule, gi
 attributes, a git folder). A push never forces; a push that lost the race fetches and
 tries again. A version written here that another machine published first is kept, byte
 for byte, as a draft in .atlas-drafts/ (exit 3, naming the winner and the command to
-write it again); a lease change that lost exits 4.
+write it again) until its writer writes that topic again here; a sync says how many
+drafts wait. A lease change that lost exits 4.
 
 {NOT_TRAVELLING}
 
@@ -50,6 +54,12 @@ def _files(paths: tuple[str, ...]) -> str:
     shown = [kind(p).describe() if kind(p).history else p for p in paths[:8]]
     more = f" and {len(paths) - 8} more" if len(paths) > 8 else ""
     return f"{len(paths)} file{'s' * (len(paths) != 1)}: {', '.join(shown)}{more}"
+
+
+def _drafts(paths: tuple[str, ...]) -> str:
+    """How many drafts, and the first few, named within the drafts folder."""
+    inside = [os.path.relpath(p, layout.DRAFTS) for p in paths]
+    return f"{len(paths)} draft{'s' * (len(paths) != 1)} ({listing(inside)})"
 
 
 def _show(report: SyncReport) -> None:
@@ -73,9 +83,13 @@ def _show(report: SyncReport) -> None:
         click.echo(f"not synced (not written by atlas): {', '.join(report.left_out[:8])}"
                    + (f" and {len(report.left_out) - 8} more" if len(report.left_out) > 8
                       else ""))
+    if report.drafts_removed:
+        click.echo(f"removed {_drafts(report.drafts_removed)} that a later version by the "
+                   "same writer, written here since, supersedes")
     if report.drafts:
-        click.echo(f"drafts waiting (never pushed; merge and write them, then delete): "
-                   f"{', '.join(report.drafts)}")
+        click.echo(f"{_drafts(report.drafts)} waiting in {report.drafts_folder} (never "
+                   "pushed; merge each into its topic's latest version and write that, "
+                   "then delete the draft)")
 
 
 @click.group(help=SYNC_HELP, invoke_without_command=True)

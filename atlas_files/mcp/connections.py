@@ -6,9 +6,13 @@ for a body, as long as the client likes, and takes every connection the listenin
 hands it until the process runs out of descriptors. :class:`Guarded` adds deadlines while
 the server waits on its client: the head within :data:`HEAD_S` of its first byte (or of
 the connection), no gap in the body longer than :data:`IDLE_S`, the whole request within
-:data:`REQUEST_S`. And at most :func:`most_connections` are open at once: a new one beyond
-that closes the connection that has waited longest on its client (never one whose
-request the server is working on), or itself if there is none.
+:data:`REQUEST_S`. And at most :func:`most_connections` are open at once: a new one
+beyond that is refused (503 with ``Retry-After``, said once on the terminal), and every
+open one is kept. Closing one to make room was tried: whichever it picks may be the one a
+client is using at that moment (a connection kept alive between two calls, or one whose
+request a busy server has not read yet, looks idle), and that client's call fails with a
+read error. A client that holds a connection without finishing its request is closed by
+the deadlines above instead.
 """
 
 from __future__ import annotations
@@ -16,16 +20,28 @@ from __future__ import annotations
 import asyncio
 import resource
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from atlas_files.mcp import limits
+from atlas_files.mcp.notices import Notices
 
 HEAD_S = 10.0
 IDLE_S = 30.0
 REQUEST_S = 300.0
 MOST = 512
-SPARE_FDS = 64  # descriptors kept for the record's files, the state file, logs
+# Descriptors kept for all but the connections served: the tools' own (each of up to 40
+# worker threads holds a few folders and files of the record open: about 100 at once were
+# seen under 50 busy clients, where 64 kept made calls fail), refused connections until
+# they are answered (MOST_REFUSED), the state file, logs.
+SPARE_FDS = 384
+# A refused connection is answered once its request is read: closed before, its client's
+# request would be answered with a reset, which the client reads as a failed call, not a
+# refusal. At most this many wait for their request at once (past that, a flood: the one
+# that has waited longest is closed). Within SPARE_FDS.
+MOST_REFUSED = 128
 
 
 def most_connections() -> int:
@@ -40,20 +56,30 @@ class Guarded(H11Protocol):
     """uvicorn's h11 protocol with the deadlines and the bound above."""
 
     limit = most_connections()
+    notices: ClassVar[Notices | None] = None  # where a refusal is said (see reporting)
+    said_full: ClassVar[bool] = False  # said since the server was last well below the limit
+
+    @classmethod
+    def reporting(cls, notices: Notices) -> type[Guarded]:
+        """This protocol, saying on ``notices`` when it refuses connections."""
+        return type(cls.__name__, (cls,), {"notices": notices})
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._waiting_since: float | None = None  # waiting on the client since
         self._last_data = 0.0
         self._watch: asyncio.TimerHandle | None = None
+        self.refused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
         now = time.monotonic()
         self._waiting_since, self._last_data = now, now
+        if len(self.connections) > self.limit and self._full():
+            self._refuse()
+        elif self.said_full and len(self.connections) < self.limit * 0.9:
+            type(self).said_full = False  # well below the limit: the next refusal is said
         self._arm(HEAD_S)
-        if len(self.connections) > self.limit:
-            self._make_room()
 
     def data_received(self, data: bytes) -> None:
         now = time.monotonic()
@@ -70,17 +96,6 @@ class Guarded(H11Protocol):
             self._watch.cancel()
             self._watch = None
         super().connection_lost(exc)
-
-    def waited(self, now: float) -> float | None:
-        """How long this connection has waited on its client (for its request, or idle
-        between two), or None while the server answers it."""
-        if self.transport.is_closing():
-            return None
-        if self._waiting_since is not None:
-            return now - self._waiting_since
-        if self.conn.their_state is h11.IDLE and self.conn.our_state is h11.IDLE:
-            return now - self._last_data
-        return None
 
     def _arm(self, delay: float) -> None:
         if self._watch is not None:
@@ -105,12 +120,26 @@ class Guarded(H11Protocol):
             return
         self._arm(left)
 
-    def _make_room(self) -> None:
-        now = time.monotonic()
-        waiting = [(waited, c) for c in self.connections
-                   if isinstance(c, Guarded) and (waited := c.waited(now)) is not None]
-        if not waiting:
-            self.transport.close()
-            return
-        _, longest = max(waiting, key=lambda pair: pair[0])
-        longest.transport.close()
+    def _full(self) -> bool:
+        """Whether this new connection finds the server at its limit (connections it
+        refused and has not closed yet do not count)."""
+        return sum(isinstance(c, Guarded) and not c.refused and c is not self
+                   for c in self.connections) >= self.limit
+
+    def _refuse(self) -> None:
+        """Answer this connection's request with 503 and Retry-After, then close it; said
+        on the terminal once while full."""
+        self.refused = True
+        if not self.said_full and self.notices is not None:
+            type(self).said_full = True
+            # Bounded per window too: a server hovering at its limit says it a few times.
+            self.notices.say("refusals at the connection limit", (
+                f"atlas mcp: {self.limit} connections are open, the most this server takes; "
+                "new ones get 503 and Retry-After until some close, open ones are kept (a "
+                "client holds about two: its calls and its event stream)"))
+        waiting = [c for c in self.connections if isinstance(c, Guarded) and c.refused
+                   and c is not self and c.conn.their_state is h11.IDLE]
+        if len(waiting) >= MOST_REFUSED:
+            # A flood: the refused connection that has waited longest for its request goes.
+            min(waiting, key=lambda c: c._last_data).transport.close()
+        self.app = limits.busy

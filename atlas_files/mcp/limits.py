@@ -32,6 +32,7 @@ from atlas_files.layout import CONFIG_NAME
 ENVELOPE = 64 << 10
 BUDGET = 64 << 20  # request bodies held at once, over all HTTP requests
 INVALID_REQUEST = -32600
+RETRY_AFTER_S = 1  # what a 503 asks a client to wait before it tries again
 
 
 def request_limit(body_limit: int) -> int:
@@ -126,9 +127,24 @@ async def _answer(send: Send, status: int, body: bytes, retry: bool = False) -> 
     headers = [(b"content-type", b"application/json"), (b"connection", b"close"),
                (b"content-length", str(len(body)).encode())]
     if retry:
-        headers.append((b"retry-after", b"1"))
+        headers.append((b"retry-after", str(RETRY_AFTER_S).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+async def busy(scope: Scope, receive: Receive, send: Send) -> None:
+    """The ASGI answer to a request on a connection over the server's limit: 503 and
+    Retry-After once its request is read (a small body drained, so that closing after the
+    answer does not reset it unread), the connection then closed; nothing is acted on."""
+    drained = 0
+    while drained <= ENVELOPE:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+        drained += len(message.get("body", b""))
+    await _answer(send, 503, error_message(
+        "busy: the server has as many connections open as it takes; nothing was read or "
+        f"written. hint: send it again in {RETRY_AFTER_S} s (Retry-After)"), retry=True)
 
 
 def _replay(messages: list[Message], receive: Receive) -> Receive:

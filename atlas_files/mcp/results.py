@@ -26,14 +26,7 @@ from typing import Any, TypeVar
 
 from mcp_types import CallToolResult, ContentBlock, TextContent
 
-from atlas_files.errors import (
-    AtlasError,
-    AtlasWarning,
-    BadInput,
-    LeaseHeld,
-    NotFound,
-    VersionConflict,
-)
+from atlas_files.errors import AtlasError, AtlasWarning, document
 from atlas_files.text import escape_breaks, field
 
 T = TypeVar("T")
@@ -41,16 +34,11 @@ T = TypeVar("T")
 # Where a failure's `atlas ... --json` document travels (a `_meta` key: prefix "atlas/").
 ERROR_META = "atlas/error"
 
-# (class, first word of the text, `kind` of the CLI's JSON error document), most specific
-# first. DamagedFile is a BadInput: the record needs fixing, not the call, but the message
-# says so and the CLI reports it with the same exit code.
-_KINDS: tuple[tuple[type[AtlasError], str, str], ...] = (
-    (VersionConflict, "stop", "version_conflict"),
-    (LeaseHeld, "held", "lease_held"),
-    (NotFound, "not found", "not_found"),
-    (BadInput, "bad input", "bad_input"),
-    (AtlasError, "error", "error"),
-)
+# The first word of a failure's text, by the error's kind ("error" for the others). A
+# damaged file is said as bad input, the four words a model is told to expect: its message
+# says the record needs fixing, not the call.
+_WORDS = {"version_conflict": "stop", "lease_held": "held", "not_found": "not found",
+          "bad_input": "bad input", "damaged": "bad input"}
 
 # The warnings of the call running in this context; None outside a tool call.
 _CAUGHT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
@@ -75,33 +63,34 @@ def ok(doc: Any, notes: list[str] | tuple[str, ...] = ()) -> CallToolResult:
     return CallToolResult(content=content, structured_content=data)
 
 
-def failure(word: str, kind: str, message: str, hint: str | None,
-            exit_code: int = 2) -> CallToolResult:
+def failure(kind: str, message: str, hint: str | None, exit_code: int = 2) -> CallToolResult:
+    """An ``isError`` result: the text a model reads, and the CLI's error document (the
+    same `kind`, message, hint and exit code) in ``_meta``."""
+    word = _WORDS.get(kind, "error")
     # The stop sign's own message already starts with "stop:".
     lead = message if message.startswith(f"{word}:") else f"{word}: {message}"
     # The stop sign names authors, a damaged file's message quotes it: escaped, neither
     # can add a line, so the first word stays the only thing a model reads first.
     text = field(lead) + (f"\nhint: {field(hint)}" if hint else "")
-    error = {"kind": kind, "message": message, "hint": hint, "exit_code": exit_code}
     content: list[ContentBlock] = [TextContent(type="text", text=text)]
-    return CallToolResult(content=content, is_error=True, _meta={ERROR_META: {"error": error}})
+    return CallToolResult(content=content, is_error=True,
+                          _meta={ERROR_META: document(kind, message, hint, exit_code)})
 
 
 def from_error(exc: AtlasError) -> CallToolResult:
-    word, kind = next((w, k) for cls, w, k in _KINDS if isinstance(exc, cls))
-    return failure(word, kind, exc.message, exc.hint, exc.exit_code)
+    return failure(exc.kind, exc.message, exc.hint, exc.exit_code)
 
 
 def from_os_error(exc: OSError) -> CallToolResult:
     """The environment refused (permissions, a full disk): nothing half-done is left."""
     where = f": {exc.filename}" if exc.filename else ""
-    return failure("error", "environment", f"{exc.strerror or exc}{where}",
+    return failure("environment", f"{exc.strerror or exc}{where}",
                    "check that the record's folders exist, are writable by the server, and "
                    "that the disk has room")
 
 
 def bad_input(message: str, hint: str | None = None) -> CallToolResult:
-    return failure("bad input", "bad_input", message, hint)
+    return failure("bad_input", message, hint)
 
 
 def install_warning_capture() -> None:

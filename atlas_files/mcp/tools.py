@@ -105,7 +105,7 @@ class Toolbox:
             return from_os_error(exc)
         except Exception as exc:  # a bug: said as one, never a bare "Error executing tool"
             log.exception("atlas mcp: a tool call failed")
-            return failure("error", "bug", f"atlas failed unexpectedly "
+            return failure("bug", f"atlas failed unexpectedly "
                            f"({type(exc).__name__}): this is a bug in atlas, not in the call",
                            "the server's log (stderr) has the traceback; please report it", 1)
         doc = result if isinstance(result, dict) else result.to_json()

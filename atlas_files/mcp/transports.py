@@ -71,7 +71,10 @@ def bound_logs(notices: Notices) -> None:
     """Every log line of the server (uvicorn's, the SDK's, atlas's own) bounded as the
     notices are: a malformed request must not print a line each time."""
     bounded = Bounded(notices)
-    for name in ("uvicorn", "uvicorn.error"):
+    # The root's too: the SDK's server installs one of its own (logging.basicConfig), and
+    # asyncio's lines reach it (an accept failing for want of descriptors is logged up to
+    # the listen backlog's length each time the loop looks).
+    for name in ("uvicorn", "uvicorn.error", None):
         for handler in logging.getLogger(name).handlers:
             handler.addFilter(bounded)
     handler = logging.StreamHandler(sys.stderr)
@@ -177,7 +180,7 @@ def http(served: Served, address: str, tokens: Path, say: Callable[[str], None],
         sock.close()
         raise
     config = uvicorn.Config(asgi, log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=5, http=Guarded)
+                            timeout_graceful_shutdown=5, http=Guarded.reporting(notices))
     bound_logs(notices)
     mode = "read-only, " if served.read_only else ""
     shown = f"[{host}]" if ":" in host else host

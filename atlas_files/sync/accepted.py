@@ -56,6 +56,7 @@ class NotAccepted(AtlasError):
     """atlas.yaml's ``sync:`` block has not been accepted on this clone: nothing synced."""
 
     exit_code = 2
+    kind = "environment"  # this clone's setup waits for its person; the call was fine
 
 
 class Pending(NamedTuple):

@@ -5,17 +5,30 @@ byte for byte, as a draft under ``.atlas-drafts/`` (ignored by git, never pushed
 writer's receipt is set back to the version that writer had read, so the next write stops
 and asks for a read of the winner. A lease generation that lost is a claim that lost: it
 holds nothing and is not kept.
+
+A draft is obsolete once its writer has written the topic again after it was kept: that
+later version was written after reading the winner (the lowered receipt asks for the read,
+and the stop sign for the merge), so it is the writer's latest attempt. The sync that
+pushes such a version from this checkout removes the drafts it supersedes; one that lost
+too replaces them as the draft that waits. Every other draft stays until its writer
+deletes it: the writer's latest of a topic, one of an entry, one of a writer atlas cannot
+name, and one superseded only by a version written elsewhere (a writer of the same name on
+another machine never saw this draft) or before the draft was kept (a version written on
+top of the one that lost, before the race was told).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 from atlas_files import frontmatter, fsio, layout, receipts, timeutil
-from atlas_files.errors import AtlasError, LeaseHeld, VersionConflict
+from atlas_files.errors import AtlasError, BadInput, LeaseHeld, VersionConflict
 from atlas_files.names import is_name
 from atlas_files.record import Record
 from atlas_files.sync.paths import Kind, draft_path, kind
@@ -35,6 +48,7 @@ class Collision(NamedTuple):
     winner: str  # who wrote the remote's file
     winner_at: str  # when, as written in it
     expires_at: str | None = None  # a lease the winner holds: until when
+    replaced: tuple[str, ...] = ()  # the writer's earlier drafts this one supersedes
 
 
 def _version_meta(data: bytes) -> tuple[str, int | None, str]:
@@ -97,15 +111,85 @@ def keep(record: Record, path: str, ours: bytes, theirs: bytes) -> Collision:
         mine, _, _ = _lease_meta(ours)
         winner, at, expires = _lease_meta(theirs)
         return Collision(path, k, None, mine, None, winner, at, expires)
-    author, based_on, _ = _version_meta(ours)
+    author, based_on, written_at = _version_meta(ours)
     winner, _, at = _version_meta(theirs)
     identity = author if is_name(author) else "unknown"
+    # This writer's earlier drafts of the topic kept before this version was written: it
+    # was written after reading, so it is their latest attempt (a draft too, now).
+    replaced = _clear(record, k.project, k.name, lambda: [(k.number, author, written_at)]) \
+        if k.what == "version" else []
     draft = _save(record, draft_path(path, identity), ours)
     if k.what == "version" and based_on is not None and is_name(author):
         key = receipts.status_key(k.project) if k.name == "status" \
             else receipts.artifact_key(k.project, k.name)
         receipts.lower(record, author, {key: based_on})
-    return Collision(path, k, draft, author, based_on, winner, at)
+    return Collision(path, k, draft, author, based_on, winner, at, replaced=tuple(replaced))
+
+
+def superseded(record: Record, landed: list[str],
+               read: Callable[[str], bytes]) -> list[str]:
+    """Remove the drafts that the versions ``landed`` supersede and return them (paths
+    relative to the record). ``landed``: versions this checkout has just pushed, relative
+    to the record; ``read(path)`` gives at least the front matter of one of them."""
+    topics: dict[tuple[str, str], list[str]] = {}
+    for rel in landed:
+        k = kind(rel)
+        if k.what == "version":
+            topics.setdefault((k.project, k.name), []).append(rel)
+    removed: list[str] = []
+    for (project, name), paths in topics.items():
+        removed += _clear(record, project, name, functools.partial(_authored, paths, read))
+    return removed
+
+
+def _authored(paths: list[str], read: Callable[[str], bytes]) -> list[tuple[int, str, str]]:
+    """(number, author, written_at) of each version at ``paths``."""
+    out = []
+    for rel in paths:
+        author, _, written_at = _version_meta(read(rel))
+        out.append((kind(rel).number, author, written_at))
+    return out
+
+
+def _clear(record: Record, project: str, name: str,
+           later: Callable[[], list[tuple[int, str, str]]]) -> list[str]:
+    """Remove the drafts of one topic that a version in ``later`` (number, author,
+    written_at; read only if the topic has drafts) supersedes; return them."""
+    try:
+        here = record.path(layout.DRAFTS, project, name)
+        names = sorted(os.listdir(here))
+    except (OSError, BadInput):
+        return []  # no draft of this topic, or a folder atlas never made (a symlink)
+    pattern = re.compile(rf"{re.escape(name)}\.v([0-9]{{4,}})\..+\.md")
+    found = [(n, int(m[1])) for n in names if (m := pattern.fullmatch(n))]
+    if not found:
+        return []
+    versions = later()
+    removed = []
+    for draft, number in found:
+        try:
+            data, st = fsio.read_with_stat(here / draft)
+        except OSError:
+            continue  # not a plain file: not a draft atlas kept
+        author, _, _ = _version_meta(data)
+        if is_name(author) and any(
+                m > number and who == author and _written_after(at, st.st_mtime)
+                for m, who, at in versions):
+            with contextlib.suppress(FileNotFoundError):
+                (here / draft).unlink()
+            removed.append(f"{layout.DRAFTS}/{project}/{name}/{draft}")
+    with contextlib.suppress(OSError):
+        here.rmdir()  # only when it is empty now
+    return removed
+
+
+def _written_after(written_at: str, kept_at: float) -> bool:
+    """Whether a version written here at ``written_at`` came after a draft kept here at
+    ``kept_at`` (both this machine's clock); False when the time cannot be read."""
+    try:
+        return timeutil.parse_time(written_at).timestamp() > kept_at
+    except ValueError:
+        return False
 
 
 def waiting(record: Record) -> list[str]:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from atlas_files import layout
 from atlas_files.config import CONFIG_NAME, SyncConfig, from_mapping
 from atlas_files.errors import AtlasError, BadInput
 from atlas_files.frontmatter import YamlError, load_yaml
@@ -53,6 +54,7 @@ class Tally:
         self.came_in: dict[str, None] = {}
         self.left_out: list[str] = []
         self.collisions: list[drafts.Collision] = []
+        self.drafts_removed: list[str] = []
         self.pushes: list[tuple[str | None, str]] = []
         self.retries = 0
         self.recovered: list[str] = []
@@ -104,7 +106,8 @@ class Engine:
         finished = finish_move(self.git, self.facts, self.local, self.record, self.head)
         if finished is not None:
             self.head, kept = finished
-            self.tally.collisions += kept
+            for collision in kept:
+                self._kept(collision)
             self.tally.recovered.append(f"finished moving to {self.head[:12]}")
 
     def _check_checkout(self) -> None:
@@ -123,6 +126,10 @@ class Engine:
         what went out was atlas's own."""
         if self.head is not None:
             self.local.checked(self.head)
+
+    def _kept(self, collision: drafts.Collision) -> None:
+        self.tally.collisions.append(collision)
+        self.tally.drafts_removed += collision.replaced
 
     @property
     def where(self) -> str:
@@ -327,9 +334,9 @@ class Engine:
                 if c.xy == "A" and c.path in added and added[c.path].blob != c.blob}
         for path in lost:
             rel = self._rel(path) or path
-            self.tally.collisions.append(drafts.keep(
-                self.record, rel, repo.blob_bytes(self.git, head, path),
-                repo.blob_start(self.git, theirs, path, drafts.META_LIMIT)))
+            self._kept(drafts.keep(self.record, rel, repo.blob_bytes(self.git, head, path),
+                                   repo.blob_start(self.git, theirs, path,
+                                                   drafts.META_LIMIT)))
         new = rebuild(self.git, self.facts.git_dir, base, head, theirs, lost, self.where)
         self._move(head, new)
         self._came_in(remote)
@@ -413,6 +420,7 @@ class Engine:
                             timeout=NETWORK_TIMEOUT_S)
         if done.code == 0:
             self.tally.pushes.append((self.theirs, self.head))
+            self._clear_drafts(self.theirs, self.head)
             self.theirs = self.head
             return True
         said = done.out.decode("utf-8", "replace") + done.err
@@ -439,18 +447,28 @@ class Engine:
 
     # -- what happened ----------------------------------------------------------------------
 
+    def _pushed(self, old: str | None, new: str) -> list[str]:
+        """The record's files one push carried, relative to the record."""
+        if old is None:
+            listing = self.git.run("ls-tree", "-r", "--name-only", "-z", new).out
+            paths = [p.decode("utf-8", "surrogateescape") for p in listing.split(b"\0") if p]
+        else:
+            paths = [c.path for c in repo.diff(self.git, old, new) if c.xy != "D"]
+        return [rel for rel in map(self._rel, paths) if rel is not None]
+
+    def _clear_drafts(self, old: str | None, new: str) -> None:
+        """Remove the drafts that the versions just pushed supersede (drafts.superseded);
+        a checkout without drafts pays one stat."""
+        if not os.path.isdir(os.path.join(self.record.root, layout.DRAFTS)):
+            return
+        self.tally.drafts_removed += drafts.superseded(
+            self.record, self._pushed(old, new),
+            lambda rel: repo.blob_start(self.git, new, self.facts.prefix + rel,
+                                        drafts.META_LIMIT))
+
     def went_out(self) -> list[str]:
         out: dict[str, None] = {}
         for old, new in self.tally.pushes:
-            if old is None:
-                listing = self.git.run("ls-tree", "-r", "--name-only", "-z", new).out
-                paths = [p.decode("utf-8", "surrogateescape")
-                         for p in listing.split(b"\0") if p]
-            else:
-                paths = [c.path for c in repo.diff(self.git, old, new) if c.xy != "D"]
-            for p in paths:
-                rel = self._rel(p)
-                if rel is not None:
-                    out[rel] = None
+            out.update(dict.fromkeys(self._pushed(old, new)))
         return list(out)
 

@@ -17,6 +17,9 @@ class SyncRefused(AtlasError):
     rewrote its history) or a config file changed on both sides: nothing is pushed."""
 
     exit_code = 1
+    # The record's history (here or on the remote) is not what append-only allows: a
+    # person repairs it, as a damaged file; the call itself was fine.
+    kind = "damaged"
 
 
 class UnsafeContent(SyncRefused):
@@ -32,3 +35,4 @@ class Busy(AtlasError):
     """Another sync of this checkout held the lock for longer than the wait."""
 
     exit_code = 2
+    kind = "environment"  # another process on this machine; the same call works later

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from atlas_files import fsio
+from atlas_files import fsio, layout
 from atlas_files.config import SyncConfig, sync_block
 from atlas_files.errors import AtlasError, BadInput, warn
 from atlas_files.gitcmd import Git
@@ -38,9 +38,12 @@ class SyncReport:
     came_in: tuple[str, ...]
     went_out: tuple[str, ...]
     left_out: tuple[str, ...]
-    drafts: tuple[str, ...]
+    drafts: tuple[str, ...]  # every draft waiting, relative to the record
     retries: int
     recovered: tuple[str, ...] = ()
+    drafts_folder: str = ""  # where they wait
+    # Drafts this sync removed: their writers had written a later version here since.
+    drafts_removed: tuple[str, ...] = ()
     # What the atlas.yaml that came in changed, setting by setting, and what of it waits.
     config_changes: tuple[accepted.ConfigChange, ...] = ()
     # atlas.yaml's sync block as it differs from the one accepted here (None: it is that).
@@ -50,6 +53,8 @@ class SyncReport:
         return {"remote": self.remote, "branch": self.branch, "head": self.head,
                 "came_in": list(self.came_in), "went_out": list(self.went_out),
                 "left_out": list(self.left_out), "drafts": list(self.drafts),
+                "drafts_waiting": len(self.drafts), "drafts_folder": self.drafts_folder,
+                "drafts_removed": list(self.drafts_removed),
                 "retries": self.retries, "recovered": list(self.recovered),
                 "config_changes": [c.to_json() for c in self.config_changes],
                 "pending": self.pending.to_json() if self.pending else None}
@@ -61,6 +66,8 @@ def _report(engine: Engine, pending: accepted.Pending | None) -> SyncReport:
         came_in=tuple(engine.tally.came_in), went_out=tuple(engine.went_out()),
         left_out=tuple(engine.tally.left_out), drafts=tuple(drafts.waiting(engine.record)),
         retries=engine.tally.retries, recovered=tuple(engine.tally.recovered),
+        drafts_folder=str(engine.record.root / layout.DRAFTS),
+        drafts_removed=tuple(engine.tally.drafts_removed),
         config_changes=tuple(engine.tally.config_changes), pending=pending,
     )
 

@@ -67,6 +67,8 @@ class Outcome:
 class RowNotWritten(AtlasError):
     """The probe ran but its row could not be written (a full disk, a read-only folder)."""
 
+    kind = "environment"
+
 
 class _Round:
     """The probe commands in flight in one round, so an interrupt can kill them all."""
