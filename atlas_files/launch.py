@@ -12,12 +12,14 @@ table are imported. Any other command line, one of these with anything added (--
 
 from __future__ import annotations
 
+import _signal
 import atexit
 import gc
 import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 # The global options as click reads them, with the environment variable behind each.
 GLOBALS = {"--record": "record_path", "--as": "identity", "--project": "project",
@@ -79,7 +81,50 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """The `atlas` program (``argv`` None: the process's own command line). Ctrl-C at any
+    moment from here on ends it with `atlas: interrupted` and exit 130, never a traceback:
+    while its modules load as well as while the command runs."""
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        _start(args)
+    except KeyboardInterrupt:
+        interrupted(wants_json(args))
+    except SystemExit:
+        if argv is None:
+            # The command is over and the interpreter only has to exit: a Ctrl-C now
+            # (in threading's shutdown, in atexit) would print a traceback, so it ends
+            # the process at once instead, as it does before Python is up.
+            _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        raise
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether the caller asked for JSON: ``--json`` among the options (before ``--``)."""
+    options = args[: list(args).index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def interrupted(as_json: bool) -> NoReturn:
+    """Ctrl-C outside the command's own handler (while atlas starts): the same answer the
+    CLI gives, ``atlas: interrupted`` and exit 130, with --json also the error document."""
+    # A second Ctrl-C while this is said must not turn it into a traceback.
+    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+    try:
+        if as_json:
+            import json  # noqa: PLC0415 - only on this path; hooks never pay for it
+
+            sys.stdout.write(json.dumps({"error": {
+                "kind": "interrupted", "message": "interrupted", "hint": None,
+                "exit_code": 130}}) + "\n")
+            sys.stdout.flush()
+        sys.stderr.write("atlas: interrupted\n")
+        sys.stderr.flush()
+    except OSError:
+        pass  # the terminal is gone too; the exit status still says it
+    sys.exit(130)
+
+
+def _start(args: list[str]) -> None:
     split = split_globals(args)
     if os.environ.get("ATLAS_SERVER") and (split is None or split[1][:1] != ["server"]):
         # A warm server of this install runs the command, if one answers (server/).
