@@ -60,18 +60,28 @@ class TopicView(NamedTuple):
 
 
 class VersionList(NamedTuple):
-    """Every version of a stream, newest first."""
+    """Every version of a stream, newest first, with each one's corrections and retraction
+    by its number (as `get` shows them: ``corrected_by``, ``retracted``)."""
 
     name: str
     versions: tuple[Version, ...]
+    marks: dict[int, dict[str, Any]]
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "versions": [
             {"version": d.version, "author": d.author, "written_at": d.written_at,
              "based_on": d.based_on, "summary": d.summary, "proposal": d.proposal,
-             "path": str(d.path)}
+             "path": str(d.path), **self.marks[d.version]}
             for d in self.versions
         ]}
+
+
+def version_list(worker: Worker, kind: str, name: str, docs: list[Version]) -> VersionList:
+    """``docs`` (oldest first) as a list, newest first, each with its corrections and
+    retraction; ``kind`` is "status" or "artifact"."""
+    of = corrections.correction_marks(worker.record, worker.project_name)
+    return VersionList(name, tuple(reversed(docs)), {
+        d.version: of(corrections.version_ref(kind, name, d.version)) for d in docs})
 
 
 class DiffView(NamedTuple):

@@ -8,7 +8,14 @@ from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
 from atlas_files.cli.terminal import echo_body
-from atlas_files.cli.versions import age, header, print_diff, print_versions, warn_digest
+from atlas_files.cli.versions import (
+    age,
+    header,
+    list_marks,
+    print_diff,
+    print_versions,
+    warn_digest,
+)
 
 
 @click.command()
@@ -129,7 +136,7 @@ def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
     # One write for the whole table: a record can hold thousands of topics.
     click.echo("\n".join(
         f"{t.name:<24} v{t.version:<5} {age(t.written_at):>16}  {t.author:<14} "
-        f"{t.summary}{marks.get(state, '')}"
+        f"{t.summary}{marks.get(state, '')}{list_marks(listing.marks[t.name])}"
         for t, state in rows
     ))
 
@@ -170,11 +177,11 @@ def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
         click.echo(f"nothing new to {ctx.identity}")
         return
     lines = []
-    for i in items:
+    for i, m in zip(items, result.marks, strict=True):
         what = f"{i.project}/status" if i.kind == "status" else f"{i.project}/{i.name}"
         seen = f"you read v{i.read_version}" if i.read_version else "never read"
         lines.append(f"{what:<32} v{i.version:<5} ({seen}) by {i.author}, "
-                     f"{age(i.written_at)}: {i.summary}")
+                     f"{age(i.written_at)}: {i.summary}{list_marks(m)}")
     click.echo("\n".join(lines))
     if mark_read:
         click.echo(f"marked {len(items)} as read")

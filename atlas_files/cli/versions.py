@@ -37,6 +37,19 @@ def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
     return lines
 
 
+def list_marks(marks: dict[str, Any]) -> str:
+    """A version's corrections and retraction at the end of its line in a listing (`ls`,
+    `feed`, `history`, `status log`); `get` shows what each says."""
+    words = []
+    retracted = marks.get("retracted")
+    if retracted:
+        words.append(f"[RETRACTED by {retracted['author']}]")
+    authors = list(dict.fromkeys(c["author"] for c in marks.get("corrected_by", [])))
+    if authors:
+        words.append(f"[CORRECTED by {', '.join(authors)}]")
+    return "".join(f"  {w}" for w in words)
+
+
 def warn_digest(doc: Any) -> None:
     if doc.digest_ok is False:
         print_warning(f"{doc.path} was edited in place: its body no longer matches its digest "
@@ -55,4 +68,5 @@ def print_versions(listing: VersionList, as_json: bool) -> None:
         emit_json(listing.to_json())
         return
     for d in listing.versions:
-        click.echo(f"v{d.version}  {age(d.written_at):>16}  {d.author:<16} {d.summary}")
+        click.echo(f"v{d.version}  {age(d.written_at):>16}  {d.author:<16} {d.summary}"
+                   f"{list_marks(listing.marks[d.version])}")
