@@ -451,3 +451,29 @@ def _text(meta: dict[str, Any], key: str, path: Path, default: str | None = None
     if not isinstance(value, str):
         raise _bad_field(path, key, value, "text")
     return value
+
+
+class Unreadable(NamedTuple):
+    """A version listed in its stream's folder that could not be read as one."""
+
+    version: int
+    path: Path
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "path": str(self.path), "error": self.error}
+
+
+def read_each(stream: Stream, unreadable: list[Unreadable] | None = None) -> list[Version]:
+    """Every version of ``stream``, oldest first. With ``unreadable``, a version that
+    cannot be read (damaged front matter, gone since the listing) goes there instead of
+    stopping the rest: one damaged file never hides the others."""
+    out = []
+    for version in stream.versions():
+        try:
+            out.append(stream.read(version))
+        except BadInput as exc:
+            if unreadable is None:
+                raise
+            unreadable.append(Unreadable(version, stream.path(version), exc.message))
+    return out

@@ -321,6 +321,34 @@ def test_ls_and_get_survive_a_damaged_version(rec: Record, key: str, value: str)
     assert code == 0 and "web/plan" in out and "notes.v0001.md" in err
 
 
+@pytest.mark.parametrize("stream", ["plan", "status"])
+def test_history_lists_every_readable_version_and_marks_the_damaged_one(
+        rec: Record, stream: str) -> None:
+    # One version's broken front matter used to fail the whole history (exit 2) while
+    # ls, get and diff worked.
+    if stream == "status":
+        status.write(rec, "still good\n", author="bob", expect=1)
+        status.write(rec, "better\n", author="bob", expect=2)
+        command, path = ["status", "log"], rec.status_stream("web").path(2)
+    else:
+        artifacts.put(rec, "plan", "v2\n", author="bob", expect=1)
+        artifacts.put(rec, "plan", "v3\n", author="bob", expect=2)
+        command, path = ["history", "plan"], rec.artifact_stream("plan", "web").path(2)
+    sub_front_matter(path, "author", "[broken")
+
+    code, out, err = run(rec, *command)
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()] == ["v3", "v2", "v1"]
+    assert "UNREADABLE" in out.splitlines()[1] and path.name in err
+    code, out, err = run(rec, *command, "--json")
+    assert code == 0, err
+    listing = json.loads(out)
+    assert [v["version"] for v in listing["versions"]] == [3, 1]
+    [damaged] = listing["unreadable"]
+    assert (damaged["version"], damaged["path"]) == (2, str(path))
+    assert "not valid YAML" in damaged["error"]
+
+
 def test_a_deeply_nested_latest_hints_file_is_ignored(rec: Record) -> None:
     from atlas_files.layout import LATEST_HINTS
 

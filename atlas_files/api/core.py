@@ -167,8 +167,8 @@ def ls(worker: Worker, accepted: bool = False) -> TopicList:
 
 @reads
 def history(worker: Worker, name: str) -> VersionList:
-    return version_list(worker, "artifact", name,
-                        artifacts.history(worker.record, name, worker.project))
+    return version_list(worker, "artifact", name, lambda unreadable: artifacts.history(
+        worker.record, name, worker.project, unreadable))
 
 
 @reads

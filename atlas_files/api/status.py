@@ -67,7 +67,8 @@ def status_write(worker: Worker, body: str, *, expect: int | None = None,
 
 @reads
 def status_log(worker: Worker) -> VersionList:
-    return version_list(worker, "status", "status", status.log(worker.record, worker.project))
+    return version_list(worker, "status", "status",
+                        lambda unreadable: status.log(worker.record, worker.project, unreadable))
 
 
 @reads

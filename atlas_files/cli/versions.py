@@ -67,6 +67,11 @@ def print_versions(listing: VersionList, as_json: bool) -> None:
     if as_json:
         emit_json(listing.to_json())
         return
-    for d in listing.versions:
-        click.echo(f"v{d.version}  {age(d.written_at):>16}  {d.author:<16} {d.summary}"
-                   f"{list_marks(listing.marks[d.version])}")
+    lines = {d.version: f"v{d.version}  {age(d.written_at):>16}  {d.author:<16} {d.summary}"
+                        f"{list_marks(listing.marks[d.version])}" for d in listing.versions}
+    # In its place among the others: the gap says which version it is.
+    lines.update({u.version: f"v{u.version}  UNREADABLE (see the warning above)"
+                              f"{list_marks(listing.marks[u.version])}"
+                  for u in listing.unreadable})
+    if lines:
+        click.echo("\n".join(lines[v] for v in sorted(lines, reverse=True)))
