@@ -242,9 +242,15 @@ def test_feed_reads_a_damaged_receipt_as_no_receipts_with_a_warning(
     code, out, err = run(rec, "feed")
     assert code == 0 and "web/plan" in out and "never read" in out
 
-    # --mark-read cannot update a damaged row: it says so, and leaves the row as it was.
+    # --mark-read cannot update a damaged row: it lists, then says that nothing was
+    # marked and exits 2 (it used to end with "marked 3 as read" and exit 0), and leaves
+    # the row as it was.
     code, out, err = run(rec, "feed", "--mark-read")
-    assert code == 0 and "web/plan" in out and "not marked" in err
+    assert code == 2 and "web/plan" in out and "marked 3 as read" not in out
+    assert "3 new to you, but nothing was marked as read" in err and "ann.json" in err
+    code, out, err = run(rec, "feed", "--mark-read", "--json")
+    assert code == 2 and json.loads(out)["error"]["kind"] == "environment"
+    assert "nothing was marked" in json.loads(out)["error"]["message"]
     assert rec.receipts_dir.joinpath("ann.json").read_text() == damage
 
     # A read of a topic still shows it (the receipt update is what fails, with a warning).

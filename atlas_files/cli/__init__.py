@@ -31,6 +31,7 @@ ERROR_KINDS = {
     "NotFound": "not_found",
     "DamagedFile": "damaged",
     "RowNotWritten": "environment",
+    "NotMarked": "environment",
     "GitFailed": "environment",
     "UnsafeContent": "unsafe_content",
     "NotAccepted": "not_accepted",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import click
 
 from atlas_files.api import core
@@ -16,6 +19,7 @@ from atlas_files.cli.versions import (
     print_versions,
     warn_digest,
 )
+from atlas_files.feed import FeedItem, NotMarked
 
 
 @click.command()
@@ -167,8 +171,16 @@ def diff(ctx: Invocation, name: str, old: int | None, new: int | None, as_json: 
 @json_option
 @pass_ctx
 def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
-    """What is new to you (--as): every status and topic newer than the version you read."""
-    result = core.feed(ctx.worker, mark_read)
+    """What is new to you (--as): every status and topic newer than the version you read.
+
+    With --mark-read, a feed that cannot be marked read (a read-only or damaged receipts
+    row) is listed, then refused: exit 2, nothing marked."""
+    try:
+        result = core.feed(ctx.worker, mark_read)
+    except NotMarked as exc:
+        if not as_json:
+            click.echo("\n".join(_feed_lines(exc.items, [{}] * len(exc.items))))
+        raise
     if as_json:
         emit_json(result.to_json())
         return
@@ -176,12 +188,16 @@ def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
     if not items:
         click.echo(f"nothing new to {ctx.identity}")
         return
+    click.echo("\n".join(_feed_lines(items, result.marks)))
+    if mark_read:
+        click.echo(f"marked {len(items)} as read")
+
+
+def _feed_lines(items: Sequence[FeedItem], marks: Sequence[dict[str, Any]]) -> list[str]:
     lines = []
-    for i, m in zip(items, result.marks, strict=True):
+    for i, m in zip(items, marks, strict=True):
         what = f"{i.project}/status" if i.kind == "status" else f"{i.project}/{i.name}"
         seen = f"you read v{i.read_version}" if i.read_version else "never read"
         lines.append(f"{what:<32} v{i.version:<5} ({seen}) by {i.author}, "
                      f"{age(i.written_at)}: {i.summary}{list_marks(m)}")
-    click.echo("\n".join(lines))
-    if mark_read:
-        click.echo(f"marked {len(items)} as read")
+    return lines
