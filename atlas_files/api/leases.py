@@ -108,11 +108,30 @@ def claim(worker: Worker, resource: str, duration: str | float, why: str,
     seconds = _seconds(duration)
     if seconds is None:
         raise TypeError("claim needs a duration")
+    _refuse_unseen_claim(worker, resource)
     lease = leases.claim(worker.record, resource, holder=holder, duration_s=seconds, why=why,
                          paths=paths, given=_given(duration))
     return LeaseChange(lease, tuple(leases.overlapping(worker.record, lease.paths,
                                                        besides=holder)),
                        _replaced(worker, lease) if lease.last_action == "renew" else {})
+
+
+def _refuse_unseen_claim(worker: Worker, resource: str) -> None:
+    """NotAccepted (exit 2) for a claim on a clone whose atlas.yaml has a sync: block no
+    person here accepted: the claim would be held on this clone only, while another
+    machine may hold the resource, and "claimed" would say otherwise. A claimer who wants
+    that asks for it (`--no-sync`)."""
+    if worker.sync is False or worker.record.config.sync is None:
+        return
+    from atlas_files.sync import accepted  # noqa: PLC0415 - only a record that syncs
+
+    pending = accepted.standing(worker.record).pending
+    if pending is not None and not pending.ever_accepted:
+        raise accepted.NotAccepted(
+            f"not claimed: {pending.sentence()}, so a claim of {resource} would be held on "
+            "this clone only, unseen by the other machines (one of them may hold it now)",
+            hint=f"{accepted.HINT}, and claim again; to hold it on this clone only, "
+            "knowingly, claim with --no-sync")
 
 
 def _replaced(worker: Worker, lease: Lease) -> dict[str, dict[str, Any]]:
