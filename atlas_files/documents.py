@@ -254,6 +254,8 @@ class Stream(NamedTuple):
             try:
                 doc = self.read(v)
                 parts.append(f"v{v} by {doc.author} ({timeutil.age_of(doc.written_at)})")
+            except NotFound:
+                parts.append(f"v{v} (missing)")
             except BadInput:
                 parts.append(f"v{v} (unreadable)")
         more = f"{count - len(shown)} earlier and " if count > len(shown) else ""
@@ -279,11 +281,29 @@ def _join(names: list[str]) -> str:
 
 
 def _describe_versions(versions: list[int]) -> str:
+    """The versions there are, as runs (``v1..v2, v4..v5``), and the gaps between them
+    named as missing: "v1..v5" would promise a v3 that is not there."""
     if not versions:
         return "no versions yet"
-    if len(versions) == 1:
-        return "only v1"
-    return f"v{versions[0]}..v{versions[-1]}"
+    runs: list[list[int]] = []
+    for v in versions:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    shown = ", ".join(f"v{a}" if a == b else f"v{a}..v{b}" for a, b in runs[:5])
+    more = f" and {len(runs) - 5} more runs" if len(runs) > 5 else ""
+    gaps = [(b + 1, c - 1) for (_, b), (c, _) in zip(runs, runs[1:], strict=False)]
+    if runs[0][0] > 1:
+        gaps.insert(0, (1, runs[0][0] - 1))
+    if not gaps:
+        return f"only {shown}" if len(versions) == 1 else shown
+    first, last = gaps[0]
+    missing = f"v{first}" if first == last else f"v{first}..v{last}"
+    also = f" and {len(gaps) - 1} more gaps" if len(gaps) > 1 else ""
+    verb = "is" if first == last and not also else "are"
+    return (f"{shown}{more}; {missing}{also} {verb} missing (deleted, or a number skipped: "
+            "`atlas check` tells more)")
 
 
 def _file_id(st: os.stat_result) -> tuple[int, int, int]:

@@ -564,3 +564,62 @@ def test_a_probe_answer_nested_deep_or_out_of_range_is_no_sample_not_a_crash(
 
     with pytest.raises(ValueError, match="not JSON"):
         readings(answer)
+
+
+# -- hints that sent the reader the wrong way ---------------------------------------------
+
+
+def test_expect_past_the_latest_names_the_command_that_lists_that_stream(
+        rec: Record, tmp_path: Path) -> None:
+    body = tmp_path / "body.md"
+    body.write_text("text\n")
+    code, _, err = run(rec, "status", "write", "-f", str(body), "--expect", "99")
+    assert code == 2 and "`atlas status log` lists" in err  # `atlas history` refuses status
+    code, _, err = run(rec, "put", "plan", "-f", str(body), "--expect", "99")
+    assert code == 2 and "`atlas history plan` lists" in err
+
+
+def test_a_deleted_version_is_named_missing_not_promised_or_unreadable(
+        rec: Record, tmp_path: Path) -> None:
+    for n in range(2, 6):
+        artifacts.put(rec, "plan", f"v{n}\n", author="bob", expect=n - 1)
+    rec.artifact_stream("plan", "web").path(3).unlink()
+    code, _, err = run(rec, "get", "plan", "--version", "3")
+    assert code == 2 and "v1..v5" not in err
+    assert "it has v1..v2, v4..v5; v3 is missing" in err
+    body = tmp_path / "body.md"
+    body.write_text("text\n")
+    code, _, err = run(rec, "put", "plan", "-f", str(body), "--expect", "2")
+    assert code == 3 and "v3 (missing)" in err and "unreadable" not in err
+
+
+def test_damaged_row_and_config_hints_say_what_fits_the_file(rec: Record) -> None:
+    rec.receipts_dir.mkdir(exist_ok=True)
+    rec.receipts_dir.joinpath("ann.json").write_text("{bad")
+    # Every read warns while the row is damaged: the warning says how to end it.
+    code, _, err = run(rec, "get", "plan")
+    assert code == 0 and "delete it" in err
+    config = rec.root / "atlas.yaml"
+    config.write_text(config.read_text() + "projects: [\n")
+    code, out, _ = run(rec, "check", "--json")
+    hints = {Path(f["path"]).name: f["hint"] for f in json.loads(out)["findings"]}
+    # Receipts are git-ignored: there is no git to restore them from.
+    assert hints["ann.json"].startswith("delete it") and "git ignores" in hints["ann.json"]
+    assert "never edited" not in hints["atlas.yaml"]
+    assert "meant to be edited" in hints["atlas.yaml"]
+
+
+def test_check_fix_says_why_it_leaves_a_misnumbered_hand_written_version(rec: Record) -> None:
+    # A hand-written v3 after v1 (no digest): --fix stamps only a version that is
+    # otherwise right, so "run `atlas check --fix`" there would send the reader in a circle.
+    stream = rec.artifact_stream("plan", "web")
+    stream.path(3).write_text("---\nname: plan\nversion: 3\nbased_on: 1\nauthor: ann\n"
+                              'written_at: "2026-01-01T00:00:00Z"\nsummary: by hand\n---\n'
+                              "by hand\n")
+    for args in (("check", "--json"), ("check", "--fix", "--json")):
+        code, out, _ = run(rec, *args)
+        assert code == 1
+        found = {f["code"]: f["hint"] for f in json.loads(out)["findings"]}
+        assert "rename it to plan.v0002.md" in found["ATL003"]
+        assert "--fix` to stamp" not in found["ATL006"]
+        assert "fix the other findings on this file first" in found["ATL006"]
