@@ -68,11 +68,17 @@ def check_config(ctx: CheckRun, path: Path) -> None:
     cap = data.get("lease_cap")
     if isinstance(cap, str) and cap:
         try:
-            if timeutil.parse_duration(cap) > 24 * 3600:
-                ctx.report.add(path, where.get("lease_cap", 1), "ATL001",
-                               f"lease_cap {cap} is over the most allowed, 24h")
+            seconds = timeutil.parse_duration(cap)
         except ValueError:
-            pass
+            seconds = None
+        if seconds is not None and seconds > 24 * 3600:
+            ctx.report.add(path, where.get("lease_cap", 1), "ATL001",
+                           f"lease_cap {cap} is over the most allowed, 24h")
+        elif seconds is not None and seconds <= 0:
+            ctx.report.add(path, where.get("lease_cap", 1), "ATL001",
+                           f"lease_cap {cap} refuses every lease claim (a claim may last "
+                           "at most the cap)", "set a lease_cap of at least a minute "
+                           "(default 4h), or remove the key")
 
 
 def _load_json_file(
