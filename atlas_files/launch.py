@@ -149,6 +149,15 @@ def _start(args: list[str]) -> None:
 
 def run(args: list[str]) -> None:
     """Run one command line: the Stop hook's fast path, else the whole CLI. Exits."""
+    split = split_globals(args)
+    if split is not None and not split[1]:
+        # Bare `atlas` (global options at most): where to start, at once and exit 0,
+        # rather than click's usage error and every command's help (which loads them all).
+        from atlas_files.guide import START  # noqa: PLC0415 - only here
+
+        gc.enable()
+        sys.stdout.write(START)
+        sys.exit(0)
     request = parse_hook(args)
     if request is not None:
         harness = request.pop("harness") or ""

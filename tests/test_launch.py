@@ -141,3 +141,21 @@ def test_ctrl_c_while_a_json_command_starts_still_prints_one_json_document(
         proc.wait()
     assert proc.returncode == 130, err
     assert json.loads(out)["error"]["kind"] == "interrupted"
+
+
+@pytest.mark.parametrize("globals_", [[], ["--as", "bob", "-p", "web"]])
+def test_bare_atlas_is_a_short_friendly_start(globals_: list[str], tmp_path: Path) -> None:
+    # The first thing a newcomer types used to print ~50 lines framed as an error, exit 2,
+    # after importing every command's module for its line of help.
+    from atlas_files.guide import START
+
+    script = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
+              "'imported: %s\\n' % sorted(m for m in sys.modules if m == 'click' or "
+              "m.startswith('atlas_files.cli')))); "
+              "from atlas_files.launch import main; main(sys.argv[1:])")
+    done = subprocess.run([sys.executable, "-c", script, *globals_], capture_output=True,
+                          text=True, cwd=tmp_path, env=child_env(), check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == START and len(START.splitlines()) <= 15
+    assert "atlas --help" in START and "atlas init" in START
+    assert done.stderr == "imported: []\n"
