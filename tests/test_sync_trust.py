@@ -208,7 +208,7 @@ def test_a_lease_claim_that_would_stay_on_an_unaccepted_clone_is_refused(
                          "--json", identity="bob")
     assert code == 2, err
     assert json.loads(out)["error"]["kind"] == "not_accepted"
-    assert "not claimed" in err and "on this clone only" in err and "--no-sync" in err
+    assert "nothing done" in err and "on this clone only" in err and "--no-sync" in err
     assert "atlas sync accept" in err
     code, out, _ = cli(bob, "lease", "show", "gpu0", "--json", identity="bob")
     assert json.loads(out)["holder"] != "bob"
@@ -216,6 +216,11 @@ def test_a_lease_claim_that_would_stay_on_an_unaccepted_clone_is_refused(
     code, out, err = cli(bob, "lease", "claim", "gpu0", "--for", "1h", "--why", "eval",
                          "--no-sync", "--json", identity="bob")
     assert code == 0 and json.loads(out)["holder"] == "bob", err
+    # Renewing it, or breaking another's, would be as unseen: refused alike.
+    code, _, err = cli(bob, "lease", "renew", "gpu0", "--for", "2h", identity="bob")
+    assert code == 2 and "`lease renew gpu0` would hold it on this clone only" in err
+    code, _, err = cli(bob, "lease", "break", "gpu0", "--why", "gone", identity="cy")
+    assert code == 2 and "`lease break gpu0` would hold it on this clone only" in err
 
 
 def test_the_acceptance_is_the_persons_own(team: tuple[Team, Path],
