@@ -85,9 +85,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     moment from here on ends it with `atlas: interrupted` and exit 130, never a traceback:
     while its modules load as well as while the command runs."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        _signal.signal(_signal.SIGINT, _on_interrupt)
+        sys.unraisablehook = _unraisable
     try:
         _start(args)
     except KeyboardInterrupt:
+        # First, before any Python call (whose start is where a pending signal is
+        # delivered): a second Ctrl-C while this one is said must not become a traceback.
+        if argv is None:
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
         interrupted(wants_json(args))
     except SystemExit:
         if argv is None:
@@ -96,6 +103,36 @@ def main(argv: Sequence[str] | None = None) -> None:
             # the process at once instead, as it does before Python is up.
             _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         raise
+    except Exception:
+        # Some extensions turn a KeyboardInterrupt raised inside them into an error of
+        # their own (pydantic-core's SchemaError while the MCP modules load): after a
+        # Ctrl-C, that failure is the interrupt.
+        if not _interrupts:
+            raise
+        if argv is None:
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        interrupted(wants_json(args))
+
+
+# The Ctrl-Cs this process received (main's own handler counts them).
+_interrupts = 0
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    """Python's own answer to SIGINT (KeyboardInterrupt), counted."""
+    global _interrupts
+    _interrupts += 1
+    raise KeyboardInterrupt
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C that landed in a callback Python cannot raise from (the cleanup of a
+    module's import lock, while the command's modules load) would be printed as "Exception
+    ignored ... KeyboardInterrupt" and lost: it is sent again, to reach the command."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _signal.raise_signal(_signal.SIGINT)
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def wants_json(args: Sequence[str]) -> bool:
@@ -107,8 +144,6 @@ def wants_json(args: Sequence[str]) -> bool:
 def interrupted(as_json: bool) -> NoReturn:
     """Ctrl-C outside the command's own handler (while atlas starts): the same answer the
     CLI gives, ``atlas: interrupted`` and exit 130, with --json also the error document."""
-    # A second Ctrl-C while this is said must not turn it into a traceback.
-    _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
     try:
         if as_json:
             import json  # noqa: PLC0415 - only on this path; hooks never pay for it
