@@ -147,8 +147,10 @@ def test_a_skew_within_the_allowance_is_measured_but_not_flagged(
 def test_a_record_that_travels_by_git_measures_no_skew(atlas: Callable[..., Result],
                                                        record: Record) -> None:
     record.update_config(lambda data: {**data, "sync": {"remote": "origin"}})
+    # No person accepted that sync: block on this clone, so the claim is held here only,
+    # knowingly (--no-sync).
     assert offset_atlas("-9s", "lease", "claim", GPU, "--for", "10m", "--why", "w",
-                        record=record.root, identity="a").returncode == 0
+                        "--no-sync", record=record.root, identity="a").returncode == 0
     (row,) = atlas("lease", "ls", "--json").json()["leases"]
     # Each clone is its own volume: the writer's offset is to its own disk, so nothing
     # here can be compared with it, and nothing is claimed.

@@ -680,13 +680,15 @@ def test_a_version_numbered_past_any_range_costs_one_version(tmp_path: Path) -> 
     """`plan.v99999999999999999999.md` made `ls --accepted` count down from it for ever,
     the stop sign list every number since the writer's read, and `search` fail on a
     number SQLite cannot hold: each visits only versions that exist (search leaves out
-    one numbered past 18 digits), and says what is wrong."""
+    one numbered past 18 digits), and says what is wrong. The listing says the topic's
+    latest version cannot be read, rather than show v1 as if it were the latest."""
     record = Record.init(tmp_path / "rec")
     v1 = artifacts.put(record, "plan", "# Plan\n", author="ann")
     shutil.copyfile(v1.path, v1.path.with_name("plan.v99999999999999999999.md"))
     listed = _capped_atlas(record.root, "ls", "--accepted")
     assert listed.returncode == 0, listed.stderr
-    assert "plan" in listed.stdout and "v1 " in listed.stdout
+    assert "plan" in listed.stdout and "damaged" in listed.stdout
+    assert "v99999999999999999999" in listed.stderr
     assert listed.stderr.count("\n") <= 2, listed.stderr  # one warning, not one per number
     stopped = _capped_atlas(record.root, "put", "plan", "--expect", "1", "-f", "-",
                             input=b"next\n")

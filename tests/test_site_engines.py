@@ -209,8 +209,8 @@ def test_a_kept_page_still_follows_links_marks_and_hand_edits(tmp_path: Path) ->
 
 def test_pages_do_not_change_with_the_time_of_the_build(tmp_path: Path) -> None:
     """Only the build's time asset and the pages about the present (home, leases,
-    telemetry) change between two builds of the same record; the config does not, since
-    a changed config makes Zensical build every page again."""
+    telemetry, each project's task board) change between two builds of the same record;
+    the config does not, since a changed config makes Zensical build every page again."""
     record = _small(tmp_path)
     corrections.correct(record, "plan@v1", what="a slip", author="bob", project="web")
     out = tmp_path / "out"
@@ -220,7 +220,8 @@ def test_pages_do_not_change_with_the_time_of_the_build(tmp_path: Path) -> None:
     sitegen.write_docs(record, out, now=now + timedelta(days=3, hours=5))
     after = snapshot(out)
     changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
-    assert changed == {"docs/assets/atlas-build.js", "docs/index.md", "docs/leases.md"}
+    assert changed == {"docs/assets/atlas-build.js", "docs/index.md", "docs/leases.md",
+                       "docs/tasks/web.md"}
 
 
 def test_zensical_rebuilds_into_the_same_build_folder(tmp_path: Path) -> None:
