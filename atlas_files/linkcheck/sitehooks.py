@@ -17,7 +17,8 @@ None of it runs in atlas's own process: the hooks are set up and run in children
 deadline every page a check renders has, and the pages under the batch budget the macros
 plugin's have. What a hook raises, or a deadline or the cap it runs past, is said once;
 the pages it left without an answer are then judged as written, their anchors as what
-the build alone can see (ATL017), never as errors.
+the build alone can see (ATL017), never as errors: what the hook would have made is not
+known.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class SiteHooks:
                           "judged as written, their anchors as the build alone can see")
         elif isinstance(answer, tuple) and answer[:1] == ("raised",):
             self._problem(f"hooks:raised:{answer[1].split(':')[0]}",
-                          f"a site's hook raised {answer[1]} {doing}"[:300] + "; such pages "
-                          "are judged as written")
+                          f"a site's hook raised {answer[1]} {doing}"[:300] + " (a build "
+                          "stops there): such pages' anchors are the build's to judge")
         else:
             self._problem("hooks:none", f"the site's hooks gave no answer {doing} (they ran "
                           f"out of memory, or past the {seconds * _RUN_PAGES:g} s a check "
@@ -116,10 +117,6 @@ class SiteHooks:
             answer = answers.get(uri)
             if isinstance(answer, tuple) and answer[:1] == ("page",):
                 self._done[uri] = (answer[1], None)
-                continue
-            if isinstance(answer, tuple) and answer[:1] == ("raised",):
-                self._said(answer, f"on {uri}")
-                self._done[uri] = (None, None)  # MkDocs stops there; judged as written
                 continue
             self._said(answer, f"on {uri}")
             self._done[uri] = (None, "no answer")
