@@ -44,15 +44,15 @@ def _inside(path: Path, root: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def refuse_unsafe(path: Path, record_root: str, what: str) -> None:
+def refuse_unsafe(path: Path, record_root: str, what: str, where: str = "record") -> None:
     """BadInput if the file at ``path`` (or the folder holding it) is no safer than the
-    record at ``record_root`` (a real path): inside it, writable by other users, or owned
-    by someone else."""
+    record (or the repository: ``where``) at ``record_root`` (a real path): inside it,
+    writable by other users, or owned by someone else."""
     if _inside(path, record_root) or _inside(path.parent, record_root):
         raise BadInput(
-            f"{what} {path} is inside the record at {record_root}: anyone who can write the "
-            "record could change it, so it cannot say what you trust",
-            hint=f"move it out of the record, e.g. to {config_dir() or '~/.config/atlas'}",
+            f"{what} {path} is inside the {where} at {record_root}: anyone who can write the "
+            f"{where} could change it, so it cannot say what you trust",
+            hint=f"move it out of the {where}, e.g. to {config_dir() or '~/.config/atlas'}",
         )
     # A folder further up that others may write could be swapped, with all below it,
     # between this look and the read.
@@ -96,7 +96,8 @@ def read_small(path: Path, what: str) -> bytes:
     return data
 
 
-def read_accepted(path: Path, root: str, what: str, again: str) -> list[dict[str, Any]]:
+def read_accepted(path: Path, root: str, what: str, again: str, where: str = "record",
+                  ) -> list[dict[str, Any]]:
     """The ``accepted`` list of the acceptances file at ``path`` ([] while there is none),
     used only while it is safer than ``root`` (refuse_unsafe); DamagedFile, saying to
     ``again``, for one atlas did not write."""
@@ -104,7 +105,7 @@ def read_accepted(path: Path, root: str, what: str, again: str) -> list[dict[str
         data = read_small(path, what)
     except FileNotFoundError:
         return []
-    refuse_unsafe(path, root, what)
+    refuse_unsafe(path, root, what, where)
     try:
         doc = json.loads(data)
     except ValueError:
@@ -118,13 +119,13 @@ def read_accepted(path: Path, root: str, what: str, again: str) -> list[dict[str
 
 
 def write_accepted(path: Path, root: str, what: str, again: str, key: str,
-                   entry: dict[str, Any]) -> None:
+                   entry: dict[str, Any], where: str = "record") -> None:
     """Keep ``entry`` (stamped with the time) in the acceptances file at ``path`` in place
     of the one with the same ``key``, under the file's lock."""
-    refuse_unsafe(path, root, what)
+    refuse_unsafe(path, root, what, where)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with fsio.locked(path.parent / (path.name + ".lock")):
-        entries = [e for e in read_accepted(path, root, what, again)
+        entries = [e for e in read_accepted(path, root, what, again, where)
                    if e.get(key) != entry[key]]
         entries.append({**entry, "accepted_at": timeutil.format_time(timeutil.now())})
         data = json.dumps({"accepted": entries}, ensure_ascii=False, indent=1) + "\n"

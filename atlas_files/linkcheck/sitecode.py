@@ -157,7 +157,7 @@ def accepted(site: SiteConfig) -> dict[str, str] | None:
     if path is None:
         return None
     root = _key(site)
-    for entry in read_accepted(path, root, WHAT, AGAIN):
+    for entry in read_accepted(path, root, WHAT, AGAIN, "repository"):
         files = entry.get("files")
         if entry.get("repository") == root and isinstance(files, dict):
             return {str(k): str(v) for k, v in files.items()}
@@ -208,7 +208,7 @@ def accept(site: SiteConfig, files: list[CodeFile]) -> Path:
     kept = accepted(site) or {}
     kept.update({f.rel: f.digest for f in files if f.digest is not None})
     write_accepted(path, root, WHAT, AGAIN, "repository",
-                   {"repository": root, "files": dict(sorted(kept.items()))})
+                   {"repository": root, "files": dict(sorted(kept.items()))}, "repository")
     return path
 
 
