@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+from support.git import GitRepo
 from support.linksites import STRICT, site
 from support.runner import run_atlas
 
 from atlas_files.api import checks as api
-from atlas_files.check import check_links
+from atlas_files.check import check_links, check_staged
 from atlas_files.findings import ERROR, Report
 
 # The hook makes one anchor and removes another; the macros module makes a third. Each
@@ -86,15 +87,21 @@ def _ran(root: Path) -> list[str]:
     return sorted(p.name for p in root.glob("*-ran"))
 
 
-def test_accepted_code_runs_and_its_errors_are_the_builds(tmp_path: Path,
-                                                          own_config: Path) -> None:
+@pytest.mark.parametrize("mode", ["tree", "staged"])
+def test_accepted_code_runs_and_its_errors_are_the_builds(tmp_path: Path, own_config: Path,
+                                                          mode: str) -> None:
     root = tmp_path / "site"
     docs = _site(root)
     shown = api.review_site_code(root)
     assert [(f.rel, f.role) for f in shown.files] == [
         ("hooks.py", "hook"), ("main.py", "macros module"), ("helper.py", "imported by hooks.py")]
     api.accept_site_code(root, shown)
-    errors, warnings = _judged(check_links([docs], base=root), docs)
+    if mode == "staged":  # as the pre-commit hook runs it: no flag
+        GitRepo(root).git("add", "-A")
+        report = check_staged(root, mode="links", base=root)
+    else:
+        report = check_links([docs], base=root)
+    errors, warnings = _judged(report, docs)
     assert errors == BROKEN, warnings
     assert warnings == []
     assert _ran(root) == ["hook-ran", "macros-ran"]
