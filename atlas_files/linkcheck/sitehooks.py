@@ -129,6 +129,8 @@ class _Loaded:  # pragma: no cover - the child
         self.site = site
         self.error: str | None = None
         try:
+            # `mkdocs build` runs in the site's folder, and hooks read files relative to it.
+            os.chdir(site.root)
             self._set_up()
         except Exception as exc:  # noqa: BLE001 - the hooks are the repository's code
             self.error = f"{type(exc).__name__}: {exc}"

@@ -287,6 +287,7 @@ class Macros:
 
         name = self.config.get("module_name", "main")
         name = name if isinstance(name, str) and name else "main"
+        os.chdir(self.site.root)  # as `mkdocs build` runs, in the site's folder
         sys.path.insert(0, str(self.site.root))
         try:
             module = importlib.import_module(name.replace("/", "."))
