@@ -207,3 +207,22 @@ def test_an_acceptance_planted_in_the_repository_is_refused(tmp_path: Path,
     errors, warnings = _judged(check_links([docs], base=root), docs)
     assert errors == set() and _ran(root) == []
     assert any("inside the repository" in w and "not run" in w for w in warnings), warnings
+
+
+def test_an_accepted_hook_renders_the_themes_templates_as_built(tmp_path: Path) -> None:
+    # As Material's translations hook does: a template of the theme's custom_dir, rendered
+    # into the page.
+    root = tmp_path / "site"
+    docs = site(root, text=yaml.safe_dump({
+        "site_name": "t", "validation": STRICT, "hooks": ["hooks.py"],
+        "theme": {"name": "mkdocs", "custom_dir": "overrides"}}),
+        pages={"index.md": "# I\n\n[a](#from-the-template) [b](#nope)\n"})
+    (root / "overrides" / "hooks").mkdir(parents=True)
+    (root / "overrides" / "hooks" / "part.html").write_text("## From the {{ what }}\n")
+    (root / "hooks.py").write_text(
+        "def on_page_markdown(markdown, page, config, files):\n"
+        "    template = config.theme.get_env().get_template('hooks/part.html')\n"
+        "    return markdown + '\\n' + template.render(what='template')\n")
+    api.accept_site_code(root)
+    errors, warnings = _judged(check_links([docs], base=root), docs)
+    assert errors == {("index.md", "#nope")} and warnings == [], warnings

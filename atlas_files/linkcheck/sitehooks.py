@@ -151,13 +151,19 @@ class _Loaded:  # pragma: no cover - the child
         from mkdocs.structure.files import get_files  # noqa: PLC0415
 
         data = plain_data({k: v for k, v in self.site.data.items()
-                           if k not in ("plugins", "hooks", "markdown_extensions", "theme")})
+                           if k not in ("plugins", "hooks", "markdown_extensions")})
         data["markdown_extensions"] = [name for name, _ in self.site.extensions]
         data["hooks"] = [os.path.relpath(h, self.site.root) for h in self.site.hooks]
         data["plugins"] = []
-        config = MkDocsConfig(config_file_path=str(self.site.path))
-        config.load_dict(data)
-        errors, _ = config.validate()
+        for _ in range(2):
+            config = MkDocsConfig(config_file_path=str(self.site.path))
+            config.load_dict(data)
+            errors, _ = config.validate()
+            if not any(key == "theme" for key, _ in errors) or "theme" not in data:
+                break
+            # A theme not installed here: the hooks without it (one that renders the
+            # theme's templates says so when it raises).
+            del data["theme"]
         if errors:
             key, error = errors[0]
             raise ValueError(f"{key}: {error}")
