@@ -80,7 +80,7 @@ def diagnose(record_path: str | os.PathLike[str] | None = None) -> Diagnosis:
     else:
         report = volume.probe(Path.cwd(), allowance_s=allowance, tolerance_s=tolerance)
     checks = [*report.checks, git_check(record), schema_check(), engines_check(record),
-              hooks_check(record), server_check()]
+              hooks_check(record), site_code_check(), server_check()]
     return Diagnosis(record.root if record else None, report, tuple(checks))
 
 
@@ -227,6 +227,26 @@ def hooks_check(record: Record | None) -> Check:
 
 
 # -- the command server -------------------------------------------------------------------
+
+
+def site_code_check() -> Check:
+    """Where this user accepted a MkDocs site's own code for the links check to run
+    (`atlas check accept`): one row, every repository with its number of files."""
+    from atlas_files.linkcheck import sitecode  # noqa: PLC0415 - a links check's module
+
+    affects = "`atlas check --links-only` and the pre-commit hooks (a site's hooks and macros)"
+    try:
+        kept = sitecode.all_accepted()
+    except AtlasError as exc:
+        return Check("site_code", DEGRADED, f"{exc.message}: no site's code runs", affects)
+    if not kept:
+        return Check("site_code", OK, "no site's own code is accepted: links checks run none "
+                     "(`atlas check accept` in a site you own)", affects)
+    places = [f"{e.get('repository')} ({len(e.get('files') or {})} files, since "
+              f"{e.get('accepted_at')})" for e in kept]
+    return Check("site_code", OK, f"links checks run the accepted hooks and macros of "
+                 f"{'; '.join(places)}, while their digests match "
+                 f"({sitecode.store_path()})", affects)
 
 
 def server_check() -> Check:

@@ -2,20 +2,23 @@
 
 What a person trusts cannot live in the record, since anyone who can write the record (or
 push to its remote) could change it there. Their own probes, their approvals of probe
-commands and their acceptances of a record's ``sync:`` block live in their own config
-folder instead, and each file there is used only while it is safer than the record: not
-inside it, not owned by another user, and not writable by others.
+commands, their acceptances of a record's ``sync:`` block and of a site's own code live in
+their own config folder instead, and each file there is used only while it is safer than
+the record (or the repository): not inside it, not owned by another user, and not writable
+by others.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from atlas_files import privatepath
-from atlas_files.errors import BadInput
+from atlas_files import fsio, privatepath, timeutil
+from atlas_files.errors import BadInput, DamagedFile
 
 MAX_FILE_BYTES = 1 << 20  # each file is a few lines; a bigger one is not ours
 
@@ -44,15 +47,15 @@ def _inside(path: Path, root: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def refuse_unsafe(path: Path, record_root: str, what: str) -> None:
+def refuse_unsafe(path: Path, record_root: str, what: str, where: str = "record") -> None:
     """BadInput if the file at ``path`` (or the folder holding it) is no safer than the
-    record at ``record_root`` (a real path): inside it, writable by other users, or owned
-    by someone else."""
+    record (or the repository: ``where``) at ``record_root`` (a real path): inside it,
+    writable by other users, or owned by someone else."""
     if _inside(path, record_root) or _inside(path.parent, record_root):
         raise BadInput(
-            f"{what} {path} is inside the record at {record_root}: anyone who can write the "
-            "record could change it, so it cannot say what you trust",
-            hint=f"move it out of the record, e.g. to {config_dir() or '~/.config/atlas'}",
+            f"{what} {path} is inside the {where} at {record_root}: anyone who can write the "
+            f"{where} could change it, so it cannot say what you trust",
+            hint=f"move it out of the {where}, e.g. to {config_dir() or '~/.config/atlas'}",
         )
     # A folder further up that others may write could be swapped, with all below it,
     # between this look and the read.
@@ -94,3 +97,39 @@ def read_small(path: Path, what: str) -> bytes:
         raise BadInput(f"the {what} {path} is over {MAX_FILE_BYTES // 1024} KiB; it should "
                        "be a few lines", hint="check that it is the right file")
     return data
+
+
+def read_accepted(path: Path, root: str, what: str, again: str, where: str = "record",
+                  ) -> list[dict[str, Any]]:
+    """The ``accepted`` list of the acceptances file at ``path`` ([] while there is none),
+    used only while it is safer than ``root`` (refuse_unsafe); DamagedFile, saying to
+    ``again``, for one atlas did not write."""
+    try:
+        data = read_small(path, what)
+    except FileNotFoundError:
+        return []
+    refuse_unsafe(path, root, what, where)
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        raise DamagedFile(f"the {what} {path} is not JSON", hint=f"delete it, then {again}"
+                          ) from None
+    entries = doc.get("accepted") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise DamagedFile(f"the {what} {path} has no `accepted` list",
+                          hint=f"delete it, then {again}")
+    return [e for e in entries if isinstance(e, dict)]
+
+
+def write_accepted(path: Path, root: str, what: str, again: str, key: str,
+                   entry: dict[str, Any], where: str = "record") -> None:
+    """Keep ``entry`` (stamped with the time) in the acceptances file at ``path`` in place
+    of the one with the same ``key``, under the file's lock."""
+    refuse_unsafe(path, root, what, where)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with fsio.locked(path.parent / (path.name + ".lock")):
+        entries = [e for e in read_accepted(path, root, what, again, where)
+                   if e.get(key) != entry[key]]
+        entries.append({**entry, "accepted_at": timeutil.format_time(timeutil.now())})
+        data = json.dumps({"accepted": entries}, ensure_ascii=False, indent=1) + "\n"
+        fsio.replace_atomic(path, data.encode("utf-8"), mode=0o600)

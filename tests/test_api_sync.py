@@ -75,6 +75,9 @@ LOCAL = {
     "status.check_status_write": "the same, for the status",
     "checks.check": "judges the files as they are (a commit's, or the folder's): a fetch "
                     "would change what is judged",
+    "checks.review_site_code": "reads a MkDocs site's own code on disk and the person's "
+                               "own acceptances file, outside the record",
+    "checks.accept_site_code": "writes the person's own acceptances file, outside the record",
     "site.build": "renders the record as this clone holds it",
     "site.serve": "serves the record as this clone holds it",
     "telemetry.sample": "reads this machine's GPUs; no record",

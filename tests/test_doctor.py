@@ -31,7 +31,8 @@ from atlas_files.record import Record
 
 VOLUME_CHECKS = ("volume", "hard_links", "exclusive_create", "atomic_rename", "folder_fsync",
                  "locks", "case_sensitivity", "clock")
-MACHINE_CHECKS = ("git", "jsonschema_rs", "site_engines", "hooks", "command_server")
+MACHINE_CHECKS = ("git", "jsonschema_rs", "site_engines", "hooks", "site_code",
+                  "command_server")
 FAKETIME = shutil.which("faketime")
 needs_faketime = pytest.mark.skipif(
     FAKETIME is None and not os.environ.get("ATLAS_REQUIRE_FAKETIME"),
@@ -95,7 +96,7 @@ def test_a_local_record_with_hooks_set_up_is_all_ok(tmp_path: Path,
                                         "doctor"), capture_output=True, text=True,
                           cwd=work, env=child_env(home), timeout=120)
     assert text.returncode == 0
-    assert "13 checks: 13 ok, 0 degraded, 0 unsafe; nothing unsafe." in text.stdout
+    assert "14 checks: 14 ok, 0 degraded, 0 unsafe; nothing unsafe." in text.stdout
 
 
 def test_outside_a_record_it_measures_this_folder(tmp_path: Path, home: dict[str, str]) -> None:

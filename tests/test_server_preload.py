@@ -82,9 +82,11 @@ def test_a_server_learns_installed_modules_and_never_one_from_elsewhere(
         wait_for(lambda: int(server_status(sock)["learned"]) > 0)  # type: ignore[call-overload]
     assert outputs[0] == outputs[1]
     assert "ATL011" in [f["code"] for f in outputs[0]["findings"]]  # the broken anchor
-    # With --run-site-hooks MkDocs' own machinery imports the site's hook and extension, in
-    # each worker itself: the server never did, nor gave them to the second worker.
+    # With --run-site-hooks the extension is imported in each worker itself, and MkDocs' own
+    # machinery imports the site's hook (and the extension, as it validates the config) in
+    # capped children of each worker (sitehooks.py): the server imported neither.
     importers = [line.split() for line in log.read_text().splitlines()]
-    pids = {int(pid) for _, pid in importers}
-    assert len(pids) == 2 and server_pid not in pids
-    assert sorted(kind for kind, _ in importers) == ["extension", "extension", "hook", "hook"]
+    by_kind = {kind: {int(pid) for k, pid in importers if k == kind}
+               for kind in ("extension", "hook")}
+    assert server_pid not in by_kind["extension"] | by_kind["hook"]
+    assert len(by_kind["extension"]) >= 2 and len(by_kind["hook"]) >= 2

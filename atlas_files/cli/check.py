@@ -18,7 +18,27 @@ def _print(finding: Any) -> None:
     click.echo(f"    {finding.severity}; hint: {finding.hint}")
 
 
-@click.command()
+class _CheckGroup(click.Group):
+    """`atlas check [PATH]...`, and `atlas check accept`: a first word that names a
+    subcommand runs it, any other is a path (`./accept` checks a folder of that name)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args[:1] and args[0] in self.commands:
+            ctx.meta["atlas.check.sub"] = args
+            args = []
+        return click.Command.parse_args(self, ctx, args)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        args = ctx.meta.pop("atlas.check.sub", None)
+        if args is None:
+            return click.Command.invoke(self, ctx)
+        sub = self.commands[args[0]]
+        with sub.make_context(args[0], args[1:], parent=ctx) as sub_ctx:
+            return sub.invoke(sub_ctx)
+
+
+@click.group(cls=_CheckGroup, invoke_without_command=True,
+             subcommand_metavar="| accept [PATH] [--yes]")
 @click.argument("paths", nargs=-1, type=click.Path(), metavar="[PATH]...")
 @click.option("--staged", is_flag=True,
               help="Check the commit being made (git's index): only what it changes, plus "
@@ -38,10 +58,9 @@ def _print(finding: Any) -> None:
               help="With --links-only: judge links as the MkDocs site of this mkdocs.yml will "
               "build them (default: the mkdocs.yml found upward from each file, if any).")
 @click.option("--run-site-hooks", is_flag=True,
-              help="With --links-only: run the MkDocs site's hooks (its hooks: files) as "
-              "MkDocs does before it checks links, so pages they change are judged as built. "
-              "This runs the repository's code: give it only for a repository whose hooks "
-              "you trust (in its own pre-commit config), never on someone else's.")
+              help="With --links-only: run the MkDocs site's own code (its hooks: files, its "
+              "macros module) for this one check, accepted or not. `atlas check accept` "
+              "runs it in every check of this clone instead, while it stays as you read it.")
 @json_option
 @pass_ctx
 def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, links_only: bool,
@@ -81,3 +100,64 @@ def _summary(report: Any) -> str:
     e, w = report.errors, report.warnings
     return (f"atlas check: {e} error{'' if e == 1 else 's'}, {w} warning{'' if w == 1 else 's'} "
             f"in {files}")
+
+
+@check.command("accept")
+@click.argument("path", required=False, type=click.Path(), metavar="[PATH]")
+@click.option("--yes", is_flag=True,
+              help="Accept without asking (for a person who has read the files).")
+@json_option
+def accept(path: str | None, yes: bool, as_json: bool) -> None:
+    """Run this clone's own MkDocs site code in every links check: accept it by content.
+
+    A site's hooks (mkdocs.yml's hooks:) and its macros module (the macros plugin's
+    module_name) are the repository's code, and they change the pages MkDocs validates.
+    This shows them, and every module of the repository they import, each with its
+    SHA-256, asks, and keeps the acceptance in your own ~/.config/atlas/
+    accepted-site-code.json (outside the repository; never shared), for the repository
+    at its real path. From then on `atlas check` and the pre-commit hooks run exactly
+    that code, in capped children under the page deadline, while every digest matches;
+    a changed or newly imported file stops it until you accept again. PATH: the site's
+    mkdocs.yml, or a folder it is found upward from (default: here). --json prints what
+    is accepted. An agent should leave this to the person who runs the clone.
+    """
+    seen = api.review_site_code(path)
+    if not seen.files:
+        raise BadInput(f"the site of {seen.mkdocs} has no code of its own to accept (no "
+                       "hooks:, no macros module)", hint="nothing to do: its links are "
+                       "checked without running anything")
+    if not seen.needed:
+        if as_json:
+            emit_json(seen.to_json())
+        else:
+            click.echo(f"already accepted on this clone: {len(seen.files)} file(s) of "
+                       f"{seen.mkdocs}")
+        return
+    show = click.echo if not as_json else (lambda line: click.echo(line, err=True))
+    show(f"The site of {seen.mkdocs} runs this code of its repository ({seen.repository}):")
+    for f in seen.files:
+        mark = " (changed since you accepted)" if f in seen.changed and seen.accepted \
+            else ""
+        show(f"  {f.rel}  {f.role}  sha256:{f.digest or '(unreadable: ' + str(f.why) + ')'}"
+             f"{mark}")
+    show("Accepted, it runs with your rights (capped in memory and time) in every links "
+         "check of this clone while these files stay as they are.")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise BadInput("the site's code was not accepted: there is no terminal to ask "
+                           "on; nothing written", hint="read the files, then run `atlas "
+                           "check accept --yes`")
+        try:
+            ok = click.confirm("Run this code in this clone's links checks?", default=False,
+                               err=as_json)
+        except click.Abort:
+            ok = False
+        if not ok:
+            raise BadInput("the site's code was not accepted; nothing written",
+                           hint="run it again and answer y, or pass --yes after reading "
+                           "the files")
+    done = api.accept_site_code(path, seen)
+    if as_json:
+        emit_json(done.to_json())
+    else:
+        click.echo(f"accepted (kept in {done.kept_in})")

@@ -1,5 +1,6 @@
-"""A site's hooks run as MkDocs runs them: only with ``--run-site-hooks``, which the user
-gives (never mkdocs.yml), for a repository whose hooks they trust.
+"""A site's hooks run as MkDocs runs them: only once a person on this clone accepted them
+(sitecode.py, `atlas check accept`), or for one run with ``--run-site-hooks``; never
+because mkdocs.yml says so.
 
 MkDocs imports each file of ``hooks:`` as a module and calls its event functions as if it
 were a plugin. So does this module, with MkDocs' own machinery: a configuration made from
@@ -11,87 +12,180 @@ site's files become what the hooks leave), and for each page ``on_pre_page``,
 site's. Plugins are not run (those atlas models are modelled, siteplugins.py); nor is
 anything after the validation.
 
-What a hook raises is said once, and the pages are then judged without it.
+None of it runs in atlas's own process: the hooks are set up and run in children
+(renderpool.run_children) with their memory capped, each page (and the set-up) under the
+deadline every page a check renders has, and the pages under the batch budget the macros
+plugin's have. What a hook raises, or a deadline or the cap it runs past, is said once;
+the pages it left without an answer are then judged as written, their anchors as what
+the build alone can see (ATL017), never as errors: what the hook would have made is not
+known.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from atlas_files import renderlimit
+from atlas_files.linkcheck import renderpool
 from atlas_files.linkcheck.siteconfig import SiteConfig
-from atlas_files.linkcheck.sitemacros import plain_data
+from atlas_files.linkcheck.sitemacros import cap_memory, plain_data
 from atlas_files.linkcheck.siteplan import Problem
+from atlas_files.linkcheck.siteplugins import Cause
+
+FILES = "\0files"  # the key of the set-up's answer: no page has it
+_RUN_PAGES = 6  # as sitemacros: no page is started past this many pages' time
 
 
 class SiteHooks:
-    """One site's hooks, loaded and set up (see the module's docstring)."""
+    """One site's hooks, run in children (see the module's docstring)."""
 
-    def __init__(self, site: SiteConfig, problem: Problem) -> None:
+    def __init__(self, site: SiteConfig, problem: Problem,
+                 pages: Callable[[], Mapping[str, tuple[str, str]]]) -> None:
         self.site = site
         self._problem = problem
-        self.config: Any = None
-        self.files: Any = None
-        self.ready = False
+        self._pages = pages
+        self._done: dict[str, tuple[str | None, str | None]] = {}
+        self._uris: set[str] | None = None
+        self._batched = False
+        self.cause = Cause("hooks:ran", "the site's hooks did not give this page back (see "
+                           "the note on mkdocs.yml)", site.line_of("hooks"))
+        answer = self._run([[FILES]], {}).get(FILES)
+        if isinstance(answer, tuple) and answer[:1] == ("files",):
+            self._uris = set(answer[1])
+        else:
+            self._said(answer, "setting them up")
+        self.ready = self._uris is not None
+
+    def _said(self, answer: Any, doing: str) -> None:
+        """Say once why the hooks gave no answer while ``doing``."""
+        seconds = renderlimit.check_seconds()
+        if isinstance(answer, renderpool.RanOut):
+            self._problem("hooks:ran-out", f"the site's hooks took longer than "
+                          f"{answer.seconds:g} s {doing}: the pages they did not finish are "
+                          "judged as written, their anchors as the build alone can see")
+        elif isinstance(answer, tuple) and answer[:1] == ("raised",):
+            self._problem(f"hooks:raised:{answer[1].split(':')[0]}",
+                          f"a site's hook raised {answer[1]} {doing}"[:300] + " (a build "
+                          "stops there): such pages' anchors are the build's to judge")
+        else:
+            self._problem("hooks:none", f"the site's hooks gave no answer {doing} (they ran "
+                          f"out of memory, or past the {seconds * _RUN_PAGES:g} s a check "
+                          "gives them): pages are judged as written, their anchors as the "
+                          "build alone can see")
+
+    def _run(self, shares: list[list[str]], texts: Mapping[str, tuple[str, str]],
+             ) -> dict[str, Any]:
+        # MkDocs is atlas's own dependency: imported here, once, for every child.
+        import mkdocs.config.defaults  # noqa: PLC0415
+        import mkdocs.structure.pages  # noqa: F401, PLC0415
+
+        made: list[_Loaded] = []
+
+        def work(key: str) -> tuple[Any, ...]:  # pragma: no cover - the child
+            if not made:
+                made.append(_Loaded(self.site))
+            return made[0].answer(key, texts)
+
+        seconds = renderlimit.check_seconds()
+        return renderpool.run_children(work, shares, seconds, total=seconds * _RUN_PAGES,
+                                       setup=cap_memory)
+
+    def uris(self) -> set[str] | None:
+        """The site's files as the hooks leave them (None: they were not set up)."""
+        return self._uris
+
+    def markdown(self, uri: str, text: str, body: str) -> tuple[str | None, Cause | None]:
+        """Page ``uri``'s Markdown after the hooks' page events (None: unchanged), and
+        why its anchors cannot be checked where the hooks gave it no answer."""
+        if not self.ready:
+            return None, None
+        if not self._batched:
+            self._batched = True
+            self._batch({**self._pages(), uri: (text, body)})
+        if uri not in self._done:
+            self._batch({uri: (text, body)})
+        out, why = self._done.get(uri, (None, "none"))
+        return out, (self.cause if why is not None else None)
+
+    def _batch(self, texts: Mapping[str, tuple[str, str]]) -> None:
+        keys = sorted(texts, key=lambda u: len(texts[u][1]), reverse=True)
+        count = max(1, min(renderpool.cpus(), len(keys)))
+        answers = self._run([keys[i::count] for i in range(count)], texts)
+        for uri in keys:
+            answer = answers.get(uri)
+            if isinstance(answer, tuple) and answer[:1] == ("page",):
+                self._done[uri] = (answer[1], None)
+                continue
+            self._said(answer, f"on {uri}")
+            self._done[uri] = (None, "no answer")
+
+
+class _Loaded:  # pragma: no cover - the child
+    """The hooks loaded and set up in a child; each page's answer from there."""
+
+    def __init__(self, site: SiteConfig) -> None:
+        self.site = site
+        self.error: str | None = None
         try:
+            # `mkdocs build` runs in the site's folder, and hooks read files relative to it.
+            os.chdir(site.root)
             self._set_up()
         except Exception as exc:  # noqa: BLE001 - the hooks are the repository's code
-            problem("hooks:setup", f"the site's hooks could not be set up as MkDocs sets them "
-                    f"up ({type(exc).__name__}: {exc})"[:300] + "; pages are judged without "
-                    "them")
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def answer(self, key: str, texts: Mapping[str, tuple[str, str]]) -> tuple[Any, ...]:
+        if self.error is not None:
+            return ("raised", self.error[:200])
+        if key == FILES:
+            return ("files", sorted(f.src_uri for f in self.files))
+        text, body = texts[key]
+        try:
+            return ("page", self.markdown(key, text, body))
+        except Exception as exc:  # noqa: BLE001 - the repository's code
+            return ("raised", f"{type(exc).__name__}: {exc}"[:200])
 
     def _set_up(self) -> None:
-        # MkDocs is atlas's own dependency: imported only when a user asks for this.
         from mkdocs.config.defaults import MkDocsConfig  # noqa: PLC0415
         from mkdocs.structure.files import get_files  # noqa: PLC0415
 
         data = plain_data({k: v for k, v in self.site.data.items()
-                           if k not in ("plugins", "hooks", "markdown_extensions", "theme")})
+                           if k not in ("plugins", "hooks", "markdown_extensions")})
         data["markdown_extensions"] = [name for name, _ in self.site.extensions]
         data["hooks"] = [os.path.relpath(h, self.site.root) for h in self.site.hooks]
         data["plugins"] = []
-        config = MkDocsConfig(config_file_path=str(self.site.path))
-        config.load_dict(data)
-        errors, _ = config.validate()
+        for _ in range(2):
+            config = MkDocsConfig(config_file_path=str(self.site.path))
+            config.load_dict(data)
+            errors, _ = config.validate()
+            if not any(key == "theme" for key, _ in errors) or "theme" not in data:
+                break
+            # A theme not installed here: the hooks without it (one that renders the
+            # theme's templates says so when it raises).
+            del data["theme"]
         if errors:
             key, error = errors[0]
             raise ValueError(f"{key}: {error}")
         self.config = config.plugins.on_config(config)
         files = get_files(self.config)
         self.files = self.config.plugins.on_files(files, config=self.config)
-        self.ready = True
-
-    def uris(self) -> set[str] | None:
-        """The site's files as the hooks leave them (None: not set up)."""
-        if not self.ready:
-            return None
-        return {f.src_uri for f in self.files}
 
     def markdown(self, uri: str, text: str, body: str) -> str | None:
-        """Page ``uri``'s Markdown after the hooks' page events (None: unchanged, or a
-        hook failed on it, which is said once)."""
-        if not self.ready:
-            return None
-        from mkdocs.structure.pages import Page  # noqa: PLC0415 - see _set_up
+        from mkdocs.structure.pages import Page  # noqa: PLC0415
 
         file = self.files.get_file_from_path(uri)
         if file is None:
             return None
         plugins = self.config.plugins
-        try:
-            page = file.page or Page(None, file, self.config)
-            page = plugins.on_pre_page(page, config=self.config, files=self.files) or page
-            source = plugins.on_page_read_source(page=page, config=self.config)
-            page.markdown, page.meta = body, {}
-            if isinstance(source, str) and source != text:
-                from mkdocs.utils import meta  # noqa: PLC0415
+        page = file.page or Page(None, file, self.config)
+        page = plugins.on_pre_page(page, config=self.config, files=self.files) or page
+        source = plugins.on_page_read_source(page=page, config=self.config)
+        page.markdown, page.meta = body, {}
+        if isinstance(source, str) and source != text:
+            from mkdocs.utils import meta  # noqa: PLC0415
 
-                page.markdown, page.meta = meta.get_data(source)
-            out = plugins.on_page_markdown(page.markdown, page=page, config=self.config,
-                                           files=self.files)
-        except Exception as exc:  # noqa: BLE001 - the repository's code
-            self._problem(f"hooks:page:{type(exc).__name__}", f"a site's hook raised "
-                          f"{type(exc).__name__} on {uri} ({exc})"[:300] + "; such pages are "
-                          "judged as written")
-            return None
+            page.markdown, page.meta = meta.get_data(source)
+        out = plugins.on_page_markdown(page.markdown, page=page, config=self.config,
+                                       files=self.files)
         return out if isinstance(out, str) else None

@@ -32,11 +32,13 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from atlas_files import renderlimit
+from atlas_files.errors import AtlasError
 from atlas_files.filesources import Source, read_page
 from atlas_files.findings import WARNING, Report
-from atlas_files.linkcheck import anchors, markdown
+from atlas_files.linkcheck import anchors, markdown, sitecode
 from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
+from atlas_files.linkcheck.sitecode import macros_module
 from atlas_files.linkcheck.siteconfig import (
     NOT_NEEDED,
     SiteConfig,
@@ -120,13 +122,15 @@ class SiteLinks:
         self._unverified: dict[str, _Unverified] = {}
         self._unchecked: set[str] = set()  # pages that took longer than a check gives
         self.renderings = Renderings(site, self._problem, self._text)
+        # The user's word (an acceptance of theirs, or --run-site-hooks), never mkdocs.yml's.
+        code = self._accepted_code(run_hooks)
         self.hooks = None
-        if run_hooks and site.hooks:  # the user's word, never mkdocs.yml's (sitehooks.py)
+        if code is not None and site.hooks:
             from atlas_files.linkcheck.sitehooks import SiteHooks  # noqa: PLC0415 - imports MkDocs
 
-            self.hooks = SiteHooks(site, self._problem)
+            self.hooks = SiteHooks(site, self._problem, self._hook_pages)
         self.plugins = Plugins(site, self._problem, self.hooks is not None and self.hooks.ready)
-        self.macros = Macros(site) if "macros" in site.plugins else None
+        self.macros = Macros(site, code) if "macros" in site.plugins else None
         self._macros_batched = False
         self._macro_uris: set[str] = set()
         self._missing_extensions()
@@ -135,6 +139,41 @@ class SiteLinks:
 
     def contains(self, path: Path) -> bool:
         return path.is_relative_to(self.site.docs_dir)
+
+    def _accepted_code(self, run_hooks: bool) -> dict[str, str] | None:
+        """The site's own code that this check runs (path: digest), None for none: all of
+        it where ``run_hooks``, else what this clone accepted while it is unchanged
+        (sitecode.py); a change since is said once."""
+        if not self.site.hooks and macros_module(self.site) is None:
+            return None
+        try:
+            code = sitecode.standing(self.site)
+        except AtlasError as exc:
+            self._problem("code:accepted", f"{exc}; the site's own code is not run", 1)
+            return {} if run_hooks else None
+        if run_hooks or code.runs:
+            return {f.rel: f.digest or "" for f in code.files}
+        if code.changed:
+            self._problem("code:changed", code.sentence(),
+                          self.site.line_of(code.changed[0].rel.rsplit("/", 1)[-1]))
+        return None
+
+    def _hook_pages(self) -> dict[str, tuple[str, str]]:
+        """Every page of the site, as the hooks get it (the macros plugin's expansion
+        first, as MkDocs runs plugins before hooks): run through them in one go."""
+        out: dict[str, tuple[str, str]] = {}
+        for uri in sorted(self.files):
+            if not uri.lower().endswith(PAGE_SUFFIXES) or self.plugins.excluded(uri):
+                continue
+            path = self.site.docs_dir / uri
+            try:
+                text = read_page(self.source, path).decode("utf-8", "replace")
+            except OSError:
+                continue
+            body, first = markdown.split_front_matter(text)
+            expanded, _ = self._macros(path, text, body, first)
+            out[uri] = (text, body if expanded is None else expanded)
+        return out
 
     def _problem(self, key: str, message: str, line: int | None = None) -> None:
         if key not in self._said:  # each said once per run
@@ -216,13 +255,14 @@ class SiteLinks:
         body, first = markdown.split_front_matter(text)
         expanded, unexpanded = self._macros(path, text, body, first)
         body = body if expanded is None else expanded
+        unhooked = None
         if self.hooks is not None:
-            hooked = self.hooks.markdown(path.relative_to(self.site.docs_dir).as_posix(),
-                                         text, body)
+            hooked, unhooked = self.hooks.markdown(
+                path.relative_to(self.site.docs_dir).as_posix(), text, body)
             body = body if hooked is None else hooked
         read = markdown.read(body, first)
         changer = self.plugins.page_changers[0] if self.plugins.page_changers else None
-        why = changer or unexpanded or self._made_at_build(path, read, body)
+        why = changer or unexpanded or unhooked or self._made_at_build(path, read, body)
         return Page(path, body, first, read, why)
 
     def _macros(self, path: Path, text: str, body: str, first: int,
@@ -710,6 +750,13 @@ def _hint(message: str) -> str:
                 "makes stays a build check (`mkdocs build --strict`)")
     if "lies outside the repository" in message:
         return "keep what the site reads inside the repository; atlas check reads nothing else"
+    if sitecode.COMMAND in message:
+        return (f"read what changed (`git diff`), then run `{sitecode.COMMAND}`; until then "
+                "what the code makes stays a build check")
+    if "site's hook" in message or "macros module" in message:
+        return ("the site's own code failed or ran past the limits a check gives it (give "
+                f"pages more time: {renderlimit.CHECK_ENV}=SECONDS); `mkdocs build` "
+                "checks what it makes")
     return ("atlas check never runs it: what it makes stays a build check (`mkdocs build "
             "--strict` with validation set)")
 

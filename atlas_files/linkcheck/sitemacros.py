@@ -66,8 +66,10 @@ def plain_data(value: Any, depth: int = 0) -> Any:
 class Macros:
     """One site's macros plugin (see the module's docstring)."""
 
-    def __init__(self, site: SiteConfig) -> None:
+    def __init__(self, site: SiteConfig, code: Mapping[str, str] | None = None) -> None:
         self.site = site
+        # The repository's code this check runs (path: digest; sitecode.py), None: none.
+        self.code = dict(code) if code is not None else None
         config = site.plugin_configs.get("macros", {})
         self.config = config if isinstance(config, dict) else {}
         within = Boundary(map(Path, site.readable))
@@ -145,7 +147,7 @@ class Macros:
         expand = self._expander()
         seconds = renderlimit.check_seconds()
         got = renderpool.run_children(lambda uri: expand(uri, *todo[uri]), [list(todo)],
-                                      seconds, total=seconds * _RUN_PAGES, setup=_cap_memory)
+                                      seconds, total=seconds * _RUN_PAGES, setup=cap_memory)
         for uri, (text, front) in todo.items():
             answer = got.get(uri)
             key = ExpansionCache.expansion_key(uri, text, front)
@@ -175,7 +177,8 @@ class Macros:
                 "format": 1, "atlas": __version__, "python": sys.version,
                 "jinja2": rendercache.package("jinja2"), "marks": self.marks,
                 "variables": self.variables, "include_dir": str(self.include_dir),
-                "code": self.has_code, "module": rendercache.stamp(__file__),
+                "code": self.has_code, "runs": self.code,
+                "module": rendercache.stamp(__file__),
             }, sort_keys=True, default=str)
             setup = "m" + hashlib.sha256(described.encode()).hexdigest()
             self._kept = ExpansionCache(self.site, setup) \
@@ -231,12 +234,21 @@ class Macros:
             # No cache of loaded templates: each page's includes must reach get_source,
             # which notes them for that page's kept expansion.
             cache_size=0)
-        known = set(self.variables) | set(env.globals)
+        variables = dict(self.variables)
+        failed = None
+        if self.code is not None:
+            try:
+                self._run_module(env, variables)
+            except Exception as exc:  # noqa: BLE001 - the repository's code
+                failed = f"its macros module raised {type(exc).__name__} ({exc})"[:200]
+        known = set(variables) | set(env.globals)
 
         def expand(uri: str, text: str, front: dict[str, Any]) -> tuple[Any, ...]:
             included.clear()
             missing.clear()
             keep = True
+            if failed is not None:
+                return (None, failed, [], [], False)
             try:
                 tree = env.parse(text)
                 unknown = sorted(meta.find_undeclared_variables(tree) - known - set(front))
@@ -244,10 +256,14 @@ class Macros:
                     answer: tuple[str | None, str | None] = (
                         None, f"it uses {', '.join(unknown[:3])}"
                         + (" (and more)" if len(unknown) > 3 else "")
-                        + (", which the repository's own macros module may define"
-                           if self.has_code else ", which the plugin alone knows"))
+                        + (", which the plugin alone knows" if not self.has_code
+                           else ", which the repository's own macros module does not define"
+                           if self.code is not None else
+                           ", which the repository's own macros module may define: "
+                           "`atlas check accept` runs it on this clone, once you have read "
+                           "and accepted it"))
                 else:
-                    done = env.from_string(text).render({**self.variables, **front})
+                    done = env.from_string(text).render({**variables, **front})
                     answer = (done, None) if len(done) <= _MAX_OUT else \
                         (None, "it expands to more than any page")
             except TemplateSyntaxError as exc:
@@ -262,7 +278,66 @@ class Macros:
         return expand
 
 
-def _cap_memory() -> None:  # pragma: no cover - child
+    def _run_module(self, env: Any, variables: dict[str, Any],
+                    ) -> None:  # pragma: no cover - the child
+        """Import the repository's macros module (accepted: sitecode.py) as the plugin
+        does, from the project's folder, and let it define its macros, filters and
+        variables into ``env`` and ``variables``."""
+        import importlib  # noqa: PLC0415
+
+        name = self.config.get("module_name", "main")
+        name = name if isinstance(name, str) and name else "main"
+        os.chdir(self.site.root)  # as `mkdocs build` runs, in the site's folder
+        sys.path.insert(0, str(self.site.root))
+        try:
+            module = importlib.import_module(name.replace("/", "."))
+        finally:
+            sys.path.remove(str(self.site.root))
+        given = _Env(env, variables, self.site, self.config)
+        if hasattr(module, "define_env"):
+            module.define_env(given)
+        elif hasattr(module, "declare_variables"):
+            module.declare_variables(given.variables, given.macro)
+        variables.update(given.variables)
+
+
+class _Env:  # pragma: no cover - the child
+    """What the macros plugin hands the module's ``define_env``: its variables, and the
+    decorators that add macros and filters."""
+
+    def __init__(self, env: Any, variables: dict[str, Any], site: SiteConfig,
+                 config: dict[str, Any]) -> None:
+        self._env = env
+        self.variables = _Variables(variables)
+        self.conf = self.config = plain_data(site.data)
+        self.project_dir = str(site.root)
+        self.macros = env.globals
+        self.filters = env.filters
+        self.plugin_config = config
+
+    def macro(self, fn: Any, name: str = "") -> Any:
+        self._env.globals[name or fn.__name__] = fn
+        return fn
+
+    def filter(self, fn: Any, name: str = "") -> Any:
+        self._env.filters[name or fn.__name__] = fn
+        return fn
+
+
+class _Variables(dict[str, Any]):  # pragma: no cover - the child
+    """The plugin's variables: a mapping whose keys are attributes too."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+def cap_memory() -> None:  # pragma: no cover - child
     """Let the expanding child take _MEMORY more address space than it was forked with.
     A long-lived caller (a server with threads, each with its own stack and malloc arena)
     may hold more than _MEMORY already, most of it reserved and never used; a cap of

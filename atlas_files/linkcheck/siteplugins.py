@@ -128,8 +128,8 @@ class Plugins:
                     f" ({', '.join(e for e in PAGE_EVENTS if e in events)})"
                 self.page_changers.append(Cause(
                     f"hook:{hook.name}", f"the site's hook {hook.name}{named} {said} pages as "
-                    "the site is built (`--run-site-hooks` runs it, for a repository whose "
-                    "hooks you trust)", line))
+                    "the site is built (`atlas check accept` runs it on this clone, once you "
+                    "have read and accepted it)", line))
             if files and not run_hooks:
                 self.file_makers.append(Cause(
                     f"hook-files:{hook.name}", f"the site's hook {hook.name} "

@@ -26,12 +26,10 @@ until the removal is accepted too.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from atlas_files import fsio, timeutil
 from atlas_files.config import (
     CONFIG_NAME,
     SyncConfig,
@@ -43,7 +41,7 @@ from atlas_files.config import (
 )
 from atlas_files.errors import AtlasError, BadInput, DamagedFile
 from atlas_files.names import quote
-from atlas_files.ownfiles import config_dir, read_small, refuse_unsafe
+from atlas_files.ownfiles import config_dir, read_accepted, refuse_unsafe, write_accepted
 from atlas_files.record import Record
 
 ACCEPTED_NAME = "accepted-sync.json"
@@ -111,23 +109,11 @@ def store_path() -> Path:
     return folder / ACCEPTED_NAME
 
 
+AGAIN = "accept each record's sync settings again (`atlas sync accept`)"
+
+
 def _entries(path: Path, root: str) -> list[dict[str, Any]]:
-    try:
-        data = read_small(path, WHAT)
-    except FileNotFoundError:
-        return []
-    refuse_unsafe(path, root, WHAT)
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        raise DamagedFile(f"the {WHAT} {path} is not JSON",
-                          hint="delete it, then accept each record's sync settings again "
-                          "(`atlas sync accept`)") from None
-    entries = doc.get("accepted") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise DamagedFile(f"the {WHAT} {path} has no `accepted` list",
-                          hint="delete it, then accept each record's sync settings again")
-    return [e for e in entries if isinstance(e, dict)]
+    return read_accepted(path, root, WHAT, AGAIN)
 
 
 def _root(record: Record) -> str:
@@ -178,13 +164,7 @@ def accept(record: Record) -> tuple[Path, Pending | None]:
     refuse_unsafe(path, root, WHAT)
     if ever and block == mine:
         return path, None
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with fsio.locked(path.parent / (ACCEPTED_NAME + ".lock")):
-        entries = [e for e in _entries(path, root) if e.get("record") != root]
-        entries.append({"record": root, "sync": mine,
-                        "accepted_at": timeutil.format_time(timeutil.now())})
-        data = json.dumps({"accepted": entries}, ensure_ascii=False, indent=1) + "\n"
-        fsio.replace_atomic(path, data.encode("utf-8"), mode=0o600)
+    write_accepted(path, root, WHAT, AGAIN, "record", {"record": root, "sync": mine})
     return path, Pending(block, mine, ever)
 
 
