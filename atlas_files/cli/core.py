@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from atlas_files import timeutil
 from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
@@ -126,7 +127,8 @@ def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
         click.echo(f"project {project} has no topics yet; `atlas put NAME` writes one")
         return
     marks = {"proposed": "  [proposal]", "accepted": "  [accepted]"}
-    lines = [(t.name, f"{t.name:<24} v{t.version:<5} {age(t.written_at):>16}  "
+    at = timeutil.now()
+    lines = [(t.name, f"{t.name:<24} v{t.version:<5} {age(t.written_at, at):>16}  "
                       f"{t.author:<14} {t.summary}{marks.get(state, '')}")
              for t, state in rows]
     # A topic that cannot be read keeps its row: left out, it would look like no topic.
