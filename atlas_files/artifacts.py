@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from atlas_files import corrections, receipts
 from atlas_files.diffs import Diff, diff_stream, unified_diff
-from atlas_files.documents import LatestHints, Stream, Version, clean_summary
+from atlas_files.documents import LatestHints, Stream, Unreadable, Version, clean_summary, read_each
 from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import is_name
 from atlas_files.record import require_identity
@@ -227,12 +227,13 @@ def _newest_first(stream: Stream) -> Iterator[int]:
             yield version
 
 
-def history(record: Record, name: str, project: str | None = None) -> list[Version]:
+def history(record: Record, name: str, project: str | None = None,
+            unreadable: list[Unreadable] | None = None) -> list[Version]:
+    """Every version of topic ``name``, oldest first (``unreadable``: see ``read_each``)."""
     stream = record.artifact_stream(name, project)
-    versions = stream.versions()
-    if not versions:
+    if not stream.versions():
         raise NotFound(f"no topic named {name!r}", hint="`atlas ls` lists the topics")
-    return [stream.read(v) for v in versions]
+    return read_each(stream, unreadable)
 
 
 def diff(

@@ -385,6 +385,27 @@ def _is_proposal(record: Record, project: str, name: str, version: int) -> bool:
         return False
 
 
+def version_ref(kind: str, name: str, version: int) -> str:
+    """The reference of a version of ``kind`` "status" or "artifact": ``status@vN`` or
+    ``NAME@vN``."""
+    return f"status@v{version}" if kind == "status" else f"{name}@v{version}"
+
+
+def correction_marks(record: Record, project: str) -> Callable[[str], dict[str, Any]]:
+    """The corrections and retraction of a version of the project by its reference, as
+    `get` shows them (``corrected_by``, ``retracted``): for a listing, which asks once
+    per row and reads the corrections once."""
+    fixes, retractions = (_index(record, project) if record.has_entries(project, "corrections")
+                          else ({}, {}))
+
+    def of(ref: str) -> dict[str, Any]:
+        fixed, retracted = fixes.get(ref, ()), retractions.get(ref, ())
+        return {"corrected_by": [c.mark_json() for c in fixed],
+                "retracted": retracted[0].mark_json() if retracted else None}
+
+    return of
+
+
 def marks_json(record: Record, project: str, kind: str, name: str, version: int) -> dict[str, Any]:
     """The marks shown on a version wherever it is read: corrections, retraction, acceptance.
 
@@ -394,7 +415,7 @@ def marks_json(record: Record, project: str, kind: str, name: str, version: int)
     this costs one folder listing, plus reading the version's front matter to see whether
     it is a proposal.
     """
-    ref = f"status@v{version}" if kind == "status" else f"{name}@v{version}"
+    ref = version_ref(kind, name, version)
     out: dict[str, Any] = {"corrected_by": [], "retracted": None, "retractions": [],
                            "accepted_by": None}
     if record.has_entries(project, "corrections"):

@@ -106,6 +106,15 @@ def _check_accepts(record: Record, project: str, text: str) -> str:
             f"{retraction.text}",
             hint="accept a newer version of the proposal instead",
         )
+    # As `retract` refuses a second retraction: the look and the write are two steps, so
+    # two deciders at the same moment can both land, and both are listed.
+    earlier = corrections.accepted_by(record, project, target)
+    if earlier is not None:
+        raise BadInput(
+            f"--accepts {target}: it was accepted already, by decision {earlier}",
+            hint="a proposal is accepted once; to change what was chosen, record a new "
+            "decision without --accepts (or correct that one: `atlas correct ID`)",
+        )
     return target
 
 

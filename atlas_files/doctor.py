@@ -209,6 +209,15 @@ def hooks_check(record: Record | None) -> Check:
     if broken:
         return Check("hooks", DEGRADED, f"{'; '.join(broken[:3])}, which is not found on "
                      f"PATH ({caveat}): that hook fails at every session", RITUAL)
+    # A project's hooks (not the home folder's, which serve every folder) look for the
+    # record from the project's folder.
+    home = os.path.realpath(Path.home())
+    lost = [path.parent.parent for path in settings
+            if os.path.realpath(path.parent.parent) != home
+            and setup_api.record_for_hooks(path.parent.parent) is None]
+    if lost:
+        return Check("hooks", DEGRADED, setup_api.no_record_for_hooks(
+            lost[0], str(record.root) if record else None), RITUAL)
     outside = [p for p in sorted(resolved)
                if not os.path.realpath(p).startswith(os.path.realpath(sys.prefix))]
     other = (f"; {', '.join(outside)} is not this install's atlas ({sys.prefix})"

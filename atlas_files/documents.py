@@ -258,6 +258,8 @@ class Stream(NamedTuple):
             try:
                 doc = self.read(v)
                 parts.append(f"v{v} by {doc.author} ({timeutil.age_of(doc.written_at)})")
+            except NotFound:
+                parts.append(f"v{v} (missing)")
             except BadInput:
                 parts.append(f"v{v} (unreadable)")
         more = f"{count - len(shown)} earlier and " if count > len(shown) else ""
@@ -292,11 +294,29 @@ def _join(names: list[str]) -> str:
 
 
 def _describe_versions(versions: list[int]) -> str:
+    """The versions there are, as runs (``v1..v2, v4..v5``), and the gaps between them
+    named as missing: "v1..v5" would promise a v3 that is not there."""
     if not versions:
         return "no versions yet"
-    if len(versions) == 1:
-        return "only v1"
-    return f"v{versions[0]}..v{versions[-1]}"
+    runs: list[list[int]] = []
+    for v in versions:
+        if runs and v == runs[-1][1] + 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    shown = ", ".join(f"v{a}" if a == b else f"v{a}..v{b}" for a, b in runs[:5])
+    more = f" and {len(runs) - 5} more runs" if len(runs) > 5 else ""
+    gaps = [(b + 1, c - 1) for (_, b), (c, _) in zip(runs, runs[1:], strict=False)]
+    if runs[0][0] > 1:
+        gaps.insert(0, (1, runs[0][0] - 1))
+    if not gaps:
+        return f"only {shown}" if len(versions) == 1 else shown
+    first, last = gaps[0]
+    missing = f"v{first}" if first == last else f"v{first}..v{last}"
+    also = f" and {len(gaps) - 1} more gaps" if len(gaps) > 1 else ""
+    verb = "is" if first == last and not also else "are"
+    return (f"{shown}{more}; {missing}{also} {verb} missing (deleted, or a number skipped: "
+            "`atlas check` tells more)")
 
 
 def _file_id(st: os.stat_result) -> str:
@@ -604,3 +624,29 @@ def _text(meta: dict[str, Any], key: str, path: Path, default: str | None = None
     if not isinstance(value, str):
         raise _bad_field(path, key, value, "text")
     return value
+
+
+class Unreadable(NamedTuple):
+    """A version listed in its stream's folder that could not be read as one."""
+
+    version: int
+    path: Path
+    error: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "path": str(self.path), "error": self.error}
+
+
+def read_each(stream: Stream, unreadable: list[Unreadable] | None = None) -> list[Version]:
+    """Every version of ``stream``, oldest first. With ``unreadable``, a version that
+    cannot be read (damaged front matter, gone since the listing) goes there instead of
+    stopping the rest: one damaged file never hides the others."""
+    out = []
+    for version in stream.versions():
+        try:
+            out.append(stream.read(version))
+        except BadInput as exc:
+            if unreadable is None:
+                raise
+            unreadable.append(Unreadable(version, stream.path(version), exc.message))
+    return out

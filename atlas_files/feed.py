@@ -66,8 +66,23 @@ def feed(record: Record, identity: str | None, *, mark_read: bool = False) -> li
         try:
             receipts.mark(record, identity, {item.key: item.version for item in items})
         except (DamagedFile, OSError) as exc:
-            warn(f"listed, but not marked read: {_reason(exc)}")
+            raise NotMarked(items, _reason(exc)) from None
     return items
+
+
+class NotMarked(AtlasError):
+    """`feed --mark-read` found what is new but could not mark it read: nothing was
+    marked. Exit 2, as the environment's other refusals; ``items`` is what was new."""
+
+    kind = "environment"
+
+    def __init__(self, items: list[FeedItem], reason: str) -> None:
+        super().__init__(
+            f"{len(items)} new to you, but nothing was marked as read: {reason}",
+            hint="make receipts/ writable by you (a damaged receipts row may be deleted: it "
+                 "only holds what you have read, on this machine), then run `atlas feed "
+                 "--mark-read` again; `atlas feed` lists without marking")
+        self.items = items
 
 
 def _reason(exc: Exception) -> str:

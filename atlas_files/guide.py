@@ -1,10 +1,30 @@
-"""The record's own README: the protocol told to an agent that only has file access."""
+"""The record's own README: the protocol told to an agent that only has file access; and
+what bare `atlas` says to someone who has just installed it."""
 
 from __future__ import annotations
 
 TITLE = "# This folder is an atlas-files record"
 # Where the guide goes when the folder already has a README of its own.
 BESIDE_NAME = "ATLAS-README.md"
+
+
+# Bare `atlas`, the first thing a newcomer types: what atlas is and where to start, not
+# every command (that is `atlas --help`).
+START = """\
+atlas: a plain-files record for workers who never meet (agent sessions, people): they
+share work only through what is written down, so each reads first and writes last.
+
+Start with:
+  atlas init DIR                 make a record in DIR (once per team)
+  atlas status show              read the project's status first
+  atlas get NAME                 read a topic (`atlas ls` lists them)
+  atlas put NAME -f FILE         write its next version (exit 3: someone wrote since you read)
+  atlas status write -f FILE     write the status last
+
+Who acts: --as NAME (or ATLAS_AS); the record: --record DIR (or ATLAS_RECORD), else the
+nearest folder upward with an atlas.yaml.
+`atlas --help` lists every command; `atlas COMMAND --help` tells one.
+"""
 
 
 def record_readme() -> str:

@@ -12,12 +12,14 @@ table are imported. Any other command line, one of these with anything added (--
 
 from __future__ import annotations
 
+import _signal
 import atexit
 import gc
 import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 # The global options as click reads them, with the environment variable behind each.
 GLOBALS = {"--record": "record_path", "--as": "identity", "--project": "project",
@@ -79,7 +81,85 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """The `atlas` program (``argv`` None: the process's own command line). Ctrl-C at any
+    moment from here on ends it with `atlas: interrupted` and exit 130, never a traceback:
+    while its modules load as well as while the command runs."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        _signal.signal(_signal.SIGINT, _on_interrupt)
+        sys.unraisablehook = _unraisable
+    try:
+        _start(args)
+    except KeyboardInterrupt:
+        # First, before any Python call (whose start is where a pending signal is
+        # delivered): a second Ctrl-C while this one is said must not become a traceback.
+        if argv is None:
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        interrupted(wants_json(args))
+    except SystemExit:
+        if argv is None:
+            # The command is over and the interpreter only has to exit: a Ctrl-C now
+            # (in threading's shutdown, in atexit) would print a traceback, so it ends
+            # the process at once instead, as it does before Python is up.
+            _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        raise
+    except Exception:
+        # Some extensions turn a KeyboardInterrupt raised inside them into an error of
+        # their own (pydantic-core's SchemaError while the MCP modules load): after a
+        # Ctrl-C, that failure is the interrupt.
+        if not _interrupts:
+            raise
+        if argv is None:
+            _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        interrupted(wants_json(args))
+
+
+# The Ctrl-Cs this process received (main's own handler counts them).
+_interrupts = 0
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    """Python's own answer to SIGINT (KeyboardInterrupt), counted."""
+    global _interrupts
+    _interrupts += 1
+    raise KeyboardInterrupt
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C that landed in a callback Python cannot raise from (the cleanup of a
+    module's import lock, while the command's modules load) would be printed as "Exception
+    ignored ... KeyboardInterrupt" and lost: it is sent again, to reach the command."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _signal.raise_signal(_signal.SIGINT)
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether the caller asked for JSON: ``--json`` among the options (before ``--``)."""
+    options = args[: list(args).index("--")] if "--" in args else args
+    return "--json" in options
+
+
+def interrupted(as_json: bool) -> NoReturn:
+    """Ctrl-C outside the command's own handler (while atlas starts): the same answer the
+    CLI gives, ``atlas: interrupted`` and exit 130, with --json also the error document."""
+    try:
+        if as_json:
+            import json  # noqa: PLC0415 - only on this path; hooks never pay for it
+
+            sys.stdout.write(json.dumps({"error": {
+                "kind": "interrupted", "message": "interrupted", "hint": None,
+                "exit_code": 130}}) + "\n")
+            sys.stdout.flush()
+        sys.stderr.write("atlas: interrupted\n")
+        sys.stderr.flush()
+    except OSError:
+        pass  # the terminal is gone too; the exit status still says it
+    sys.exit(130)
+
+
+def _start(args: list[str]) -> None:
     split = split_globals(args)
     if os.environ.get("ATLAS_SERVER") and (split is None or split[1][:1] != ["server"]):
         # A warm server of this install runs the command, if one answers (server/).
@@ -104,6 +184,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def run(args: list[str]) -> None:
     """Run one command line: the Stop hook's fast path, else the whole CLI. Exits."""
+    split = split_globals(args)
+    if split is not None and not split[1]:
+        # Bare `atlas` (global options at most): where to start, at once and exit 0,
+        # rather than click's usage error and every command's help (which loads them all).
+        from atlas_files.guide import START  # noqa: PLC0415 - only here
+
+        gc.enable()
+        sys.stdout.write(START)
+        sys.exit(0)
     request = parse_hook(args)
     if request is not None:
         harness = request.pop("harness") or ""

@@ -22,7 +22,8 @@ MAX_FILE_BYTES = 1 << 20  # each file is a few lines; a bigger one is not ours
 
 def config_dir(env: Mapping[str, str] | None = None) -> Path | None:
     """``$XDG_CONFIG_HOME/atlas`` (absolute values only, as the XDG spec says), else
-    ``~/.config/atlas``; None when there is no home folder to speak of."""
+    ``~/.config/atlas``; None when there is no home folder to speak of (none known, or
+    one that is not there: a home is never made, as root would make `/nonexistent`)."""
     environ = os.environ if env is None else env
     xdg = environ.get("XDG_CONFIG_HOME", "")
     if xdg and os.path.isabs(xdg):
@@ -33,6 +34,8 @@ def config_dir(env: Mapping[str, str] | None = None) -> Path | None:
             home = str(Path.home())
         except (RuntimeError, KeyError):
             return None
+    if not os.path.isdir(home):
+        return None
     return Path(home) / ".config" / "atlas"
 
 

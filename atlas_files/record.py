@@ -169,8 +169,19 @@ class Record:
         default_project: str | None = None,
     ) -> Record:
         """Create a record at ``path``, or add projects to the record already there."""
+        if not os.fspath(path):
+            # Path("") is the current folder: an empty argument (an unset variable in
+            # `atlas init "$DIR"`) would make wherever the shell stands a record.
+            raise BadInput("the record's folder is empty text, which would make the current "
+                           "folder a record", hint="name the folder; `atlas init .` for the "
+                           "current one")
         root = Path(path)
         wanted = [check_name(p, "project name") for p in projects]
+        twice = sorted({p for p in wanted if wanted.count(p) > 1})
+        if twice:
+            raise BadInput(f"project {', '.join(twice)} is named more than once; a record "
+                           "lists each project once (`atlas check` refuses it otherwise)",
+                           hint="name each project once")
         if default_project:
             check_name(default_project, "project name")
         config_path = root / layout.CONFIG_NAME

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from atlas_files import receipts
 from atlas_files.diffs import Diff, diff_stream
-from atlas_files.documents import Version, clean_summary
+from atlas_files.documents import Unreadable, Version, clean_summary, read_each
 from atlas_files.record import require_identity
 from atlas_files.stopsign import read_marked, write_checked
 
@@ -57,9 +57,10 @@ def write(
     return written, warnings
 
 
-def log(record: Record, project: str | None = None) -> list[Version]:
-    stream = record.status_stream(project)
-    return [stream.read(v) for v in stream.versions()]
+def log(record: Record, project: str | None = None,
+        unreadable: list[Unreadable] | None = None) -> list[Version]:
+    """Every status version, oldest first (``unreadable``: see ``read_each``)."""
+    return read_each(record.status_stream(project), unreadable)
 
 
 def diff(record: Record, old: int | None, new: int | None,

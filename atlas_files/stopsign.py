@@ -61,8 +61,10 @@ def write_checked(
             if expect > latest:
                 raise BadInput(
                     f"you expect {stream.label} to be at v{expect}, but it is at v{latest}",
-                    hint="check the number you passed to --expect (`atlas history` lists "
-                    "versions)",
+                    hint="check the number you passed to --expect (`"
+                    + ("atlas status log" if stream.name == "status"
+                       else f"atlas history {stream.name}")
+                    + "` lists its versions)",
                 )
             if expect < latest:
                 raise stream.conflict(expect)
@@ -186,7 +188,8 @@ def _mark_quietly(record: Record, identity: str, key: str, version: int, done: s
 
 def _receipt_lost(identity: str, done: str, exc: OSError | BadInput) -> None:
     reason = exc.strerror if isinstance(exc, OSError) else exc.message
-    warn(f"{done}, but could not update {identity}'s read receipt ({reason})")
+    todo = f"; {exc.hint}" if isinstance(exc, BadInput) and exc.hint else ""
+    warn(f"{done}, but could not update {identity}'s read receipt ({reason}){todo}")
 
 
 def author_of(stream: Stream, version: int) -> str | None:

@@ -22,12 +22,13 @@ BASE = "atlas-files"
 
 def folder(*sub: str, env: Mapping[str, str] | None = None) -> str | None:
     """``sub`` inside this user's cache folder; None when the user has no home folder to
-    speak of."""
+    speak of (HOME unset, relative, or not there: a home is never made, as root would
+    make `/nonexistent`)."""
     environ = os.environ if env is None else env
     base = environ.get("XDG_CACHE_HOME", "")
     if not (base and os.path.isabs(base)):  # the XDG spec ignores a relative value
         home = environ.get("HOME", "")
-        if not os.path.isabs(home):
+        if not os.path.isabs(home) or not os.path.isdir(home):
             return None
         base = os.path.join(home, ".cache")
     return os.path.join(base, BASE, *sub)

@@ -32,11 +32,36 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+# The environment the suite was started in: where this person's own config and cache
+# folders really are (test_support_user_folders.py holds the suite away from them).
+STARTED_IN = dict(os.environ)
+# What atlas keeps of a person's own, outside every record: the config folder
+# (ownfiles.config_dir: accepted sync settings, approved probes, per-user probes) and the
+# cache folder (usercache.py: parsed atlas.yaml and mkdocs.yml texts, path-lease indexes,
+# rendered link-check pages). Both follow these variables before HOME.
+USER_FOLDERS = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME")
+_RUN_FOLDERS: dict[str, str] = {}
+
+
 @pytest.fixture(autouse=True, scope="session")
-def _private_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """atlas keeps parsed atlas.yaml texts in the user's cache folder (yamlcache.py): the
-    suite's records, and the children it starts, get a folder of the run's own."""
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+def _private_user_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Session-scoped fixtures, and the children they start, get folders of the run's own."""
+    for variable in USER_FOLDERS:
+        _RUN_FOLDERS[variable] = str(tmp_path_factory.mktemp(variable.lower()))
+        os.environ[variable] = _RUN_FOLDERS[variable]
+
+
+@pytest.fixture(autouse=True)
+def _own_user_folders(tmp_path_factory: pytest.TempPathFactory,
+                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test its own config and cache folders, in the environment, so that every
+    child it starts inherits them: a sync accepted or a probe approved by one test never
+    reaches the person's real ~/.config/atlas, nor another test. A fixture of a wider
+    scope that gave its tests folders of its own (a module's team that accepted its sync
+    settings once) keeps them."""
+    for variable in USER_FOLDERS:
+        if os.environ.get(variable) == _RUN_FOLDERS.get(variable):
+            monkeypatch.setenv(variable, str(tmp_path_factory.mktemp(variable.lower())))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent under -p no:xdist

@@ -241,3 +241,32 @@ def test_the_installed_script_exits_with_the_contract_codes_and_no_traceback(
     found = _installed_atlas("check", record=record.root)
     assert found.returncode == 1 and "notes.v0001.md" in found.stdout, found.stdout
     assert "Traceback" not in found.stderr
+
+
+def test_init_refuses_an_empty_folder_name_and_a_project_named_twice(tmp_path: Path) -> None:
+    # `atlas init "$DIR"` with DIR unset made the current folder a record; a project named
+    # twice made a record `atlas check` then refused (ATL001).
+    here = tmp_path / "here"
+    here.mkdir()
+    done = run_atlas("init", "", cwd=here)
+    assert done.returncode == 2 and "empty" in done.stderr, done.stderr
+    assert list(here.iterdir()) == []
+    done = run_atlas("init", str(tmp_path / "rec"), "--project", "a", "--project", "a")
+    assert done.returncode == 2 and "project a is named more than once" in done.stderr
+    assert not (tmp_path / "rec").exists()
+    assert run_atlas("init", str(tmp_path / "rec"), "--project", "a",
+                     "--project", "b").returncode == 0
+    assert run_atlas("check", str(tmp_path / "rec")).returncode == 0
+
+
+def test_a_missing_home_is_never_made(tmp_path: Path) -> None:
+    # As root, HOME=/nonexistent (a service account's) used to be created by the first
+    # command, to hold ~/.cache/atlas-files and ~/.config/atlas.
+    record = Record.init(tmp_path / "rec", ["web"])
+    home = tmp_path / "nonexistent"
+    env = {k: v for k, v in child_env().items() if not k.startswith("XDG_")}
+    env["HOME"] = str(home)
+    for args in (["ls"], ["--as", "ann", "put", "plan", "-f", "-"], ["sync", "accept"]):
+        subprocess.run(atlas_command("--record", str(record.root), *args), env=env,
+                       input=b"text\n", capture_output=True, timeout=60, check=False)
+    assert not home.exists()

@@ -346,3 +346,46 @@ def test_resolve_refs_is_the_one_check_for_links(
     with pytest.raises(BadInput):
         corrections.resolve_refs(record, "web", ["plan@v1"] * 51)
     assert snapshot(record.root) == before
+
+
+def test_every_listing_marks_a_corrected_or_retracted_version(
+    atlas: Callable[..., Result], record: Record
+) -> None:
+    # The README: "marked wherever it is shown". `get` and the site always were; the
+    # listings a reader scans first (ls, feed, history, status log) now are too, with the
+    # same keys as `get --json`.
+    artifacts.put(record, "plan", "v1\n", author="ann", project="web")
+    artifacts.put(record, "plan", "v2\n", author="ann", project="web", expect=1)
+    status.write(record, "all good\n", author="ann", project="web")
+    assert atlas("correct", "plan@v1", "--what", "wrong count", identity="bob").returncode == 0
+    assert atlas("retract", "plan@v2", "--why", "leaked data", identity="cy").returncode == 0
+    assert atlas("correct", "status@v1", "--what", "not good", identity="bob").returncode == 0
+    fixed = {"author": "bob", "what": "wrong count"}
+    gone = {"author": "cy", "why": "leaked data"}
+
+    def mark(row: dict[str, Any]) -> tuple[list[dict[str, str]], dict[str, str] | None]:
+        retracted = row["retracted"]
+        return ([{k: c[k] for k in ("author", "what")} for c in row["corrected_by"]],
+                retracted and {k: retracted[k] for k in ("author", "why")})
+
+    [topic] = atlas("ls", "--json").json()["topics"]
+    assert mark(topic) == ([], gone)
+    history = {v["version"]: mark(v) for v in atlas("history", "plan", "--json").json()["versions"]}
+    assert history == {2: ([], gone), 1: ([fixed], None)}
+    [log] = atlas("status", "log", "--json").json()["versions"]
+    assert mark(log) == ([{"author": "bob", "what": "not good"}], None)
+    feed = {i["name"]: mark(i) for i in atlas("feed", "--json", identity="dan").json()["new"]}
+    assert feed == {"plan": ([], gone), "status": ([{"author": "bob", "what": "not good"}], None)}
+
+    assert "[RETRACTED by cy]" in atlas("ls").stdout
+    lines = atlas("history", "plan").stdout.splitlines()
+    assert lines[0].startswith("v2") and lines[0].endswith("[RETRACTED by cy]")
+    assert lines[1].startswith("v1") and lines[1].endswith("[CORRECTED by bob]")
+    assert atlas("status", "log").stdout.rstrip().endswith("[CORRECTED by bob]")
+    feed_text = atlas("feed", identity="dan").stdout
+    assert "[RETRACTED by cy]" in feed_text and "[CORRECTED by bob]" in feed_text
+    # A version nobody corrected carries the empty marks, as in `get`.
+    artifacts.put(record, "notes", "fine\n", author="ann", project="web")
+    rows = {t["name"]: t for t in atlas("ls", "--json").json()["topics"]}
+    assert (rows["notes"]["corrected_by"], rows["notes"]["retracted"]) == ([], None)
+    assert "[" not in atlas("history", "notes").stdout

@@ -11,6 +11,7 @@ import pytest
 from support.runner import Result, atlas_command, child_env, snapshot
 
 from atlas_files import artifacts, decisions, entries, timeutil
+from atlas_files.errors import BadInput
 from atlas_files.names import ENTRY_ID_PATTERN
 from atlas_files.record import Record
 
@@ -269,3 +270,15 @@ def test_a_file_where_the_decisions_folder_belongs_is_reported(
     r = _decide(atlas)
     assert r.returncode == 2 and "should be a folder of entries" in r.stderr
     assert "Traceback" not in r.stderr and "hint:" in r.stderr
+
+
+def test_a_proposal_is_accepted_once(record: Record) -> None:
+    # The second acceptance used to land too; `atlas ls` and the site show one of them.
+    artifacts.put(record, "plan", "proposed\n", author="ann", proposal=True)
+    first = decisions.decide(record, topic="plan", recommended="a", chosen="a",
+                             relation="agreed", why="fine", author="bob", accepts="plan@v1")
+    before = snapshot(record.root)
+    with pytest.raises(BadInput, match=f"accepted already, by decision {first.id}"):
+        decisions.decide(record, topic="plan", recommended="a", chosen="a",
+                         relation="agreed", why="again", author="cy", accepts="plan@v1")
+    assert snapshot(record.root) == before

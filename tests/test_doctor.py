@@ -72,6 +72,9 @@ def test_a_local_record_with_hooks_set_up_is_all_ok(tmp_path: Path,
     work.mkdir()
     assert run_atlas("init", str(work / "record")).returncode == 0
     assert run_atlas("setup", "claude", "--dir", str(work), "--as", "ann").returncode == 0
+    # The record is below the project: the hooks find it by ATLAS_RECORD (without it they
+    # find none, test_hooks_that_find_no_record_are_degraded).
+    home = {**home, "ATLAS_RECORD": str(work / "record")}
     code, report = doctor_json("--record", str(work / "record"), cwd=work, env=home)
     assert code == 0 and report["ok"] is True
     assert [c["name"] for c in report["checks"]] == [*VOLUME_CHECKS, *MACHINE_CHECKS]
@@ -130,6 +133,21 @@ def test_hooks_whose_atlas_is_not_on_path_and_no_git(tmp_path: Path,
     record.update_config(lambda data: {**data, "sync": {"remote": "origin"}})
     code, report = doctor_json("--record", str(record.root), cwd=work, env=bare)
     assert verdicts(report)["git"] == "unsafe" and report["ok"] is False and code == 1
+
+
+def test_hooks_that_find_no_record_are_degraded(tmp_path: Path, home: dict[str, str]) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    record = Record.init(work / "shared" / "record", ["web"])
+    assert run_atlas("setup", "claude", "--dir", str(work)).returncode == 0
+    code, report = doctor_json("--record", str(record.root), cwd=work, env=home)
+    hooks = next(c for c in report["checks"] if c["name"] == "hooks")
+    assert hooks["verdict"] == "degraded", hooks
+    assert "will find no record" in hooks["detail"]
+    assert f"ATLAS_RECORD={record.root}" in hooks["detail"]
+    code, report = doctor_json("--record", str(record.root), cwd=work,
+                               env={**home, "ATLAS_RECORD": str(record.root)})
+    assert verdicts(report)["hooks"] == "ok"
 
 
 def test_a_command_server_folder_others_can_write(tmp_path: Path,

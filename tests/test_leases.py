@@ -509,3 +509,16 @@ def test_the_demo_scene_runs_the_cli_through_the_shared_demo_runner(
     assert [(who, args[:2]) for who, args in calls] == [("bob", ("lease", "claim"))] * 2
     shown = "\n".join(said)
     assert "-> exit 4" in shown and "-> exit 0" in shown and "held by alice" in shown
+
+
+@pytest.mark.parametrize("cap", ["0s", "0m"])
+def test_a_lease_cap_that_refuses_every_claim_is_a_check_finding(
+        atlas: Callable[..., Result], record: Record, cap: str) -> None:
+    # Every claim was refused while `atlas check` said nothing about atlas.yaml.
+    record = _set_config(record, lease_cap=cap)
+    assert atlas("lease", "claim", GPU, "--for", "1m", "--why", "x",
+                 identity="alice").returncode == 2
+    r = atlas("check", "--json")
+    assert r.returncode == 1
+    [finding] = [f for f in r.json()["findings"] if f["path"].endswith("atlas.yaml")]
+    assert finding["code"] == "ATL001" and "refuses every lease claim" in finding["message"]

@@ -242,9 +242,15 @@ def test_feed_reads_a_damaged_receipt_as_no_receipts_with_a_warning(
     code, out, err = run(rec, "feed")
     assert code == 0 and "web/plan" in out and "never read" in out
 
-    # --mark-read cannot update a damaged row: it says so, and leaves the row as it was.
+    # --mark-read cannot update a damaged row: it lists, then says that nothing was
+    # marked and exits 2 (it used to end with "marked 3 as read" and exit 0), and leaves
+    # the row as it was.
     code, out, err = run(rec, "feed", "--mark-read")
-    assert code == 0 and "web/plan" in out and "not marked" in err
+    assert code == 2 and "web/plan" in out and "marked 3 as read" not in out
+    assert "3 new to you, but nothing was marked as read" in err and "ann.json" in err
+    code, out, err = run(rec, "feed", "--mark-read", "--json")
+    assert code == 2 and json.loads(out)["error"]["kind"] == "environment"
+    assert "nothing was marked" in json.loads(out)["error"]["message"]
     assert rec.receipts_dir.joinpath("ann.json").read_text() == damage
 
     # A read of a topic still shows it (the receipt update is what fails, with a warning).
@@ -319,6 +325,34 @@ def test_ls_and_get_survive_a_damaged_version(rec: Record, key: str, value: str)
     assert code == 0 and "the plan" in out
     code, out, err = run(rec, "feed", identity="cat")
     assert code == 0 and "web/plan" in out and "notes.v0001.md" in err
+
+
+@pytest.mark.parametrize("stream", ["plan", "status"])
+def test_history_lists_every_readable_version_and_marks_the_damaged_one(
+        rec: Record, stream: str) -> None:
+    # One version's broken front matter used to fail the whole history (exit 2) while
+    # ls, get and diff worked.
+    if stream == "status":
+        status.write(rec, "still good\n", author="bob", expect=1)
+        status.write(rec, "better\n", author="bob", expect=2)
+        command, path = ["status", "log"], rec.status_stream("web").path(2)
+    else:
+        artifacts.put(rec, "plan", "v2\n", author="bob", expect=1)
+        artifacts.put(rec, "plan", "v3\n", author="bob", expect=2)
+        command, path = ["history", "plan"], rec.artifact_stream("plan", "web").path(2)
+    sub_front_matter(path, "author", "[broken")
+
+    code, out, err = run(rec, *command)
+    assert code == 0, err
+    assert [line.split()[0] for line in out.splitlines()] == ["v3", "v2", "v1"]
+    assert "UNREADABLE" in out.splitlines()[1] and path.name in err
+    code, out, err = run(rec, *command, "--json")
+    assert code == 0, err
+    listing = json.loads(out)
+    assert [v["version"] for v in listing["versions"]] == [3, 1]
+    [damaged] = listing["unreadable"]
+    assert (damaged["version"], damaged["path"]) == (2, str(path))
+    assert "not valid YAML" in damaged["error"]
 
 
 def test_a_deeply_nested_latest_hints_file_is_ignored(rec: Record) -> None:
@@ -530,3 +564,62 @@ def test_a_probe_answer_nested_deep_or_out_of_range_is_no_sample_not_a_crash(
 
     with pytest.raises(ValueError, match="not JSON"):
         readings(answer)
+
+
+# -- hints that sent the reader the wrong way ---------------------------------------------
+
+
+def test_expect_past_the_latest_names_the_command_that_lists_that_stream(
+        rec: Record, tmp_path: Path) -> None:
+    body = tmp_path / "body.md"
+    body.write_text("text\n")
+    code, _, err = run(rec, "status", "write", "-f", str(body), "--expect", "99")
+    assert code == 2 and "`atlas status log` lists" in err  # `atlas history` refuses status
+    code, _, err = run(rec, "put", "plan", "-f", str(body), "--expect", "99")
+    assert code == 2 and "`atlas history plan` lists" in err
+
+
+def test_a_deleted_version_is_named_missing_not_promised_or_unreadable(
+        rec: Record, tmp_path: Path) -> None:
+    for n in range(2, 6):
+        artifacts.put(rec, "plan", f"v{n}\n", author="bob", expect=n - 1)
+    rec.artifact_stream("plan", "web").path(3).unlink()
+    code, _, err = run(rec, "get", "plan", "--version", "3")
+    assert code == 2 and "v1..v5" not in err
+    assert "it has v1..v2, v4..v5; v3 is missing" in err
+    body = tmp_path / "body.md"
+    body.write_text("text\n")
+    code, _, err = run(rec, "put", "plan", "-f", str(body), "--expect", "2")
+    assert code == 3 and "v3 (missing)" in err and "unreadable" not in err
+
+
+def test_damaged_row_and_config_hints_say_what_fits_the_file(rec: Record) -> None:
+    rec.receipts_dir.mkdir(exist_ok=True)
+    rec.receipts_dir.joinpath("ann.json").write_text("{bad")
+    # Every read warns while the row is damaged: the warning says how to end it.
+    code, _, err = run(rec, "get", "plan")
+    assert code == 0 and "delete it" in err
+    config = rec.root / "atlas.yaml"
+    config.write_text(config.read_text() + "projects: [\n")
+    code, out, _ = run(rec, "check", "--json")
+    hints = {Path(f["path"]).name: f["hint"] for f in json.loads(out)["findings"]}
+    # Receipts are git-ignored: there is no git to restore them from.
+    assert hints["ann.json"].startswith("delete it") and "git ignores" in hints["ann.json"]
+    assert "never edited" not in hints["atlas.yaml"]
+    assert "meant to be edited" in hints["atlas.yaml"]
+
+
+def test_check_fix_says_why_it_leaves_a_misnumbered_hand_written_version(rec: Record) -> None:
+    # A hand-written v3 after v1 (no digest): --fix stamps only a version that is
+    # otherwise right, so "run `atlas check --fix`" there would send the reader in a circle.
+    stream = rec.artifact_stream("plan", "web")
+    stream.path(3).write_text("---\nname: plan\nversion: 3\nbased_on: 1\nauthor: ann\n"
+                              'written_at: "2026-01-01T00:00:00Z"\nsummary: by hand\n---\n'
+                              "by hand\n")
+    for args in (("check", "--json"), ("check", "--fix", "--json")):
+        code, out, _ = run(rec, *args)
+        assert code == 1
+        found = {f["code"]: f["hint"] for f in json.loads(out)["findings"]}
+        assert "rename it to plan.v0002.md" in found["ATL003"]
+        assert "--fix` to stamp" not in found["ATL006"]
+        assert "fix the other findings on this file first" in found["ATL006"]

@@ -300,3 +300,26 @@ def test_cursor_gets_the_edit_guard_and_the_news_hook_in_its_own_format(
     assert list(json.loads(hooks.read_text())) == ["version", "hooks"]
     assert [c.action for c in setup("cursor", directory=tmp_path, remove=True).changes] == [
         "removed"]
+
+
+def test_hooks_that_can_never_find_a_record_are_said_and_what_to_do(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hooks look for the record at or above the session's folder (or $ATLAS_RECORD):
+    # a record kept below the project is never found, and every session starts blind.
+    project = tmp_path / "project"
+    record = project / "shared" / "record"
+    assert run_atlas("init", str(record)).returncode == 0
+    done = run_atlas("--record", str(record), "setup", "claude", "--dir", str(project),
+                     "--as", "ann", "--json")
+    assert done.returncode == 0, done.stderr  # the hooks are written: they work once told
+    assert done.json()["record"] is None
+    assert "will find no record" in done.stderr
+    assert f"ATLAS_RECORD={record}" in done.stderr  # what to do, with the path
+    # Where the hooks do find one, nothing is said, and the JSON names it.
+    for env in ({"ATLAS_RECORD": str(record)}, None):
+        if env is None:
+            assert run_atlas("init", str(project)).returncode == 0  # the project's own
+        done = run_atlas("setup", "claude", "--dir", str(project), "--as", "ann", "--json",
+                         env=env)
+        assert done.returncode == 0 and "will find no record" not in done.stderr
+        assert done.json()["record"] == str(record if env else project)

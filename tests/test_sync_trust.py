@@ -194,6 +194,35 @@ def test_a_clone_that_never_accepted_its_sync_block_does_not_sync(
     assert PLAN in git(remote.inspect(), "ls-files")
 
 
+def test_a_lease_claim_that_would_stay_on_an_unaccepted_clone_is_refused(
+        team: tuple[Team, Path]) -> None:
+    # Alice holds gpu0 on her (accepted) clone. Bob's clone never accepted its sync:
+    # block, so his claim would be held on his clone only: it used to say "claimed gpu0:
+    # held by bob", exit 0, while alice held it.
+    remote, alice = team
+    bob = remote.clone("bob", accept=False)
+    code, _, err = cli(alice, "lease", "claim", "gpu0", "--for", "1h", "--why", "train",
+                       identity="alice")
+    assert code == 0, err
+    code, out, err = cli(bob, "lease", "claim", "gpu0", "--for", "1h", "--why", "eval",
+                         "--json", identity="bob")
+    assert code == 2, err
+    assert json.loads(out)["error"]["kind"] == "environment"  # this clone's setup, not the call
+    assert "nothing done" in err and "on this clone only" in err and "--no-sync" in err
+    assert "atlas sync accept" in err
+    code, out, _ = cli(bob, "lease", "show", "gpu0", "--json", identity="bob")
+    assert json.loads(out)["holder"] != "bob"
+    # Asked for knowingly, it is held here.
+    code, out, err = cli(bob, "lease", "claim", "gpu0", "--for", "1h", "--why", "eval",
+                         "--no-sync", "--json", identity="bob")
+    assert code == 0 and json.loads(out)["holder"] == "bob", err
+    # Renewing it, or breaking another's, would be as unseen: refused alike.
+    code, _, err = cli(bob, "lease", "renew", "gpu0", "--for", "2h", identity="bob")
+    assert code == 2 and "`lease renew gpu0` would hold it on this clone only" in err
+    code, _, err = cli(bob, "lease", "break", "gpu0", "--why", "gone", identity="cy")
+    assert code == 2 and "`lease break gpu0` would hold it on this clone only" in err
+
+
 def test_the_acceptance_is_the_persons_own(team: tuple[Team, Path],
                                            tmp_path: Path) -> None:
     """Kept outside the record, per record: a second person (another HOME) on the same

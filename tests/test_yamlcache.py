@@ -122,14 +122,17 @@ def test_values_json_cannot_carry_are_parsed_every_time(cache: Path) -> None:
     assert _entries(cache) == []
 
 
-def test_no_home_folder_means_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_home_folder_means_no_cache(monkeypatch: pytest.MonkeyPatch,
+                                      tmp_path: Path) -> None:
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", "")
     calls: list[str] = []
     assert yamlcache.load("a: 1\n", _parses(calls)) == {"a": 1}
     assert yamlcache.folder() is None
-    assert yamlcache.folder({"XDG_CACHE_HOME": "relative", "HOME": "/h"}) == \
-        os.path.join("/h", ".cache", "atlas-files", "yaml")
+    assert yamlcache.folder({"XDG_CACHE_HOME": "relative", "HOME": str(tmp_path)}) == \
+        os.path.join(tmp_path, ".cache", "atlas-files", "yaml")
+    # A home that is not there is none: it is never made to hold the cache.
+    assert yamlcache.folder({"HOME": str(tmp_path / "nonexistent")}) is None
 
 
 def test_old_entries_are_pruned(cache: Path) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from atlas_files.api.versions import (
     body_to_write,
     marks,
     version_json,
+    version_list,
 )
 from atlas_files.artifacts import TopicSummary
 from atlas_files.errors import warn
@@ -70,10 +71,13 @@ class TopicList:
     # (topic, state): state is "proposed", "accepted" or "" (not a proposal).
     rows: tuple[tuple[TopicSummary, str], ...]
     unreadable: tuple[str, ...] = ()
+    # The shown version's corrections and retraction by topic (`corrected_by`, `retracted`).
+    marks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"project": self.project,
-                "topics": [{**t.to_json(), "state": state} for t, state in self.rows],
+                "topics": [{**t.to_json(), "state": state, **self.marks[t.name]}
+                           for t, state in self.rows],
                 "unreadable": list(self.unreadable)}
 
 
@@ -82,9 +86,13 @@ class Feed:
     identity: str | None
     items: tuple[FeedItem, ...]
     marked_read: bool
+    # Each item's corrections and retraction, in the order of ``items``.
+    marks: tuple[dict[str, Any], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"as": self.identity, "new": [i.to_json() for i in self.items],
+        return {"as": self.identity,
+                "new": [{**i.to_json(), **m} for i, m in zip(self.items, self.marks,
+                                                             strict=True)],
                 "marked_read": self.marked_read}
 
 
@@ -147,18 +155,20 @@ def ls(worker: Worker, accepted: bool = False) -> TopicList:
     record, project = worker.record, worker.project_name
     unreadable: list[str] = []
     if accepted:
-        return TopicList(project, tuple(artifacts.ls_accepted(record, project, unreadable)),
-                         tuple(unreadable))
-    topics = artifacts.ls(record, project, unreadable)
-    rows = tuple((t, corrections.proposal_state(record, project, t.name, t.version, t.proposal))
-                 for t in topics)
-    return TopicList(project, rows, tuple(unreadable))
+        rows = tuple(artifacts.ls_accepted(record, project, unreadable))
+    else:
+        rows = tuple((t, corrections.proposal_state(record, project, t.name, t.version,
+                                                    t.proposal))
+                     for t in artifacts.ls(record, project, unreadable))
+    of = corrections.correction_marks(record, project)
+    return TopicList(project, rows, tuple(unreadable), {
+        t.name: of(corrections.version_ref("artifact", t.name, t.version)) for t, _ in rows})
 
 
 @reads
 def history(worker: Worker, name: str) -> VersionList:
-    docs = artifacts.history(worker.record, name, worker.project)
-    return VersionList(name, tuple(reversed(docs)))
+    return version_list(worker, "artifact", name, lambda unreadable: artifacts.history(
+        worker.record, name, worker.project, unreadable))
 
 
 @reads
@@ -171,4 +181,7 @@ def diff(worker: Worker, name: str, old: int | None = None,
 def feed(worker: Worker, mark_read: bool = False) -> Feed:
     """Every status and topic newer than what the worker has read."""
     items = feedmod.feed(worker.record, worker.identity, mark_read=mark_read)
-    return Feed(worker.identity, tuple(items), mark_read)
+    of = {p: corrections.correction_marks(worker.record, p)
+          for p in {i.project for i in items}}
+    return Feed(worker.identity, tuple(items), mark_read, tuple(
+        of[i.project](corrections.version_ref(i.kind, i.name, i.version)) for i in items))

@@ -108,11 +108,30 @@ def claim(worker: Worker, resource: str, duration: str | float, why: str,
     seconds = _seconds(duration)
     if seconds is None:
         raise TypeError("claim needs a duration")
+    _refuse_unseen_claim(worker, resource, "claim")
     lease = leases.claim(worker.record, resource, holder=holder, duration_s=seconds, why=why,
                          paths=paths, given=_given(duration))
     return LeaseChange(lease, tuple(leases.overlapping(worker.record, lease.paths,
                                                        besides=holder)),
                        _replaced(worker, lease) if lease.last_action == "renew" else {})
+
+
+def _refuse_unseen_claim(worker: Worker, resource: str, verb: str) -> None:
+    """NotAccepted (exit 2) for a claim (or a renew or break, ``verb``) on a clone whose
+    atlas.yaml has a sync: block no person here accepted: the lease would be held on this
+    clone only, while another machine may hold the resource, and "claimed" would say
+    otherwise. A claimer who wants that asks for it (`--no-sync`)."""
+    if worker.sync is False or worker.record.config.sync is None:
+        return
+    from atlas_files.sync import accepted  # noqa: PLC0415 - only a record that syncs
+
+    pending = accepted.standing(worker.record).pending
+    if pending is not None and not pending.ever_accepted:
+        raise accepted.NotAccepted(
+            f"nothing done: {pending.sentence()}, so `lease {verb} {resource}` would hold it "
+            "on this clone only, unseen by the other machines (one of them may hold it now)",
+            hint=f"{accepted.HINT}, and {verb} again; to hold it on this clone only, "
+            f"knowingly, {verb} with --no-sync")
 
 
 def _replaced(worker: Worker, lease: Lease) -> dict[str, dict[str, Any]]:
@@ -133,6 +152,7 @@ def _replaced(worker: Worker, lease: Lease) -> dict[str, dict[str, Any]]:
 def renew(worker: Worker, resource: str, duration: str | float | None = None,
           generation: int | None = None) -> LeaseChange:
     holder = worker.author
+    _refuse_unseen_claim(worker, resource, "renew")
     return LeaseChange(leases.renew(worker.record, resource, holder=holder,
                                     duration_s=_seconds(duration), generation=generation,
                                     given=_given(duration)))
@@ -150,6 +170,7 @@ def break_(worker: Worker, resource: str, why: str, duration: str | float | None
            generation: int | None = None) -> LeaseChange:
     """Take over ``resource`` from a holder that is gone; the break stays in the history."""
     holder = worker.author
+    _refuse_unseen_claim(worker, resource, "break")
     return LeaseChange(leases.break_lease(worker.record, resource, holder=holder, why=why,
                                           duration_s=_seconds(duration),
                                           generation=generation, given=_given(duration)))

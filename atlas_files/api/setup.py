@@ -24,8 +24,9 @@ from typing import Any
 
 from atlas_files import fsio
 from atlas_files.api import codextrust
-from atlas_files.errors import BadInput
+from atlas_files.errors import BadInput, NotFound, warn
 from atlas_files.names import check_name
+from atlas_files.record import locate
 
 HARNESSES = ("claude", "codex", "gemini", "cursor")
 TARGETS = (*HARNESSES, "agents-md")
@@ -75,10 +76,38 @@ class SetupResult:
     removed: bool
     changes: tuple[Change, ...]
     notes: tuple[str, ...]
+    # The record the hooks will find (record_for_hooks); None where they find none.
+    record: Path | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "identity": self.identity, "remove": self.removed,
-                "files": [c.to_json() for c in self.changes], "notes": list(self.notes)}
+                "files": [c.to_json() for c in self.changes], "notes": list(self.notes),
+                "record": None if self.record is None else str(self.record)}
+
+
+def record_for_hooks(folder: Path) -> Path | None:
+    """The record a hook of a session in ``folder`` finds, as the hooks look for it
+    (sessionhooks: $ATLAS_RECORD, else the nearest atlas.yaml at or above the session's
+    folder), judged by this process's environment; None where it finds none, so every
+    session there starts without the record."""
+    try:
+        found = locate(None, starts=[folder])
+    except NotFound:
+        return None
+    if os.environ.get("ATLAS_RECORD"):
+        return found
+    # locate also tries this process's own folder, which a hook's session may not share.
+    here, there = Path(os.path.realpath(folder)), Path(os.path.realpath(found))
+    return found if there == here or there in here.parents else None
+
+
+def no_record_for_hooks(folder: Path, record: str | None) -> str:
+    """What to say of hooks in ``folder`` that find no record, and what to do."""
+    where = f"ATLAS_RECORD={os.path.abspath(record)}" if record else "ATLAS_RECORD=PATH"
+    return (f"the atlas hooks in {os.path.abspath(folder)} will find no record: none is "
+            "at or above that folder (a record below it is not looked for) and ATLAS_RECORD "
+            f"is not set, so every session there starts without the record; set {where} in the "
+            "environment the agent runs in, or keep the record in that folder or above it")
 
 
 def hook_command(harness: str, verb: str, identity: str | None) -> str:
@@ -417,10 +446,12 @@ def _marked(path: Path, real: Path, section: str | None) -> Change:
 
 def setup(target: str, *, directory: str | os.PathLike[str] = ".",
           identity: str | None = None, remove: bool = False,
-          trust: bool = False) -> SetupResult:
+          trust: bool = False, record: str | None = None) -> SetupResult:
     """Wire ``target`` (claude, codex, gemini, cursor, agents-md) into ``directory``;
     ``remove`` takes out what setup wrote there for it. ``trust`` (codex only) then asks
-    Codex to record the person's trust in the two hooks (api.codextrust)."""
+    Codex to record the person's trust in the two hooks (api.codextrust). Hooks that
+    will find no record (record_for_hooks) are written and warned of, naming ``record``
+    (the one setup was pointed at, if any) as the ATLAS_RECORD to set."""
     if target not in TARGETS:
         raise BadInput(f"unknown harness {target!r}", hint=f"one of {', '.join(TARGETS)}")
     if trust and (target != "codex" or remove):
@@ -463,13 +494,18 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
     if not identity and not remove:
         notes.append("no identity given: the hooks act as $ATLAS_AS, so set it in the "
                      "environment the agent runs in (or run setup again with --as NAME)")
+    found = None
+    if settings is not None and not remove:
+        found = record_for_hooks(root)
+        if found is None:
+            warn(no_record_for_hooks(root, record))
     if trust:
         events = codextrust.trust_hooks(root, _is_ours)
         notes = [n for n in notes if n != NOTES["codex"]]
         notes.append(f"Codex now trusts the atlas hooks ({', '.join(events)}) by their "
                      "current hash, in your ~/.codex/config.toml; after they change (setup "
                      "with another --as) run setup --trust again")
-    return SetupResult(target, identity, remove, tuple(changes), tuple(notes))
+    return SetupResult(target, identity, remove, tuple(changes), tuple(notes), found)
 
 
 NOTES = {

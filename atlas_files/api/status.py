@@ -15,6 +15,7 @@ from atlas_files.api.versions import (
     body_to_write,
     marks,
     version_json,
+    version_list,
 )
 from atlas_files.documents import Version
 from atlas_files.record import require_identity
@@ -66,8 +67,8 @@ def status_write(worker: Worker, body: str, *, expect: int | None = None,
 
 @reads
 def status_log(worker: Worker) -> VersionList:
-    docs = status.log(worker.record, worker.project)
-    return VersionList("status", tuple(reversed(docs)))
+    return version_list(worker, "status", "status",
+                        lambda unreadable: status.log(worker.record, worker.project, unreadable))
 
 
 @reads

@@ -6,13 +6,14 @@ every call, where building a dataclass costs about a millisecond each (measured)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from atlas_files import corrections, frontmatter
 from atlas_files.api import Worker
 from atlas_files.diffs import Diff
-from atlas_files.documents import Version
+from atlas_files.documents import Unreadable, Version
 from atlas_files.errors import warn
 
 NO_MARKS: dict[str, Any] = {"corrected_by": [], "retracted": None, "retractions": [],
@@ -60,18 +61,37 @@ class TopicView(NamedTuple):
 
 
 class VersionList(NamedTuple):
-    """Every version of a stream, newest first."""
+    """Every version of a stream, newest first, with each one's corrections and retraction
+    by its number (as `get` shows them: ``corrected_by``, ``retracted``), and the versions
+    whose files could not be read."""
 
     name: str
     versions: tuple[Version, ...]
+    marks: dict[int, dict[str, Any]]
+    unreadable: tuple[Unreadable, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "versions": [
             {"version": d.version, "author": d.author, "written_at": d.written_at,
              "based_on": d.based_on, "summary": d.summary, "proposal": d.proposal,
-             "path": str(d.path)}
+             "path": str(d.path), **self.marks[d.version]}
             for d in self.versions
-        ]}
+        ], "unreadable": [{**u.to_json(), **self.marks[u.version]} for u in self.unreadable]}
+
+
+def version_list(worker: Worker, kind: str, name: str,
+                 read: Callable[[list[Unreadable]], list[Version]]) -> VersionList:
+    """The versions ``read`` gives (oldest first), newest first, each with its corrections
+    and retraction, and those it could not read; ``kind`` is "status" or "artifact"."""
+    unreadable: list[Unreadable] = []
+    docs = read(unreadable)
+    for u in unreadable:
+        warn(f"{u.error} (listed as unreadable; `atlas check` tells more)")
+    of = corrections.correction_marks(worker.record, worker.project_name)
+    return VersionList(name, tuple(reversed(docs)), {
+        v: of(corrections.version_ref(kind, name, v))
+        for v in [d.version for d in docs] + [u.version for u in unreadable]},
+        tuple(reversed(unreadable)))
 
 
 class DiffView(NamedTuple):

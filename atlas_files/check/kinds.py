@@ -21,6 +21,16 @@ from atlas_files.filesources import why_unreadable
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
 _ENTRY_HEAD = 64 * 1024  # enough to read the front matter of a file that may be an entry
 ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction", "tasks": "task"}
+# ATL002's own hint is for versions and entries, which are never edited. atlas.yaml is the
+# record's settings, there to be edited; a live row is this machine's own, kept out of git.
+CONFIG_HINT = ("atlas.yaml is the record's settings, meant to be edited by hand: fix what is "
+               "named (schemas/config.schema.json gives each key), then run `atlas check`")
+ROW_HINTS = {
+    "receipt": "delete it: a reader's receipts are this machine's own (git ignores them: "
+               "there is nothing to restore); its next read starts the row afresh",
+    "telemetry": "delete it: the prober writes the machine's row afresh on its next round",
+    "session": "delete it: the identity's next `atlas begin` writes its session row afresh",
+}
 
 
 def _is_task_file(name: str) -> bool:
@@ -35,19 +45,21 @@ def check_config(ctx: CheckRun, path: Path) -> None:
         if len(raw) > configmod.CONFIG_LIMIT:
             ctx.report.add(path, 1, "ATL002",
                            f"is {len(raw)} bytes, more than atlas reads of its config "
-                           f"({configmod.CONFIG_LIMIT} bytes): every command refuses it")
+                           f"({configmod.CONFIG_LIMIT} bytes): every command refuses it",
+                           CONFIG_HINT)
             return
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        ctx.report.add(path, 1, "ATL002", f"not UTF-8 text (byte {exc.start})")
+        ctx.report.add(path, 1, "ATL002", f"not UTF-8 text (byte {exc.start})", CONFIG_HINT)
         return
     except OSError as exc:
-        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
+        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}",
+                       CONFIG_HINT)
         return
     try:
         data = frontmatter.load_yaml(text)  # refuses anchors and aliases (alias bombs)
     except frontmatter.YamlError as exc:
-        ctx.report.add(path, exc.line + 1, "ATL002", short(str(exc)))
+        ctx.report.add(path, exc.line + 1, "ATL002", short(str(exc)), CONFIG_HINT)
         return
     data = plain(data)
     lines = text.split("\n")
@@ -60,29 +72,36 @@ def check_config(ctx: CheckRun, path: Path) -> None:
     cap = data.get("lease_cap")
     if isinstance(cap, str) and cap:
         try:
-            if timeutil.parse_duration(cap) > 24 * 3600:
-                ctx.report.add(path, where.get("lease_cap", 1), "ATL001",
-                               f"lease_cap {cap} is over the most allowed, 24h")
+            seconds = timeutil.parse_duration(cap)
         except ValueError:
-            pass
+            seconds = None
+        if seconds is not None and seconds > 24 * 3600:
+            ctx.report.add(path, where.get("lease_cap", 1), "ATL001",
+                           f"lease_cap {cap} is over the most allowed, 24h")
+        elif seconds is not None and seconds <= 0:
+            ctx.report.add(path, where.get("lease_cap", 1), "ATL001",
+                           f"lease_cap {cap} refuses every lease claim (a claim may last "
+                           "at most the cap)", "set a lease_cap of at least a minute "
+                           "(default 4h), or remove the key")
 
 
 def _load_json_file(
-    ctx: CheckRun, path: Path
+    ctx: CheckRun, path: Path, hint: str = ""
 ) -> tuple[Any, Callable[[], dict[str, int]]] | None:
-    """Count the file and read its JSON; None after reporting why it cannot be read."""
+    """Count the file and read its JSON; None after reporting why it cannot be read (with
+    ``hint``, if given, in place of the code's own)."""
     ctx.report.files += 1
     try:
         data = ctx.source.read(path)
     except OSError as exc:
-        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}")
+        ctx.report.add(path, 1, "ATL002", f"cannot read it: {why_unreadable(exc)}", hint)
         return None
     if data.startswith(BOM):
         ctx.report.add(path, 1, "ATL002", "it starts with a UTF-8 byte-order mark, which JSON "
                        "readers refuse; remove it (the three bytes before the first '{')",
                        "remove the byte-order mark; the tools never write one")
         return None
-    value = load_json(ctx.report, path, data)
+    value = load_json(ctx.report, path, data, hint)
     if value is None:
         return None
     return value, json_lines(data.decode("utf-8", "replace"))
@@ -91,7 +110,7 @@ def _load_json_file(
 @per_file
 def check_row(ctx: CheckRun, path: Path, kind: str, key: str) -> None:
     """A live row (receipt, telemetry): its schema, and ``key`` naming the file's stem."""
-    loaded = _load_json_file(ctx, path)
+    loaded = _load_json_file(ctx, path, ROW_HINTS.get(kind, ""))
     if loaded is None:
         return
     value, lines = loaded

@@ -88,16 +88,17 @@ def json_lines(text: str) -> Callable[[], dict[str, int]]:
     return lambda: key_lines(text.split("\n"))
 
 
-def load_json(report: Report, path: Path, data: bytes) -> Any | None:
-    """The JSON value in ``data``, or None after reporting why it cannot be read."""
+def load_json(report: Report, path: Path, data: bytes, hint: str = "") -> Any | None:
+    """The JSON value in ``data``, or None after reporting why it cannot be read (with
+    ``hint``, if given, in place of the code's own)."""
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        report.add(path, 1, "ATL002", f"not UTF-8 text (byte {exc.start})")
+        report.add(path, 1, "ATL002", f"not UTF-8 text (byte {exc.start})", hint)
     except json.JSONDecodeError as exc:
-        report.add(path, exc.lineno, "ATL002", short(f"not valid JSON: {exc.msg}"))
+        report.add(path, exc.lineno, "ATL002", short(f"not valid JSON: {exc.msg}"), hint)
     except RecursionError:
-        report.add(path, 1, "ATL002", "not readable JSON: nested too deeply")
+        report.add(path, 1, "ATL002", "not readable JSON: nested too deeply", hint)
     return None
 
 

@@ -182,9 +182,17 @@ def check_version_file(ctx: CheckRun, path: Path, project: str, name: str, numbe
         # numbering) keeps --fix from stamping it.
         if ctx.fix and clean and body_text is not None and not report.has_findings(path):
             fix.stamp_version(ctx, path, data, parsed)
-        else:
+        elif clean and body_text is not None and not report.has_findings(path):
             report.add(path, 1, "ATL006",
                        f"v{number} has no digest yet: an in-place edit of it cannot be detected")
+        else:
+            # --fix stamps only a version that is otherwise right: "run --fix" here would
+            # send the reader round in a circle.
+            report.add(path, 1, "ATL006",
+                       f"v{number} has no digest yet: an in-place edit of it cannot be "
+                       "detected", "fix the other findings on this file first: `atlas check "
+                       "--fix` stamps only a version that is otherwise right (it never "
+                       "renames or renumbers one), then run it again")
 
 
 def _check_meta(ctx: CheckRun, path: Path, meta: dict[str, Any], lines: Any, name: str,

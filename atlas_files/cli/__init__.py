@@ -20,6 +20,7 @@ from atlas_files.cli import app, terminal
 from atlas_files.cli.app import cli
 from atlas_files.cli.render import emit_json
 from atlas_files.errors import AtlasError, AtlasWarning, document
+from atlas_files.launch import wants_json
 
 
 def _say(line: str) -> None:
@@ -33,17 +34,11 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
     _say(f"atlas: warning: {message}")
 
 
-def _wants_json(args: list[str]) -> bool:
-    """Whether the caller asked for JSON: ``--json`` among the options (before ``--``)."""
-    options = args[: args.index("--")] if "--" in args else args
-    return "--json" in options
-
-
 def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     saved = terminal.install()
     try:
-        _main(args, _wants_json(args))
+        _main(args, wants_json(args))
     finally:
         terminal.restore(saved)
 

@@ -63,7 +63,43 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
             return None  # click says "No such command" with the usage hint
-        return load_command(cmd_name)
+        return accept_globals(load_command(cmd_name))
+
+
+# The global options, accepted after the command too (`atlas put plan --as alice`), since
+# agents write them both ways: the option's names and the attribute of Invocation it sets.
+GLOBALS_AFTER = ((("--record",), "record_path"), (("--as",), "identity"),
+                 (("--project", "-p"), "project"))
+
+
+def _set_global(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    if value is None or param.name is None:
+        return
+    if param.name == "identity" and value:
+        check_name(value, "identity")
+    setattr(ctx.find_object(Invocation), param.name, value or None)
+
+
+def accept_globals(command: click.Command) -> click.Command:
+    """``command``, and each subcommand of a group, taking the global options after its
+    name as well, with the same meaning (the last one given wins). A command's own option
+    of one of those names keeps its own meaning: `init --project` (a project to create),
+    `mcp approve --as` (whom a connection acts as); `setup --as` and `search --project`
+    already default to the global one."""
+    if getattr(command, "_accepts_globals", False):
+        return command
+    taken = {name for p in command.params for name in (*p.opts, *p.secondary_opts)}
+    for names, attribute in GLOBALS_AFTER:
+        if not taken.intersection(names):
+            # Eager: set before any other option's callback could read the invocation.
+            command.params.append(click.Option(
+                [*names, attribute], expose_value=False, is_eager=True, hidden=True,
+                callback=_set_global))
+    command._accepts_globals = True  # type: ignore[attr-defined]
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            accept_globals(sub)
+    return command
 
 
 def load_command(name: str) -> click.Command:
@@ -142,6 +178,8 @@ def cli(ctx: click.Context, record_path: str | None, identity: str | None,
 
     Read first, write last. Every write names the version it was based on; if someone wrote
     since, nothing is written and the exit code is 3 (read, merge, write again).
+
+    The options below may also follow the command (`atlas put plan --as alice`).
 
     Exit codes: 0 ok, 1 check found problems, 2 bad input (nothing written),
     3 version conflict (nothing written), 4 held by another (lease).

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import click
 
 from atlas_files import timeutil
@@ -9,7 +12,15 @@ from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
 from atlas_files.cli.terminal import echo_body
-from atlas_files.cli.versions import age, header, print_diff, print_versions, warn_digest
+from atlas_files.cli.versions import (
+    age,
+    header,
+    list_marks,
+    print_diff,
+    print_versions,
+    warn_digest,
+)
+from atlas_files.feed import FeedItem, NotMarked
 
 
 @click.command()
@@ -129,7 +140,8 @@ def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
     marks = {"proposed": "  [proposal]", "accepted": "  [accepted]"}
     at = timeutil.now()
     lines = [(t.name, f"{t.name:<24} v{t.version:<5} {age(t.written_at, at):>16}  "
-                      f"{t.author:<14} {t.summary}{marks.get(state, '')}")
+                      f"{t.author:<14} {t.summary}{marks.get(state, '')}"
+                      f"{list_marks(listing.marks[t.name])}")
              for t, state in rows]
     # A topic that cannot be read keeps its row: left out, it would look like no topic.
     lines += [(name, f"{name:<24} unreadable (see the warning above; `atlas check` tells "
@@ -164,8 +176,16 @@ def diff(ctx: Invocation, name: str, old: int | None, new: int | None, as_json: 
 @json_option
 @pass_ctx
 def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
-    """What is new to you (--as): every status and topic newer than the version you read."""
-    result = core.feed(ctx.worker, mark_read)
+    """What is new to you (--as): every status and topic newer than the version you read.
+
+    With --mark-read, a feed that cannot be marked read (a read-only or damaged receipts
+    row) is listed, then refused: exit 2, nothing marked."""
+    try:
+        result = core.feed(ctx.worker, mark_read)
+    except NotMarked as exc:
+        if not as_json:
+            click.echo("\n".join(_feed_lines(exc.items, [{}] * len(exc.items))))
+        raise
     if as_json:
         emit_json(result.to_json())
         return
@@ -173,12 +193,16 @@ def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
     if not items:
         click.echo(f"nothing new to {ctx.identity}")
         return
+    click.echo("\n".join(_feed_lines(items, result.marks)))
+    if mark_read:
+        click.echo(f"marked {len(items)} as read")
+
+
+def _feed_lines(items: Sequence[FeedItem], marks: Sequence[dict[str, Any]]) -> list[str]:
     lines = []
-    for i in items:
+    for i, m in zip(items, marks, strict=True):
         what = f"{i.project}/status" if i.kind == "status" else f"{i.project}/{i.name}"
         seen = f"you read v{i.read_version}" if i.read_version else "never read"
         lines.append(f"{what:<32} v{i.version:<5} ({seen}) by {i.author}, "
-                     f"{age(i.written_at)}: {i.summary}")
-    click.echo("\n".join(lines))
-    if mark_read:
-        click.echo(f"marked {len(items)} as read")
+                     f"{age(i.written_at)}: {i.summary}{list_marks(m)}")
+    return lines

@@ -42,7 +42,7 @@ def setup(ctx: Invocation, target: str, identity: str | None, directory: str, re
     No token or secret is written: only the commands, and the identity if given.
     """
     result = api.setup(target, directory=directory, identity=identity or ctx.identity,
-                       remove=remove, trust=trust)
+                       remove=remove, trust=trust, record=ctx.record_path)
     if as_json:
         emit_json(result.to_json())
         return

@@ -39,6 +39,19 @@ def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
     return lines
 
 
+def list_marks(marks: dict[str, Any]) -> str:
+    """A version's corrections and retraction at the end of its line in a listing (`ls`,
+    `feed`, `history`, `status log`); `get` shows what each says."""
+    words = []
+    retracted = marks.get("retracted")
+    if retracted:
+        words.append(f"[RETRACTED by {retracted['author']}]")
+    authors = list(dict.fromkeys(c["author"] for c in marks.get("corrected_by", [])))
+    if authors:
+        words.append(f"[CORRECTED by {', '.join(authors)}]")
+    return "".join(f"  {w}" for w in words)
+
+
 def warn_digest(doc: Any) -> None:
     if doc.digest_ok is False:
         print_warning(f"{doc.path} was edited in place: its body no longer matches its digest "
@@ -56,5 +69,11 @@ def print_versions(listing: VersionList, as_json: bool) -> None:
     if as_json:
         emit_json(listing.to_json())
         return
-    for d in listing.versions:
-        click.echo(f"v{d.version}  {age(d.written_at):>16}  {d.author:<16} {d.summary}")
+    lines = {d.version: f"v{d.version}  {age(d.written_at):>16}  {d.author:<16} {d.summary}"
+                        f"{list_marks(listing.marks[d.version])}" for d in listing.versions}
+    # In its place among the others: the gap says which version it is.
+    lines.update({u.version: f"v{u.version}  UNREADABLE (see the warning above)"
+                              f"{list_marks(listing.marks[u.version])}"
+                  for u in listing.unreadable})
+    if lines:
+        click.echo("\n".join(lines[v] for v in sorted(lines, reverse=True)))
