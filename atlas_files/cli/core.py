@@ -200,9 +200,10 @@ def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
 
 def _feed_lines(items: Sequence[FeedItem], marks: Sequence[dict[str, Any]]) -> list[str]:
     lines = []
+    at = timeutil.now()
     for i, m in zip(items, marks, strict=True):
         what = f"{i.project}/status" if i.kind == "status" else f"{i.project}/{i.name}"
         seen = f"you read v{i.read_version}" if i.read_version else "never read"
         lines.append(f"{what:<32} v{i.version:<5} ({seen}) by {i.author}, "
-                     f"{age(i.written_at)}: {i.summary}{list_marks(m)}")
+                     f"{age(i.written_at, at)}: {i.summary}{list_marks(m)}")
     return lines

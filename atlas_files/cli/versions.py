@@ -42,8 +42,10 @@ def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
 def list_marks(marks: dict[str, Any]) -> str:
     """A version's corrections and retraction at the end of its line in a listing (`ls`,
     `feed`, `history`, `status log`); `get` shows what each says."""
-    words = []
     retracted = marks.get("retracted")
+    if not retracted and not marks.get("corrected_by"):
+        return ""  # most rows of a listing of thousands
+    words = []
     if retracted:
         words.append(f"[RETRACTED by {retracted['author']}]")
     authors = list(dict.fromkeys(c["author"] for c in marks.get("corrected_by", [])))
