@@ -404,7 +404,7 @@ class LatestHints:
         self._base = f"{folder}{os.sep}"
         self.stream: Callable[[str], Stream] = \
             stream_of or (lambda name: Stream(folder / name, name, name))
-        self._changed = 0
+        self._changed: set[str] = set()  # the streams whose entries moved
         self._entries: dict[str, _Entry] = {}
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
@@ -458,13 +458,13 @@ class LatestHints:
         if kept is None:
             if latest > 0 or stamp:
                 self._entries[name] = [latest, stamp, "", 0, "", "", "", False, []]
-                self._changed += 1
+                self._changed.add(name)
         elif kept[0] != latest:
             self._entries[name] = [latest, stamp, "", 0, "", "", "", False, []]
-            self._changed += 1
+            self._changed.add(name)
         elif kept[1] != stamp:
             kept[1] = stamp
-            self._changed += 1
+            self._changed.add(name)
         return latest
 
     def head(self, name: str, version: int, stream: Stream | None = None) -> Head:
@@ -487,7 +487,7 @@ class LatestHints:
         if kept is not None and kept[0] == version:
             kept[2:] = [file_id, doc.based_on, doc.author, doc.written_at, doc.summary,
                         doc.proposal, list(doc.links)]
-            self._changed += 1
+            self._changed.add(name)
         return Head(name, version, doc.based_on, doc.author, doc.written_at,
                     doc.summary, doc.proposal, doc.links)
 
@@ -495,10 +495,10 @@ class LatestHints:
         """Write the hints back if they moved enough to pay for it. Rewriting the file
         costs time in proportion to all its entries, a stale entry only its own folder's
         listing (and its latest version's read) at each reader: so a few changed entries
-        of a large file wait until SAVE_SHARE of them changed. A missing or damaged file
+        of a large file wait until 1/SAVE_SHARE of them changed. A missing or damaged file
         is written at once, as is any change to a small one."""
         if self._changed and (not self._loaded
-                              or self._changed * SAVE_SHARE >= len(self._entries)):
+                              or len(self._changed) * SAVE_SHARE >= len(self._entries)):
             # Compact, each stream's entry a list holding no object: `"name":[` is then
             # found only where it names a stream (entry_of). Unsorted: the listings visit
             # streams in order already, and sorting ten thousand keys costs 3x the dump.
@@ -508,7 +508,7 @@ class LatestHints:
             # no hint; the read it served stands.
             with contextlib.suppress(OSError, BadInput):
                 fsio.replace_atomic(self.path, data, durable=False, within=self.within)
-            self._changed = 0
+            self._changed.clear()
             self._loaded = True
 
 
