@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from atlas_files import receipts
 from atlas_files.artifacts import artifacts_folder, topic_hints, topic_names
@@ -16,8 +15,10 @@ if TYPE_CHECKING:
     from atlas_files.record import Record
 
 
-@dataclass(frozen=True)
-class FeedItem:
+class FeedItem(NamedTuple):
+    """One status or topic newer than its reader has read. A NamedTuple, as the other
+    records every command reads: a feed of ten thousand topics makes ten thousand."""
+
     kind: str  # "status" or "artifact"
     project: str
     name: str
