@@ -552,7 +552,7 @@ def _head_of(name: str, entry: _Entry) -> Head | None:
     based_on, author, written_at, summary, proposal, links = entry[3:]
     if (type(based_on) is int and type(author) is str and type(written_at) is str
             and type(summary) is str and type(proposal) is bool and type(links) is list
-            and all(type(x) is str for x in links)):
+            and (not links or all(type(x) is str for x in links))):
         return Head(name, entry[0], based_on, author, written_at, summary, proposal,
                     tuple(links))
     return None
