@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 # Diff, diff_stream and unified_diff live in diffs; kept here for callers of this module.
 
 __all__ = ["Diff", "TopicSummary", "diff", "diff_stream", "get", "history", "ls",
-           "ls_accepted", "put", "topic_names", "topic_streams", "unified_diff"]
+           "ls_accepted", "put", "topic_hints", "topic_names",
+           "topic_stream_maker", "topic_streams", "unified_diff"]
 
 
 class TopicSummary(NamedTuple):
@@ -85,10 +86,6 @@ def get(
     return read_marked(record, stream, key, reader=reader, version=version)
 
 
-def topic_names(record: Record, project: str | None = None) -> list[str]:
-    return [stream.name for stream in topic_streams(record, project)]
-
-
 def artifacts_folder(record: Record, project: str | None = None) -> Path:
     return record.path("projects", record.project(project), "artifacts")
 
@@ -100,26 +97,50 @@ def topic_streams(record: Record, project: str | None = None) -> list[Stream]:
     warning: the record never follows one); `atlas check` reports them.
     """
     p = record.project(project)
-    folder = artifacts_folder(record, p)
+    stream_of = topic_stream_maker(record, p)
+    return [stream_of(name) for name in topic_names(record, p)]
+
+
+def topic_names(record: Record, project: str | None = None) -> list[str]:
+    """The names of ``topic_streams``, without making a Stream of each: a reader of every
+    topic makes one only where its hint missed (documents.LatestHints)."""
+    p = record.project(project)
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        with os.scandir(artifacts_folder(record, p)) as found:
+            # Sorted by name alone: a key function per entry costs more than the sort.
+            by_name = {entry.name: entry for entry in found}
     except FileNotFoundError:
         return []
-    streams = []
-    limit = record.config.body_limit
-    for entry in entries:
-        if entry.name.startswith(".") or not is_name(entry.name) or entry.name == "status":
+    names = []
+    for name in sorted(by_name):
+        entry = by_name[name]
+        if name.startswith(".") or not is_name(name) or name == "status":
             continue
         if entry.is_symlink():
             try:
-                record.path("projects", p, "artifacts", entry.name)
+                record.path("projects", p, "artifacts", name)
             except BadInput as exc:
                 warn(f"{exc.message} (left out of this listing)")
             continue
         if entry.is_dir(follow_symlinks=False):
-            streams.append(Stream(folder / entry.name, entry.name, entry.name, limit,
-                                  record.opened))
-    return streams
+            names.append(name)
+    return names
+
+
+def topic_stream_maker(record: Record, project: str) -> Callable[[str], Stream]:
+    """The Stream of a topic named by ``topic_names``, as ``topic_streams`` makes
+    it (no second check of its name)."""
+    folder = artifacts_folder(record, project)
+    limit = record.config.body_limit
+    return lambda name: Stream(folder / name, name, name, limit, record.opened)
+
+
+def topic_hints(record: Record, project: str | None = None) -> LatestHints:
+    """The latest-version hints of ``project``'s topics, making a topic's Stream as
+    ``topic_streams`` does where a hint misses."""
+    p = record.project(project)
+    return LatestHints(artifacts_folder(record, p), record.opened,
+                       topic_stream_maker(record, p))
 
 
 def ls(record: Record, project: str | None = None,
@@ -132,31 +153,30 @@ def ls(record: Record, project: str | None = None,
     """
     out = []
     folder = artifacts_folder(record, project)
-    hints = LatestHints(folder, record.opened)
+    hints = topic_hints(record, project)
     try:
-        streams = topic_streams(record, project)
+        names = topic_names(record, project)
     except OSError as exc:  # no permission to list the topics at all
         warn(f"{folder} cannot be read ({exc.strerror or exc}): no topic can be listed")
         if unreadable is not None:
             unreadable.append(str(folder))
         return []
-    for stream in streams:
+    for name in names:
         try:
-            latest = hints.latest(stream)
+            latest = hints.latest(name)
             if latest == 0:
                 continue
-            doc = hints.head(stream, latest)
+            doc = hints.head(name, latest)
         except (BadInput, OSError) as exc:
             reason = (exc.message if isinstance(exc, BadInput) else
-                      f"{exc.filename or stream.folder} cannot be read ({exc.strerror or exc})")
+                      f"{exc.filename or folder / name} cannot be read "
+                      f"({exc.strerror or exc})")
             warn(f"{reason} (left out of this listing; `atlas check` tells more)")
             if unreadable is not None:
-                unreadable.append(stream.name)
+                unreadable.append(name)
             continue
-        out.append(
-            TopicSummary(stream.name, latest, doc.author, doc.written_at, doc.summary,
-                         doc.proposal)
-        )
+        out.append(TopicSummary(name, latest, doc.author, doc.written_at, doc.summary,
+                                doc.proposal))
     hints.save()
     return out
 

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -341,6 +341,9 @@ SETTLED_NS = 3_000_000_000
 # at most this is listed by a reader of that one stream: a listing of a few hundred names
 # costs less than reading the hints of every stream beside it.
 SMALL_FOLDER = 64 * 1024
+# A hints file of many entries is rewritten once at least 1/SAVE_SHARE of them changed
+# (LatestHints.save).
+SAVE_SHARE = 64
 
 
 class Head(NamedTuple):
@@ -391,15 +394,24 @@ class LatestHints:
     does not grow with the other streams'.
     """
 
-    def __init__(self, folder: Path, within: fsio.OpenRoot | None = None) -> None:
+    def __init__(self, folder: Path, within: fsio.OpenRoot | None = None,
+                 stream_of: Callable[[str], Stream] | None = None) -> None:
         self.path = folder / layout.LATEST_HINTS
         self.within = within
-        self._changed = False
+        # Each stream's folder as a string: a reader of every topic stats ten thousand of
+        # them, and a pathlib join costs more than the stat. A Stream is made only for a
+        # stream whose hint missed (``stream_of``, given its name).
+        self._base = f"{folder}{os.sep}"
+        self.stream: Callable[[str], Stream] = \
+            stream_of or (lambda name: Stream(folder / name, name, name))
+        self._changed: set[str] = set()  # the streams whose entries moved
         self._entries: dict[str, _Entry] = {}
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
         except (OSError, ValueError, RecursionError):  # a damaged hint is no hint
+            self._loaded = False
             return
+        self._loaded = isinstance(data, dict)
         if isinstance(data, dict):
             self._entries = {name: value for name, value in data.items() if _usable(value)}
 
@@ -426,46 +438,67 @@ class LatestHints:
             return value if _usable(value) else None
         return None
 
-    def latest(self, stream: Stream) -> int:
-        """The highest version of ``stream`` present: the hint while the folder's stamp is
-        the one it was found at (one stat), else from a listing (and kept)."""
-        kept = self._entries.get(stream.name)
-        latest, stamp = latest_checked(stream, kept)
+    def latest(self, name: str, stream: Stream | None = None) -> int:
+        """The highest version of stream ``name`` (``stream``, or the one ``stream_of``
+        makes) present: the hint while the folder's stamp is the one it was found at (one
+        stat), else from a listing (and kept)."""
+        kept = self._entries.get(name)
+        folder = self._base + name
+        try:
+            st = os.stat(folder, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        except NotADirectoryError:
+            raise DamagedFile(f"{folder} should be a folder") from None
+        if kept is not None and st is not None and kept[1] == folder_stamp(st) \
+                and stat.S_ISDIR(st.st_mode):
+            return int(kept[0])  # the common case: one stat, one compare
+        latest, stamp = latest_checked(stream or self.stream(name), kept, st,
+                                       missing=st is None)
         if kept is None:
             if latest > 0 or stamp:
-                self._entries[stream.name] = [latest, stamp, "", 0, "", "", "", False, []]
-                self._changed = True
+                self._entries[name] = [latest, stamp, "", 0, "", "", "", False, []]
+                self._changed.add(name)
         elif kept[0] != latest:
-            self._entries[stream.name] = [latest, stamp, "", 0, "", "", "", False, []]
-            self._changed = True
+            self._entries[name] = [latest, stamp, "", 0, "", "", "", False, []]
+            self._changed.add(name)
         elif kept[1] != stamp:
             kept[1] = stamp
-            self._changed = True
+            self._changed.add(name)
         return latest
 
-    def head(self, stream: Stream, version: int) -> Head:
+    def head(self, name: str, version: int, stream: Stream | None = None) -> Head:
         """``version``'s front matter, from the hints while its file is the one they were
         taken from (one stat), else read and kept."""
-        kept = self._entries.get(stream.name)
+        kept = self._entries.get(name)
         if kept is not None and kept[0] == version and kept[2]:
             try:
-                st = os.stat(stream._file(version), follow_symlinks=False)
+                st = os.stat(f"{self._base}{name}{os.sep}"
+                             f"{layout.version_filename(name, version)}",
+                             follow_symlinks=False)
             except OSError:
                 st = None
-            if st is not None and stat.S_ISREG(st.st_mode) and _file_id(st) == kept[2]:
-                head = _head_of(stream.name, kept)
+            if st is not None and _file_id(st) == kept[2] and stat.S_ISREG(st.st_mode):
+                head = _head_of(name, kept)
                 if head is not None:
                     return head
-        doc, file_id = stream.read_with_id(version, head_only=True)
+        doc, file_id = (stream or self.stream(name)).read_with_id(version,
+                                                                  head_only=True)
         if kept is not None and kept[0] == version:
             kept[2:] = [file_id, doc.based_on, doc.author, doc.written_at, doc.summary,
                         doc.proposal, list(doc.links)]
-            self._changed = True
-        return Head(stream.name, version, doc.based_on, doc.author, doc.written_at,
+            self._changed.add(name)
+        return Head(name, version, doc.based_on, doc.author, doc.written_at,
                     doc.summary, doc.proposal, doc.links)
 
     def save(self) -> None:
-        if self._changed:
+        """Write the hints back if they moved enough to pay for it. Rewriting the file
+        costs time in proportion to all its entries, a stale entry only its own folder's
+        listing (and its latest version's read) at each reader: so a few changed entries
+        of a large file wait until 1/SAVE_SHARE of them changed. A missing or damaged file
+        is written at once, as is any change to a small one."""
+        if self._changed and (not self._loaded
+                              or len(self._changed) * SAVE_SHARE >= len(self._entries)):
             # Compact, each stream's entry a list holding no object: `"name":[` is then
             # found only where it names a stream (entry_of). Unsorted: the listings visit
             # streams in order already, and sorting ten thousand keys costs 3x the dump.
@@ -475,18 +508,23 @@ class LatestHints:
             # no hint; the read it served stands.
             with contextlib.suppress(OSError, BadInput):
                 fsio.replace_atomic(self.path, data, durable=False, within=self.within)
-            self._changed = False
+            self._changed.clear()
+            self._loaded = True
 
 
 _DECODER = json.JSONDecoder()
 
 
 def latest_checked(stream: Stream, entry: _Entry | None,
-                   st: os.stat_result | None = None) -> tuple[int, str]:
+                   st: os.stat_result | None = None, *,
+                   missing: bool = False) -> tuple[int, str]:
     """The highest version of ``stream`` present, with the stamp of its folder to keep
     beside it ("" while the folder has not stood still for SETTLED_NS): ``entry``'s
     version if its stamp is the folder's now (``st``, its stat taken just before, or one
-    taken here), else from a listing of the folder."""
+    taken here; ``missing``: that stat found no folder), else from a listing of the
+    folder."""
+    if missing:
+        return 0, ""
     if st is None:
         try:
             st = os.stat(stream.folder, follow_symlinks=False)
@@ -514,7 +552,7 @@ def _head_of(name: str, entry: _Entry) -> Head | None:
     based_on, author, written_at, summary, proposal, links = entry[3:]
     if (type(based_on) is int and type(author) is str and type(written_at) is str
             and type(summary) is str and type(proposal) is bool and type(links) is list
-            and all(type(x) is str for x in links)):
+            and (not links or all(type(x) is str for x in links))):
         return Head(name, entry[0], based_on, author, written_at, summary, proposal,
                     tuple(links))
     return None

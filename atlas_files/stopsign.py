@@ -153,7 +153,8 @@ def what_was_read(record: Record, identity: str) -> dict[str, int]:
         folder = stream.folder.parent
         if folder not in hints:
             hints[folder] = LatestHints(folder, record.opened)
-        read[key] = read_through_writes(stream, identity, version, hints[folder].latest(stream))
+        latest = hints[folder].latest(stream.name, stream)
+        read[key] = read_through_writes(stream, identity, version, latest)
     for hint in hints.values():
         hint.save()
     return read

@@ -348,6 +348,8 @@ class _EntryReader:
     def save(self, names: set[str] | None) -> None:
         """Note what was read. ``names``: the files of this kind in the folder now (rows
         of any other are dropped); None keeps every row (a partial read)."""
+        if not self.changed and (names is None or self.cached.keys() <= names):
+            return  # the common case: nothing new read, no row to drop (one set compare)
         rows = {**self.cached, **self.kept}
         if names is not None:
             rows = {k: v for k, v in rows.items() if k in names}

@@ -73,9 +73,10 @@ def age_text(then: datetime, at: datetime | None = None) -> str:
     return "just now"
 
 
-def age_of(written_at: str) -> str:
-    """``age_text`` of an RFC 3339 string; the string itself if it is not a time."""
+def age_of(written_at: str, at: datetime | None = None) -> str:
+    """``age_text`` of an RFC 3339 string (at ``at``, by default now); the string itself
+    if it is not a time."""
     try:
-        return age_text(parse_time(written_at))
+        return age_text(parse_time(written_at), at)
     except (ValueError, TypeError, OverflowError):
         return f"at {written_at}"

@@ -126,6 +126,41 @@ def test_a_kept_folder_stamp_is_believed_only_while_the_folder_is_unchanged(
         assert [i.version for i in feedmod.feed(record, "carl")] == [want], change
 
 
+def test_hints_a_reader_leaves_unsaved_change_no_answer(
+        record: Record, settle_fast: float) -> None:
+    """A reader of many topics rewrites the hints file only once enough of its entries
+    moved (documents.SAVE_SHARE): until then each stale entry costs its folder's listing
+    and its latest version's read, never an answer. A version added by hand, one
+    removed, and a latest version written over in place (its folder's times unmoved)."""
+    names = [f"t{i:03d}" for i in range(3 * documents.SAVE_SHARE + 10)]
+    for name in names:
+        hand_version(record, name, 1)
+        hand_version(record, name, 2)
+    time.sleep(settle_fast)
+    artifacts.ls(record)
+    hints = record.root / "projects" / "web" / "artifacts" / LATEST_HINTS
+    saved = hints.read_bytes()
+    assert json.loads(saved)["t002"][3:5] == [1, "hand"]  # its front matter is kept
+    folder = record.root / "projects" / "web" / "artifacts"
+    hand_version(record, "t000", 3)
+    (folder / "t001" / "t001.v0002.md").unlink()
+    stamp = os.lstat(folder / "t002")
+    hand_version(record, "t002", 2, author="eve")  # written over, in place
+    assert os.lstat(folder / "t002").st_mtime_ns == stamp.st_mtime_ns
+    want = {"t000": (3, "hand"), "t001": (1, "hand"), "t002": (2, "eve")}
+    for _ in range(2):
+        time.sleep(settle_fast)
+        listed = {t.name: (t.version, t.author) for t in artifacts.ls(record)}
+        fed = {i.name: (i.version, i.author) for i in feedmod.feed(record, "carl")}
+        got = {n: (artifacts.get(record, n).version, artifacts.get(record, n).author)
+               for n in want}
+        assert {n: listed[n] for n in want} == want
+        assert {n: fed[n] for n in want} == want
+        assert got == want
+        assert len(listed) == len(names)
+    assert hints.read_bytes() == saved  # the stale entries were not written back
+
+
 def test_a_new_folder_under_the_same_name_is_listed_again(
         record: Record, settle_fast: float) -> None:
     """A topic folder removed and made again (as a checkout or a copy does) has another

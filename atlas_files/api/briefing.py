@@ -12,8 +12,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from atlas_files import corrections, decisions, layout, receipts, status, tasks, telemetry, timeutil
-from atlas_files.artifacts import artifacts_folder, topic_streams
-from atlas_files.documents import Head, LatestHints
+from atlas_files.artifacts import topic_hints, topic_names
+from atlas_files.documents import Head
 from atlas_files.errors import AtlasError, warn
 from atlas_files.leases import view as leaseview
 from atlas_files.record import Record
@@ -104,19 +104,19 @@ def topics(record: Record, identity: str, project: str,
     latest_of: dict[str, int] = {}
     new: list[tuple[str, Item]] = []
     waiting: list[tuple[str, Item]] = []
-    hints = LatestHints(artifacts_folder(record, project), record.opened)
-    for stream in topic_streams(record, project):
+    hints = topic_hints(record, project)
+    for name in topic_names(record, project):
         try:
-            latest = hints.latest(stream)
+            latest = hints.latest(name)
             if latest == 0:
                 continue
-            doc = hints.head(stream, latest)
+            doc = hints.head(name, latest)
         except (AtlasError, OSError) as exc:
             warn(f"{getattr(exc, 'message', exc)} (left out of the briefing)")
             continue
-        latest_of[stream.name] = latest
-        seen = read.get(receipts.artifact_key(project, stream.name), 0)
-        state = corrections.proposal_state(record, project, stream.name, latest, doc.proposal)
+        latest_of[name] = latest
+        seen = read.get(receipts.artifact_key(project, name), 0)
+        state = corrections.proposal_state(record, project, name, latest, doc.proposal)
         if latest > seen and doc.author != identity:
             new.append((doc.written_at, _new_item(doc, seen, state)))
         if state == "proposed":

@@ -21,9 +21,8 @@ from atlas_files import status as statusmod
 from atlas_files.api import Worker, briefing, budget, reads, writes
 from atlas_files.api.activity import repository_briefing
 from atlas_files.api.stop import Claim, claims_held
-from atlas_files.artifacts import TopicSummary, artifacts_folder, topic_streams
+from atlas_files.artifacts import TopicSummary, topic_hints, topic_names
 from atlas_files.artifacts import ls as list_topics
-from atlas_files.documents import LatestHints
 from atlas_files.errors import AtlasError, BadInput, DamagedFile, warn
 from atlas_files.leases import Lease
 from atlas_files.leases import view as leaseview
@@ -187,8 +186,8 @@ def _begin(worker: Worker, max_chars: int, go_on: bool) -> Briefing:
 def _baseline(record: Record, project: str) -> sessions.Baseline:
     """What stands now: the status, each topic's latest version, each lease's newest
     generation (the numbers from folder listings and the latest-version hints)."""
-    hints = LatestHints(artifacts_folder(record, project), record.opened)
-    topics = {s.name: hints.latest(s) for s in topic_streams(record, project)}
+    hints = topic_hints(record, project)
+    topics = {name: hints.latest(name) for name in topic_names(record, project)}
     hints.save()
     leases_dir = str(record.leases_dir)
     generations = {name: sessions.newest_generation(f"{leases_dir}/{name}")

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from atlas_files import timeutil
 from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
@@ -137,7 +138,8 @@ def ls(ctx: Invocation, accepted: bool, as_json: bool) -> None:
         click.echo(f"project {project} has no topics yet; `atlas put NAME` writes one")
         return
     marks = {"proposed": "  [proposal]", "accepted": "  [accepted]"}
-    lines = [(t.name, f"{t.name:<24} v{t.version:<5} {age(t.written_at):>16}  "
+    at = timeutil.now()
+    lines = [(t.name, f"{t.name:<24} v{t.version:<5} {age(t.written_at, at):>16}  "
                       f"{t.author:<14} {t.summary}{marks.get(state, '')}"
                       f"{list_marks(listing.marks[t.name])}")
              for t, state in rows]
@@ -198,9 +200,10 @@ def feed(ctx: Invocation, mark_read: bool, as_json: bool) -> None:
 
 def _feed_lines(items: Sequence[FeedItem], marks: Sequence[dict[str, Any]]) -> list[str]:
     lines = []
+    at = timeutil.now()
     for i, m in zip(items, marks, strict=True):
         what = f"{i.project}/status" if i.kind == "status" else f"{i.project}/{i.name}"
         seen = f"you read v{i.read_version}" if i.read_version else "never read"
         lines.append(f"{what:<32} v{i.version:<5} ({seen}) by {i.author}, "
-                     f"{age(i.written_at)}: {i.summary}{list_marks(m)}")
+                     f"{age(i.written_at, at)}: {i.summary}{list_marks(m)}")
     return lines

@@ -3,6 +3,7 @@ by the status and topic commands."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import click
@@ -12,8 +13,9 @@ from atlas_files.api.versions import DiffView, VersionList
 from atlas_files.cli.render import emit_json, print_warning
 
 
-def age(written_at: str) -> str:
-    return timeutil.age_of(written_at)
+def age(written_at: str, at: datetime | None = None) -> str:
+    """How long ago ``written_at`` was; a table passes one ``at`` for all its rows."""
+    return timeutil.age_of(written_at, at)
 
 
 def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
@@ -40,8 +42,10 @@ def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
 def list_marks(marks: dict[str, Any]) -> str:
     """A version's corrections and retraction at the end of its line in a listing (`ls`,
     `feed`, `history`, `status log`); `get` shows what each says."""
-    words = []
     retracted = marks.get("retracted")
+    if not retracted and not marks.get("corrected_by"):
+        return ""  # most rows of a listing of thousands
+    words = []
     if retracted:
         words.append(f"[RETRACTED by {retracted['author']}]")
     authors = list(dict.fromkeys(c["author"] for c in marks.get("corrected_by", [])))
