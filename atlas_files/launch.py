@@ -13,11 +13,13 @@ table are imported. Any other command line, one of these with anything added (--
 from __future__ import annotations
 
 import _signal
+import _thread
 import atexit
 import gc
 import importlib
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import NoReturn
 
@@ -128,11 +130,21 @@ def _on_interrupt(signum: int, frame: object) -> None:
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """A Ctrl-C that landed in a callback Python cannot raise from (the cleanup of a
     module's import lock, while the command's modules load) would be printed as "Exception
-    ignored ... KeyboardInterrupt" and lost: it is sent again, to reach the command."""
+    ignored ... KeyboardInterrupt" and lost: it is sent again, to reach the command. Not
+    from here: Python runs a signal's handler at its next instruction, which may still be
+    this hook's, and a KeyboardInterrupt raised inside the hook is itself printed as
+    ignored (with a traceback). A thread sends it a moment later, once the hook has
+    returned; `_thread` and `time` are built in, so nothing is imported under the import
+    lock whose cleanup may be calling this."""
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _signal.raise_signal(_signal.SIGINT)
+        _thread.start_new_thread(_send_interrupt_soon, ())
         return
     sys.__unraisablehook__(unraisable)
+
+
+def _send_interrupt_soon() -> None:
+    time.sleep(0.001)
+    _signal.raise_signal(_signal.SIGINT)
 
 
 def wants_json(args: Sequence[str]) -> bool:
