@@ -371,10 +371,13 @@ def topic_names(artifacts: str) -> Iterator[str]:
         return
 
 
-def lease_names(leases: str) -> list[str]:
+def lease_names(leases: str, prefix: str = "") -> list[str]:
+    """The resources of the lease sheet at ``leases`` (those starting with ``prefix``):
+    the name is tested before the folder is (one lstat each), since the hooks that ask for
+    the task claims alone run at every tool call and turn end."""
     try:
-        return [n for n in os.listdir(leases) if n[0] != "." and is_name(n)
-                and not os.path.islink(os.path.join(leases, n))]
+        return [n for n in os.listdir(leases) if n.startswith(prefix) and n[0] != "."
+                and is_name(n) and not os.path.islink(os.path.join(leases, n))]
     except (FileNotFoundError, NotADirectoryError):
         return []
 

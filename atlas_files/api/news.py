@@ -241,9 +241,7 @@ def _task_claims(record: Record, base: Baseline,
     leases_dir = str(record.leases_dir)
     items: list[Item] = []
     moved: dict[str, int] = {}
-    for name in sessions.lease_names(leases_dir):
-        if not name.startswith(layout.TASK_LEASE_PREFIX):
-            continue
+    for name in sessions.lease_names(leases_dir, layout.TASK_LEASE_PREFIX):
         where = os.path.join(leases_dir, name)
         newest = sessions.newest_generation(where)
         if newest <= base.leases.get(name, 0):

@@ -48,9 +48,7 @@ def claims_held(record: Record, identity: str, project: str) -> list[Claim]:
     tasks = os.path.join(str(record.root), layout.PROJECTS, project, layout.TASKS)
     now = timeutil.now()
     out = []
-    for name in sessions.lease_names(leases):
-        if not name.startswith(layout.TASK_LEASE_PREFIX):
-            continue
+    for name in sessions.lease_names(leases, layout.TASK_LEASE_PREFIX):
         where = os.path.join(leases, name)
         newest = sessions.newest_generation(where)
         task_id = name[len(layout.TASK_LEASE_PREFIX):]
