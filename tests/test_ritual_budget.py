@@ -43,7 +43,11 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Record:
 
 
 @pytest.mark.parametrize("max_chars", [6000, 2500])
-def test_the_briefing_fits_and_names_what_it_cut(big: Record, max_chars: int) -> None:
+def test_the_briefing_fits_and_names_what_it_cut(big: Record, max_chars: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # From the record's folder, in no repository: run from a checkout, the briefing's
+    # Repository section lists that checkout's commits of the day and takes their room.
+    monkeypatch.chdir(big.root)
     briefing = ritual.begin(Worker(big, "bob"), max_chars=max_chars)
     text, doc = briefing.text, briefing.to_json()
     assert len(text) <= max_chars
