@@ -1,6 +1,6 @@
 """atlas-files: a plain-files record for workers who never meet.
 
-The Python API lives in :mod:`atlas_files.record` (``Record``); the ``atlas`` command is a
+The Python API lives in :mod:`atlas_files.storage.record` (``Record``); the ``atlas`` command is a
 thin layer over it.
 """
 

@@ -51,10 +51,10 @@ def split_globals(args: Sequence[str]) -> tuple[dict[str, str | None], list[str]
 
 # The hooks answered here, before click: verb -> (module, function). Each runs around
 # every turn or tool call of an agent, so each must cost little more than Python's start.
-FAST_HOOKS = {"begin": ("atlas_files.sessionhooks", "start_hook"),
-              "end": ("atlas_files.sessionhooks", "stop_hook"),
-              "guard": ("atlas_files.toolhooks", "guard_hook"),
-              "news": ("atlas_files.toolhooks", "news_hook")}
+FAST_HOOKS = {"begin": ("atlas_files.harness.sessionhooks", "start_hook"),
+              "end": ("atlas_files.harness.sessionhooks", "stop_hook"),
+              "guard": ("atlas_files.harness.toolhooks", "guard_hook"),
+              "news": ("atlas_files.harness.toolhooks", "news_hook")}
 
 
 def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
@@ -68,7 +68,7 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
         return None
     # Here, not at the top: json and typing are 4 ms that the command server's client
     # (server/client.py) runs without.
-    from atlas_files import hookio, toolhooks  # noqa: PLC0415
+    from atlas_files.harness import hookio, toolhooks  # noqa: PLC0415
     if len(rest) == 2 and rest[1].startswith("--hook="):
         rest = [rest[0], "--hook", rest[1].partition("=")[2]]
     harnesses = hookio.HARNESSES if rest[0] in ("begin", "end") else toolhooks.HARNESSES
@@ -200,7 +200,7 @@ def run(args: list[str]) -> None:
     if split is not None and not split[1]:
         # Bare `atlas` (global options at most): where to start, at once and exit 0,
         # rather than click's usage error and every command's help (which loads them all).
-        from atlas_files.guide import START  # noqa: PLC0415 - only here
+        from atlas_files.facts.guide import START  # noqa: PLC0415 - only here
 
         gc.enable()
         sys.stdout.write(START)

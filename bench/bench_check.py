@@ -27,8 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from atlas_files import entries, frontmatter  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
+from atlas_files.storage import entries, frontmatter  # noqa: E402
+from atlas_files.storage.record import Record  # noqa: E402
 
 FLOOR = """
 import os, sys

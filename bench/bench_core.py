@@ -25,8 +25,9 @@ from _common import (
     interleaved_cpu,
 )
 
-from atlas_files import artifacts, frontmatter, fsio, status
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, status
+from atlas_files.storage import frontmatter, fsio
+from atlas_files.storage.record import Record
 
 
 def cold_start(rounds: int, tmp: Path) -> None:

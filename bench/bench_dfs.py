@@ -28,8 +28,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from bench_core import raw_loop  # noqa: E402
 from support import moosefs  # noqa: E402
 
-from atlas_files import artifacts, frontmatter  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
+from atlas_files.protocol import artifacts  # noqa: E402
+from atlas_files.storage import frontmatter  # noqa: E402
+from atlas_files.storage.record import Record  # noqa: E402
 
 BODY = "line of a handoff document\n" * 40
 

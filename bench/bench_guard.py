@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import atlas_argv, clean_env, command_server
 from bench_ritual import _report, interleaved
 
-from atlas_files import leases
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.storage.record import Record
 
 FLOOR = "python -c 'import click, yaml'"
 

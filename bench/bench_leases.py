@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_files import leases
-from atlas_files.errors import LeaseHeld
-from atlas_files.record import Record
+from atlas_files.facts.errors import LeaseHeld
+from atlas_files.protocol import leases
+from atlas_files.storage.record import Record
 
 PAIRS = 150
 REPS = 5

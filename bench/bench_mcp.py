@@ -28,10 +28,10 @@ from _common import atlas_argv, clean_env, interleaved
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from atlas_files import artifacts, status
 from atlas_files.mcp import tokens
 from atlas_files.mcp.app import Served, build
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, status
+from atlas_files.storage.record import Record
 
 
 def pct(values: list[float], q: float) -> float:

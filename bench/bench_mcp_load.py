@@ -34,9 +34,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from atlas_files import frontmatter, layout
+from atlas_files.facts import layout
 from atlas_files.mcp import connections, limits, tokens
-from atlas_files.record import Record
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 BUSY = "busy: "  # how the server's refusal (503) begins
 

@@ -25,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import atlas_argv, clean_env, interleaved
 
-from atlas_files import leases
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.storage.record import Record
 
 LEASES = 1000
 FILES = 100

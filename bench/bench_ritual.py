@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import atlas_argv, clean_env
 from bench_core import big_record
 
-from atlas_files import status
 from atlas_files.api import Worker, decisions, leases
+from atlas_files.protocol import status
 
 
 def _cpu() -> float:

@@ -32,7 +32,7 @@ from _common import atlas_argv, clean_env
 from bench_core import big_record, write_topic
 from bench_ritual import interleaved
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 FLOOR = "python -c 'import click, yaml'"
 

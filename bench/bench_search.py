@@ -30,9 +30,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import atlas_argv, clean_env
 
-from atlas_files import entries, frontmatter
-from atlas_files.record import Record
 from atlas_files.search import search as library_search
+from atlas_files.storage import entries, frontmatter
+from atlas_files.storage.record import Record
 
 NEEDLE = "quillwort"
 FLOOR = """

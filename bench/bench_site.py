@@ -32,8 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frontmatter, layout, sitegen, status, timeutil
-from atlas_files.record import Record
+from atlas_files import sitegen
+from atlas_files.facts import layout, timeutil
+from atlas_files.protocol import status
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 WORDS = ("loader evaluation seed batch shard cache index plan metric budget window retry "
          "queue merge split label sample export").split()

@@ -38,9 +38,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from _common import atlas_argv, clean_env, command_server, interleaved
 
-from atlas_files import frontmatter, layout, timeutil
 from atlas_files.api import Worker, core, syncing
-from atlas_files.record import Record
+from atlas_files.facts import layout, timeutil
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 from atlas_files.sync.engine import Engine
 
 GITCONFIG = "[user]\n\tname = bench\n\temail = bench@example.invalid\n[gc]\n\tauto = 0\n"
@@ -183,10 +184,10 @@ def startup_floors(rounds: int, env: dict[str, str]) -> None:
         "+ import click, yaml": [py, "-c", "import click, yaml"],
         "`atlas --version`": [*atlas_argv(), "--version"],
         "imports of `atlas sync`": [py, "-c", "import atlas_files.launch, atlas_files.cli, "
-                                    "atlas_files.cli.sync, atlas_files.record"],
+                                    "atlas_files.cli.sync, atlas_files.storage.record"],
         "imports of `atlas put`": [py, "-c", "import atlas_files.launch, atlas_files.cli, "
                                    "atlas_files.cli.core, atlas_files.sync.run, "
-                                   "atlas_files.record"],
+                                   "atlas_files.storage.record"],
     }
     medians = interleaved(commands, rounds, env)
     print("start-up floors of a whole command (no record, no git): " + "; ".join(

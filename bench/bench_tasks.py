@@ -27,9 +27,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import atlas_argv, clean_env, command_server, interleaved_cpu
 
-from atlas_files import entries, frontmatter, layout, tasks, timeutil
-from atlas_files.leases import store
-from atlas_files.record import Record
+from atlas_files.facts import layout, timeutil
+from atlas_files.protocol import tasks
+from atlas_files.protocol.leases import store
+from atlas_files.storage import entries, frontmatter
+from atlas_files.storage.record import Record
 
 
 def seed(root: Path, n: int, done_every: int = 0) -> Record:
@@ -37,7 +39,7 @@ def seed(root: Path, n: int, done_every: int = 0) -> Record:
     read-only files), without a fsync each, so that 10,000 take seconds; every
     ``done_every``-th task (if any) also has a done entry. The files are dated an hour
     back, as a queue's tasks mostly are: a reader keeps no entry younger than two minutes
-    in its cache (atlas_files/tasks.py), so a queue written in the same second would be
+    in its cache (atlas_files/protocol/tasks.py), so a queue written in the same second would be
     read whole at every command."""
     record = Record.init(root, ["web"])
     folder = record.project_dir("web") / layout.TASKS

@@ -4,7 +4,7 @@ four pages at a desktop width (1280 pixels) and a phone's (390), in Debian's Chr
     python bench/site_screenshots.py            # writes docs/screenshots/*.png
 
 Each picture is what a reader first sees (one screen, not the whole page). The same probe
-as tests/test_site_layout.py runs on every page, and the script fails if a page has a
+as tests/outside/test_site_layout.py runs on every page, and the script fails if a page has a
 table wider than the page or an id broken over lines, so a picture in the docs never
 shows what the tests forbid.
 """
@@ -24,7 +24,7 @@ from support.cdp import CHROMIUM, Browser, http_server  # noqa: E402
 from support.sitelayout import PAGES, WIDTHS, look  # noqa: E402
 
 from atlas_files import sitegen  # noqa: E402
-from atlas_files.record import Record  # noqa: E402
+from atlas_files.storage.record import Record  # noqa: E402
 
 
 def main() -> int:
@@ -60,7 +60,7 @@ def main() -> int:
             proc.kill()
             proc.wait()
     if faults:
-        print("pages that break what tests/test_site_layout.py checks:", *faults, sep="\n")
+        print("pages that break what tests/outside/test_site_layout.py checks:", *faults, sep="\n")
         return 1
     return 0
 

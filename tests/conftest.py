@@ -13,7 +13,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 from support.runner import Result, run_atlas
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 # CI runs every property test with the same seeds, so a submission is judged on the code,
 # not on the draw; a developer's run (CI unset) keeps exploring new examples each time.

@@ -11,10 +11,12 @@ import pytest
 from support.git import GitRepo
 from support.runner import run_atlas
 
-from atlas_files import api, gitcmd, leases
-from atlas_files.activity import parse
+from atlas_files import api
 from atlas_files.api import activity as act
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.protocol.activity import parse
+from atlas_files.storage import gitcmd
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture(autouse=True)

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from atlas_files import api
 from atlas_files.api import checks, core, decisions, leases, search, telemetry
 from atlas_files.cli.app import cli
-from atlas_files.errors import VersionConflict
-from atlas_files.record import Record
+from atlas_files.facts.errors import VersionConflict
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture

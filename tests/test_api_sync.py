@@ -19,8 +19,8 @@ from support.git import git, isolate_git
 from support.gitteam import Team, bare_remote, cli, start_team
 
 import atlas_files.api
-from atlas_files import tasks as taskmod
 from atlas_files.api import Worker, core, decisions, leases, ritual, search, status, tasks
+from atlas_files.protocol import tasks as taskmod
 
 Call = Callable[[Worker], Any]
 

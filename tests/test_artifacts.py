@@ -15,9 +15,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atlas_files import artifacts, frontmatter
-from atlas_files import feed as feedmod
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.protocol import feed as feedmod
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 
 def test_put_get_ls_history_diff(record: Record, atlas: Callable[..., Any]) -> None:
@@ -81,7 +82,7 @@ def test_init_writes_readme_gitignore_and_adds_projects(record: Record,
 
 
 def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> None:
-    from atlas_files.layout import LATEST_HINTS
+    from atlas_files.facts.layout import LATEST_HINTS
 
     for text in ("one\n", "two\n"):
         artifacts.put(record, "plan", text, author="ann")
@@ -105,7 +106,7 @@ def test_readers_find_versions_the_latest_hint_does_not_know(record: Record) -> 
     artifacts.get(record, "plan", reader="bob", version=2)
     import pytest
 
-    from atlas_files.errors import VersionConflict
+    from atlas_files.facts.errors import VersionConflict
 
     with pytest.raises(VersionConflict, match="v3 by hand"):
         artifacts.put(record, "plan", "stale\n", author="bob")
@@ -116,7 +117,7 @@ def test_listings_believe_a_kept_front_matter_only_for_the_very_file(
     """`ls`, `feed` and `begin` keep each latest version's front matter in the hints; a
     version file replaced since (as `atlas sync` replaces one that lost a race) or edited
     in place is read again, and a hint naming another file is no hint."""
-    from atlas_files.layout import LATEST_HINTS
+    from atlas_files.facts.layout import LATEST_HINTS
 
     artifacts.put(record, "plan", "one\n", author="ann", summary="ann's plan")
     assert [(t.author, t.summary) for t in artifacts.ls(record)] == [("ann", "ann's plan")]
@@ -160,7 +161,7 @@ JSON_VALUES = st.recursive(
                                                                    HealthCheck.function_scoped_fixture])
 @given(value=JSON_VALUES)
 def test_any_hints_file_leaves_listings_as_they_are(record: Record, value: Any) -> None:
-    from atlas_files.layout import LATEST_HINTS
+    from atlas_files.facts.layout import LATEST_HINTS
 
     if not artifacts.ls(record):
         artifacts.put(record, "plan", "one\n", author="ann", summary="s1")
@@ -234,7 +235,8 @@ def test_published_versions_and_receipts_have_their_modes_under_any_umask(
     # receipt row readable, as under the usual one.
     record = Record.init(tmp_path / "rec", ["web"])
     script = ("import os, sys; os.umask(int(sys.argv[2], 8)); "
-              "from atlas_files import artifacts; from atlas_files.record import Record; "
+              "from atlas_files.protocol import artifacts; from atlas_files.storage.record import "
+              "Record; "
               "artifacts.put(Record(sys.argv[1]), 'plan', 'text\\n', author='ann')")
     modes = {}
     for umask in ("022", "077", "277"):

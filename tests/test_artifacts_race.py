@@ -13,17 +13,18 @@ from pathlib import Path
 from support.runner import atlas_command
 from support.writers import KILLED_WRITER
 
-from atlas_files import artifacts, frontmatter
-from atlas_files.fsio import TEMP_PREFIX
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.storage import frontmatter
+from atlas_files.storage.fsio import TEMP_PREFIX
+from atlas_files.storage.record import Record
 
 # Each writer: read the latest (recording its receipt), write the next version; on the
 # stop sign, read again and retry. Exactly what the issue asks a well-behaved agent to do.
 WRITER = r"""
 import sys
-from atlas_files.record import Record
-from atlas_files import artifacts
-from atlas_files.errors import VersionConflict
+from atlas_files.storage.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.facts.errors import VersionConflict
 root, who, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 import os, time
 while not os.path.exists(go):

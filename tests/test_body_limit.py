@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.runner import atlas_command, child_env
 
-from atlas_files import bodies
-from atlas_files.errors import BadInput
-from atlas_files.record import Record
+from atlas_files.facts.errors import BadInput
+from atlas_files.storage import bodies
+from atlas_files.storage.record import Record
 
 # Python, click, YAML and the record's modules fit in a fraction of this; reading one
 # gigabyte, let alone /dev/zero, does not.

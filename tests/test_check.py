@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from support.runner import run_atlas
 
-from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
 from atlas_files.check import check_record, validators
-from atlas_files.record import Record
-from atlas_files.telemetry import rows
+from atlas_files.facts import timeutil
+from atlas_files.protocol import artifacts, corrections, decisions, leases, status
+from atlas_files.protocol.telemetry import rows
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 
 def codes(record: Record, *paths: Path, fix: bool = False) -> list[str]:
@@ -422,7 +424,7 @@ def test_decision_accepting_a_missing_version_and_linking_a_retracted_one(
     folder = rich.root / "projects/web/decisions"
     entry = next(folder.iterdir())
     parsed = frontmatter.parse(entry.read_bytes())
-    from atlas_files import entries
+    from atlas_files.storage import entries
 
     meta = dict(parsed.meta)
     meta.update(id="dec-20260102t000000000000z-0a0b0c0d", accepts="proposal@v5",
@@ -616,7 +618,7 @@ def test_hand_written_decision_is_stamped_by_fix(record: Record) -> None:
     fixed = check_record(record.root, fix=True)
     assert fixed.findings == [] and len(fixed.fixed) == 1
     assert check_record(record.root).findings == []
-    from atlas_files import entries
+    from atlas_files.storage import entries
 
     assert entries.read_entry(path).digest_ok is True
     listed = decisions.list_decisions(record, project="web")

@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.runner import run_atlas
 
-from atlas_files import frontmatter
 from atlas_files.check import CODES, check_record
 from atlas_files.linkcheck.anchors import anchors
-from atlas_files.record import Record
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 KEYS = ["name", "version", "based_on", "author", "written_at", "summary", "digest", "links",
         "proposal", "id", "kind", "at", "project", "ref", "accepts", "why", "what"]

@@ -19,10 +19,11 @@ from typing import Any
 import pytest
 from support.runner import run_atlas
 
-from atlas_files import artifacts, decisions, frontmatter, leases
 from atlas_files.check import check_record
 from atlas_files.cli import main
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, decisions, leases
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 # A generous bound: each case below takes well under a second now, and took from a minute
 # and a half to hours before. Never a tight timed assertion.

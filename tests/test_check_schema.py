@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from atlas_files.check import validators
 from atlas_files.check.schema import validate
-from atlas_files.findings import Report
+from atlas_files.linkcheck.findings import Report
 
 KINDS = ["version", "config", "receipt", "lease", "decision", "correction", "telemetry",
          "session", "task"]

@@ -8,8 +8,9 @@ import pytest
 from support.git import git
 from support.runner import Result, run_atlas
 
-from atlas_files import artifacts, decisions, frontmatter
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, decisions
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 
 def init_repo(path: Path) -> Path:

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.runner import Result, atlas_command, child_env, run_atlas, snapshot
 
-from atlas_files import artifacts
-from atlas_files.errors import BadInput
-from atlas_files.names import check_name
-from atlas_files.record import Record
+from atlas_files.facts.errors import BadInput
+from atlas_files.facts.names import check_name
+from atlas_files.protocol import artifacts
+from atlas_files.storage.record import Record
 
 BAD_NAMES = ["..", "a..b", "a/b", "../escape", "Plan", "", "-lead", ".hidden",
              "x" * 101, "white space", "émoji"]

@@ -11,9 +11,9 @@ import click
 import pytest
 from support.runner import Result, run_atlas
 
-from atlas_files import artifacts, status
 from atlas_files.cli.app import COMMANDS, accept_globals, load_command
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, status
+from atlas_files.storage.record import Record
 
 
 def _paths(prefix: list[str], command: click.Command) -> Iterator[list[str]]:

@@ -11,8 +11,9 @@ from typing import Any
 
 from support.runner import atlas_command, run_atlas, snapshot
 
-from atlas_files import artifacts, frontmatter, status
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, status
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 
 def _no_traceback(r: Any) -> None:
@@ -95,7 +96,7 @@ def test_front_matter_that_disagrees_with_the_file_name_is_damage(
 def test_a_receipt_beyond_the_latest_version_counts_as_never_read(
     record: Record, atlas: Callable[..., Any]
 ) -> None:
-    from atlas_files import receipts
+    from atlas_files.storage import receipts
 
     artifacts.put(record, "plan", "one\n", author="ann")
     receipts.mark(record, "bob", {"web/artifacts/plan": 7})  # versions removed by hand

@@ -20,13 +20,14 @@ from hypothesis import strategies as st
 from support.runner import atlas_command, child_env, run_atlas
 from support.tools import needs
 
-from atlas_files import artifacts, leases, status, timeutil
 from atlas_files.api import core
 from atlas_files.cli import main
-from atlas_files.errors import NotFound
-from atlas_files.record import Record
-from atlas_files.telemetry.rows import write_row
-from atlas_files.text import escape_controls
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import NotFound
+from atlas_files.facts.text import escape_controls
+from atlas_files.protocol import artifacts, leases, status
+from atlas_files.protocol.telemetry.rows import write_row
+from atlas_files.storage.record import Record
 
 ATLAS = Path(sys.executable).with_name("atlas")  # the installed console script
 

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from support.runner import Result, snapshot
 
-from atlas_files import artifacts, corrections, decisions, entries, status
-from atlas_files.errors import DamagedFile
-from atlas_files.record import Record
+from atlas_files.facts.errors import DamagedFile
+from atlas_files.protocol import artifacts, corrections, decisions, status
+from atlas_files.storage import entries
+from atlas_files.storage.record import Record
 
 
 def _decide(atlas: Callable[..., Result], *extra: str) -> str:
@@ -321,7 +322,7 @@ def test_resolve_refs_is_the_one_check_for_links(
 ) -> None:
     """What `decide --link` (and `put --link`) accept: versions and entries that exist in
     the project, in canonical form, each once; anything else is refused, nothing written."""
-    from atlas_files.errors import BadInput, NotFound
+    from atlas_files.facts.errors import BadInput, NotFound
 
     artifacts.put(record, "plan", "p\n", author="ann")
     status.write(record, "s\n", author="ann")

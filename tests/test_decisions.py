@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 from support.runner import Result, atlas_command, child_env, snapshot
 
-from atlas_files import artifacts, decisions, entries, timeutil
-from atlas_files.errors import BadInput
-from atlas_files.names import ENTRY_ID_PATTERN
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput
+from atlas_files.facts.names import ENTRY_ID_PATTERN
+from atlas_files.protocol import artifacts, decisions
+from atlas_files.storage import entries
+from atlas_files.storage.record import Record
 
 DECIDE = ("decide", "--topic", "loader", "--recommended", "build it in C", "--chosen",
           "build it in Python")

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from support.runner import run_atlas
 
-from atlas_files import corrections, decisions, entries
 from atlas_files.cli.demo import decisions as scene_module
-from atlas_files.record import Record
+from atlas_files.protocol import corrections, decisions
+from atlas_files.storage import entries
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture

@@ -11,10 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.runner import snapshot
 
-from atlas_files import artifacts, decisions, entries
 from atlas_files.cli import main
-from atlas_files.errors import BadInput
-from atlas_files.record import Record
+from atlas_files.facts.errors import BadInput
+from atlas_files.protocol import artifacts, decisions
+from atlas_files.storage import entries
+from atlas_files.storage.record import Record
 
 text = st.text(max_size=40) | st.sampled_from(["", " ", "\n", "plan@v1", "status@v1",
                                                 "idea@v1", "x@v0", "ann", "a\x00b",

@@ -11,14 +11,15 @@ from pathlib import Path
 from support.git import git, git_env
 from support.runner import child_env, run_atlas
 
-from atlas_files import artifacts, corrections, decisions, entries
-from atlas_files.fsio import TEMP_PREFIX
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, corrections, decisions
+from atlas_files.storage import entries
+from atlas_files.storage.fsio import TEMP_PREFIX
+from atlas_files.storage.record import Record
 
 WRITER = r"""
 import os, sys, time
-from atlas_files.record import Record
-from atlas_files import decisions
+from atlas_files.storage.record import Record
+from atlas_files.protocol import decisions
 root, who, count, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 record = Record(root)
 while not os.path.exists(go):
@@ -125,9 +126,9 @@ def test_two_clones_decide_on_their_own_branches_and_merge_without_conflict(
 
 RETRACTOR = r"""
 import os, sys, time
-from atlas_files.record import Record
-from atlas_files import corrections
-from atlas_files.errors import BadInput
+from atlas_files.storage.record import Record
+from atlas_files.protocol import corrections
+from atlas_files.facts.errors import BadInput
 root, who, go = sys.argv[1], sys.argv[2], sys.argv[3]
 record = Record(root)
 while not os.path.exists(go):

@@ -30,8 +30,10 @@ from support import moosefs
 from support.runner import atlas_command, child_env
 from support.writers import KILLED_WRITER  # writes big versions until it is killed
 
-from atlas_files import artifacts, frontmatter, layout, receipts, tasks
-from atlas_files.record import Record
+from atlas_files.facts import layout
+from atlas_files.protocol import artifacts, tasks
+from atlas_files.storage import frontmatter, receipts
+from atlas_files.storage.record import Record
 
 RESOURCE = "gpubox.gpu0"
 FAKETIME = shutil.which("faketime")
@@ -129,9 +131,9 @@ def test_the_two_mounts_are_two_clients_of_one_volume(volume: moosefs.MooseFS) -
 # reads again. Prints every attempt with its outcome, so each body can be accounted for.
 WRITER = r"""
 import json, sys
-from atlas_files import artifacts
-from atlas_files.errors import NotFound, VersionConflict
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.facts.errors import NotFound, VersionConflict
+from atlas_files.storage.record import Record
 root, who, wanted = sys.argv[1], sys.argv[2], int(sys.argv[3])
 record = Record(root)
 sys.stdin.readline()  # everyone starts together
@@ -207,9 +209,9 @@ def test_writers_on_both_mounts_race_for_versions(two: tuple[Path, Path]) -> Non
 # A contender for the lease: on "claim" it claims, on "release" it gives the lease back.
 CONTENDER = r"""
 import sys
-from atlas_files import leases
-from atlas_files.errors import LeaseHeld
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.facts.errors import LeaseHeld
+from atlas_files.storage.record import Record
 root, who = sys.argv[1], sys.argv[2]
 record = Record(root)
 for line in sys.stdin:
@@ -304,8 +306,8 @@ def test_writers_killed_mid_publish_on_one_mount_leave_nothing_torn_on_the_other
 # Reads its topics as one identity (each read updates that identity's receipts row).
 READER = r"""
 import sys
-from atlas_files import artifacts
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.storage.record import Record
 root, topics = sys.argv[1], sys.argv[2].split(",")
 record = Record(root)
 sys.stdin.readline()
@@ -317,8 +319,8 @@ for _ in range(3):
 # Replaces one telemetry row again and again, each write self-describing.
 ROW_WRITER = r"""
 import sys
-from atlas_files.record import Record
-from atlas_files.telemetry import rows
+from atlas_files.storage.record import Record
+from atlas_files.protocol.telemetry import rows
 record, me = Record(sys.argv[1]), sys.argv[2]
 sys.stdin.readline()
 for n in range(60):

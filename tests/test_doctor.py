@@ -25,9 +25,11 @@ import pytest
 from support import exfat
 from support.runner import atlas_command, child_env, run_atlas
 
-from atlas_files import doctor, layout, volume
 from atlas_files.check import validators
-from atlas_files.record import Record
+from atlas_files.cli import diagnosis as doctor
+from atlas_files.facts import layout
+from atlas_files.protocol import volume
+from atlas_files.storage.record import Record
 
 VOLUME_CHECKS = ("volume", "hard_links", "exclusive_create", "atomic_rename", "folder_fsync",
                  "locks", "case_sensitivity", "clock")

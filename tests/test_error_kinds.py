@@ -16,7 +16,7 @@ from support.runner import run_atlas
 
 import atlas_files
 from atlas_files.api import core
-from atlas_files.errors import KINDS, AtlasError
+from atlas_files.facts.errors import KINDS, AtlasError
 from atlas_files.mcp.results import ERROR_META
 
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from atlas_files import artifacts
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.storage.record import Record
 
 
 def _feed(atlas: Callable[..., Any], who: str) -> set[tuple[str, str, int, int]]:

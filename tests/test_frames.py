@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from atlas_files import frames
+from atlas_files.facts import frames
 
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text() | st.binary() | st.floats(

@@ -20,9 +20,10 @@ from support import exfat
 from support.git import GitRepo, git_env
 from support.runner import atlas_command, child_env, run_atlas
 
-from atlas_files import leases, volcase
 from atlas_files.api import editguard, guard
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.storage import volcase
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.usefixtures("clean_git_env")
 

@@ -19,7 +19,7 @@ from support.runner import run_atlas
 from support.scripted_model import ANTHROPIC, Call, Say, ScriptedModel, Turn, turn
 from support.sessions import Session, claude_session
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 METRICS = "src/metrics.py"
 WHY = "rewriting the metrics export"

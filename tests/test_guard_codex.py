@@ -14,7 +14,7 @@ from support.runner import run_atlas
 from support.scripted_model import RESPONSES, Call, Say, ScriptedModel, turn
 from support.sessions import codex_session
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 METRICS = "src/metrics.py"
 

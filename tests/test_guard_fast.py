@@ -15,9 +15,11 @@ import pytest
 from support.git import GitRepo, git_env
 from support.runner import run_atlas
 
-from atlas_files import gitrefs, leases, pathleases, timeutil, usercache
-from atlas_files.leases.guard import conflicts
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.protocol import gitrefs, leases, pathleases
+from atlas_files.protocol.leases.guard import conflicts
+from atlas_files.storage import usercache
+from atlas_files.storage.record import Record
 
 HOUR_AGO = time.time() - 3600
 

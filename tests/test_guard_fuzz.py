@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from atlas_files import toolhooks
-from atlas_files.record import Record
+from atlas_files.harness import toolhooks
+from atlas_files.storage.record import Record
 
 HARNESSES = toolhooks.HARNESSES
 json_values = st.recursive(

@@ -22,7 +22,7 @@ from support.runner import Result
 from support.runner import run_atlas as run_in_process_or_child
 
 from atlas_files.api import Worker, ritual
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 METRICS = "src/metrics.py"
 WHY = "rewriting the metrics export"
@@ -403,7 +403,7 @@ def test_the_fast_path_answers_before_click_loads(repo: GitRepo) -> None:
              "'--hook', 'claude']; import atlas_files.launch as l\n"
              "try:\n    l.main()\nexcept SystemExit:\n    pass\n"
              "sys.stderr.write(json.dumps(sorted(m for m in sys.modules if m in "
-             "('click', 'yaml', 'atlas_files.cli.app', 'atlas_files.leases'))))")
+             "('click', 'yaml', 'atlas_files.cli.app', 'atlas_files.protocol.leases'))))")
     ev = json.dumps(event("claude", repo.path, "src/new.py"))
     done = subprocess.run([sys.executable, "-c", probe], input=ev.encode(),
                           capture_output=True, cwd=repo.path, check=True)

@@ -12,7 +12,7 @@ from support.runner import run_atlas
 from support.scripted_model import ANTHROPIC, Say, ScriptedModel, turn
 from support.sessions import STATUS, Session, author, bash, claude_session, versions
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from support.runner import run_atlas
 from support.scripted_model import ANTHROPIC, Call, Say, ScriptedModel, turn
 from support.sessions import STATUS, author, bash, claude_env, claude_session, versions
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 REPO = Path(__file__).resolve().parents[1]
 # Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>.

@@ -13,7 +13,7 @@ from support.runner import run_atlas
 from support.scripted_model import GEMINI, Call, Say, ScriptedModel, turn
 from support.sessions import STATUS, author, gemini_session, versions
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 def shell(command: str) -> Call:

@@ -18,10 +18,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atlas_files import artifacts, documents, frontmatter
-from atlas_files import feed as feedmod
-from atlas_files.layout import LATEST_HINTS
-from atlas_files.record import Record
+from atlas_files.facts.layout import LATEST_HINTS
+from atlas_files.protocol import artifacts
+from atlas_files.protocol import feed as feedmod
+from atlas_files.storage import documents, frontmatter
+from atlas_files.storage.record import Record
 
 
 def hand_version(record: Record, name: str, version: int, author: str = "hand") -> Path:

@@ -18,7 +18,7 @@ from support.runner import child_env
 
 from atlas_files import launch
 from atlas_files.cli import app
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def test_a_hook_answered_by_the_fast_path_never_imports_click(verb: str,
                                                               tmp_path: Path) -> None:
     # The hooks run at every session start, turn end and tool call: click's import is
     # most of the start-up floor they are measured against.
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
     record = Record.init(tmp_path / "rec", ["web"])
     event = json.dumps({"session_id": "s", "cwd": str(record.root), "transcript_path": "t",
@@ -147,7 +147,7 @@ def test_ctrl_c_while_a_json_command_starts_still_prints_one_json_document(
 def test_bare_atlas_is_a_short_friendly_start(globals_: list[str], tmp_path: Path) -> None:
     # The first thing a newcomer types used to print ~50 lines framed as an error, exit 2,
     # after importing every command's module for its line of help.
-    from atlas_files.guide import START
+    from atlas_files.facts.guide import START
 
     script = ("import atexit, sys; atexit.register(lambda: sys.stderr.write("
               "'imported: %s\\n' % sorted(m for m in sys.modules if m == 'click' or "

@@ -144,3 +144,16 @@ def test_the_layer_table_in_the_docs_is_generated_from_the_layers() -> None:
     assert layers.render() in doc, (
         "docs/index.md's table of the code is out of date: run "
         "`python -m atlas_files.layers --write docs/index.md`")
+
+
+def test_no_module_is_loose_at_the_top() -> None:
+    """A new module goes into the folder of its layer, not beside the folders."""
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in layers.LOOSE)
+    assert loose == [], f"put {loose} into the folder of its layer (atlas_files/layers.py)"
+
+
+def test_every_top_level_package_is_a_layer_s_folder() -> None:
+    named = {top for layer in layers.LAYERS for top in layer.tops}
+    folders = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+    assert [f for f in folders if f not in named] == []
+

@@ -14,12 +14,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.runner import Result, snapshot
 
-from atlas_files import config as configmod
-from atlas_files import fsio, leases, schemas, timeutil
-from atlas_files.errors import BadInput, LeaseHeld
-from atlas_files.leases.store import GENERATION_RE
-from atlas_files.names import is_name
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput, LeaseHeld
+from atlas_files.facts.names import is_name
+from atlas_files.protocol import leases
+from atlas_files.protocol.leases.store import GENERATION_RE
+from atlas_files.storage import config as configmod
+from atlas_files.storage import fsio, schemas
+from atlas_files.storage.record import Record
 
 GPU = "gpubox.gpu0"
 
@@ -437,8 +439,8 @@ def test_a_lease_why_follows_the_same_text_rule_as_a_decision(
 ) -> None:
     """One rule for one-line text: a --why a decision's --topic refuses is refused for a
     lease too (exit 2, nothing written), and never printed back to a terminal."""
-    from atlas_files.errors import BadInput as Refused
-    from atlas_files.text import clean_text
+    from atlas_files.facts.errors import BadInput as Refused
+    from atlas_files.facts.text import clean_text
 
     with pytest.raises(Refused):
         clean_text(why, "the topic", one_line=True, limit=200)

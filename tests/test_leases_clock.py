@@ -24,10 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.runner import Result, child_env
 
-from atlas_files import fsio, leases, timeutil, volclock
-from atlas_files.errors import LeaseHeld
-from atlas_files.leases import view
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import LeaseHeld
+from atlas_files.protocol import leases
+from atlas_files.protocol.leases import view
+from atlas_files.storage import fsio, volclock
+from atlas_files.storage.record import Record
 
 GPU = "gpubox.gpu0"
 FAKETIME = shutil.which("faketime")

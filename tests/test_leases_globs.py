@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from atlas_files.errors import BadInput
-from atlas_files.leases.paths import (
+from atlas_files.facts.errors import BadInput
+from atlas_files.protocol.leases.paths import (
     Index,
     check_glob,
     check_globs,

@@ -11,9 +11,9 @@ import pytest
 from support.git import GitRepo
 from support.runner import run_atlas
 
-from atlas_files import leases
 from atlas_files.api import guard
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.usefixtures("clean_git_env")
 
@@ -162,8 +162,8 @@ def test_the_quick_look_agrees_with_a_full_read_of_every_lease(tmp_path: Path) -
     reading the whole sheet and matching every glob gives."""
     import random
 
-    from atlas_files.leases.guard import conflicts
-    from atlas_files.leases.paths import covers
+    from atlas_files.protocol.leases.guard import conflicts
+    from atlas_files.protocol.leases.paths import covers
 
     rng = random.Random(5)
     record = Record.init(tmp_path / "rec")
@@ -197,7 +197,7 @@ def test_the_quick_look_agrees_with_a_full_read_of_every_lease(tmp_path: Path) -
 def _old(record: Record, resource: str, holder: str, paths: list[str]) -> None:
     from datetime import timedelta
 
-    from atlas_files import timeutil
+    from atlas_files.facts import timeutil
 
     real = timeutil.now
     with pytest.MonkeyPatch.context() as mp:

@@ -11,9 +11,12 @@ import pytest
 from support.git import GitRepo
 from support.runner import run_atlas, snapshot
 
-from atlas_files import api, leases, schemas, sitegen, timeutil
+from atlas_files import api, sitegen
 from atlas_files.api import leases as lease_api
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.protocol import leases
+from atlas_files.storage import schemas
+from atlas_files.storage.record import Record
 
 METRICS = "repo.metrics"
 

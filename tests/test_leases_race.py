@@ -16,10 +16,12 @@ from typing import Any
 
 from support.runner import Result, snapshot
 
-from atlas_files import fsio, leases, schemas, timeutil
-from atlas_files.errors import AtlasError, LeaseHeld
-from atlas_files.leases.store import GENERATION_RE
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import AtlasError, LeaseHeld
+from atlas_files.protocol import leases
+from atlas_files.protocol.leases.store import GENERATION_RE
+from atlas_files.storage import fsio, schemas
+from atlas_files.storage.record import Record
 
 RACERS = 32
 ROUNDS = 50
@@ -107,8 +109,8 @@ def test_32_processes_50_rounds_exactly_one_winner_no_overlap(
 
 HOLDER = r"""
 import sys
-from atlas_files import leases
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.storage.record import Record
 root, who, resource, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 lease = leases.claim(Record(root), resource, holder=who, duration_s=seconds, why="long run")
 print(lease.generation, lease.expires_at, flush=True)
@@ -170,9 +172,9 @@ def test_break_before_expiry_takes_over_and_is_recorded_in_history(
 
 STALE = r"""
 import json, sys
-from atlas_files import leases
-from atlas_files.errors import AtlasError
-from atlas_files.record import Record
+from atlas_files.protocol import leases
+from atlas_files.facts.errors import AtlasError
+from atlas_files.storage.record import Record
 root, resource = sys.argv[1], sys.argv[2]
 record = Record(root)
 mine = leases.claim(record, resource, holder="alice", duration_s=1, why="long run")
@@ -231,8 +233,8 @@ def test_a_crash_between_temp_and_link_leaves_no_generation(record: Record) -> N
     the next claim ignores it, and no lease exists that nobody took."""
     script = (
         "import os, sys\n"
-        "from atlas_files import fsio, leases\n"
-        "from atlas_files.record import Record\n"
+        "from atlas_files.storage import fsio; from atlas_files.protocol import leases\n"
+        "from atlas_files.storage.record import Record\n"
         "os.link = lambda *a, **k: os.kill(os.getpid(), 9)\n"
         "leases.claim(Record(sys.argv[1]), 'gpubox.gpu0', holder='alice', duration_s=60,"
         " why='x')\n"

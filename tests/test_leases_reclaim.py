@@ -10,8 +10,8 @@ from pathlib import Path
 from support.mcp_client import call, text
 from support.runner import run_atlas
 
-from atlas_files import timeutil
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.storage.record import Record
 
 
 def test_a_shorter_claim_by_the_holder_says_it_shortened_the_lease_and_replaced_its_why(

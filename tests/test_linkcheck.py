@@ -13,7 +13,7 @@ from support.linksites import site
 from support.runner import run_atlas
 
 from atlas_files.check import check_links
-from atlas_files.findings import ERROR
+from atlas_files.linkcheck.findings import ERROR
 
 MODES = ["plain", "site"]
 # Fewer than a real site's (support.linksites.EXTENSIONS): each page here is judged as

@@ -20,7 +20,7 @@ from support.runner import run_atlas
 
 from atlas_files.api import checks as api
 from atlas_files.check import check_links, check_staged
-from atlas_files.findings import ERROR, Report
+from atlas_files.linkcheck.findings import ERROR, Report
 
 # The hook makes one anchor and removes another; the macros module makes a third. Each
 # leaves a mark that it ran, beside the site (the check never writes there itself).

@@ -17,8 +17,8 @@ from support import linksites
 from support.linksites import EXTENSIONS, site, write
 
 from atlas_files.check import check_links
-from atlas_files.findings import ERROR
 from atlas_files.linkcheck import rendercache, siteconfig
+from atlas_files.linkcheck.findings import ERROR
 from atlas_files.linkcheck.sitepages import Renderer
 
 

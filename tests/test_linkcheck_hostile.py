@@ -24,8 +24,8 @@ from support.git import GitRepo
 from support.hostile_repo import Listener
 from support.runner import Result, run_atlas
 
-from atlas_files import renderlimit
 from atlas_files.check import check_links
+from atlas_files.facts import renderlimit
 from atlas_files.linkcheck import rendercache, renderpool, siteconfig
 from atlas_files.linkcheck.siteplan import plan
 

@@ -25,7 +25,7 @@ from support.git import GitRepo
 from support.linksites import STRICT, site, write
 
 from atlas_files.check import check_links, check_staged
-from atlas_files.findings import ERROR, Report
+from atlas_files.linkcheck.findings import ERROR, Report
 
 MKDOCS_WARNING = re.compile(r"Doc file '(?P<page>[^']+)' contains (?:a link|an unrecognized "
                             r"relative link) '(?P<link>.*?)'")

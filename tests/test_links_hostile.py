@@ -36,7 +36,7 @@ import pytest
 from support.git import git, isolate_git
 from support.runner import atlas_command
 
-from atlas_files import layout
+from atlas_files.facts import layout
 
 MEMORY = 1 << 30  # bytes of address space a command (and each git child) may take
 SECONDS = 60.0  # wall-clock limit of one command

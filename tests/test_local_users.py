@@ -28,9 +28,9 @@ from support.local_user import Delayed, Intruder, chown_tree, servers_started_wi
 from support.runner import atlas_command
 
 import atlas_files
-from atlas_files import yamlcache
-from atlas_files.record import Record
 from atlas_files.server import wire
+from atlas_files.storage import yamlcache
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
 

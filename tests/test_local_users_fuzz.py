@@ -44,10 +44,10 @@ from support.memory import bound_kb, own_peak_kb
 from support.runner import atlas_command
 
 import atlas_files
-from atlas_files import ownfiles, yamlcache
-from atlas_files.record import Record
+from atlas_files.protocol.telemetry import trust
 from atlas_files.server import wire
-from atlas_files.telemetry import trust
+from atlas_files.storage import ownfiles, yamlcache
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
 

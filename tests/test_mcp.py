@@ -20,7 +20,7 @@ from atlas_files.api.leases import ADVISORY
 from atlas_files.cli import main
 from atlas_files.mcp.app import INSTRUCTIONS
 from atlas_files.mcp.results import ERROR_META
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 FIXED = ["begin", "status_read", "status_write", "get", "put", "feed", "lease", "task", "decide",
          "end"]

@@ -17,7 +17,7 @@ from support.mcp_client import seed, stdio, text
 from support.oauth import Server, approve_on_terminal, bounded, oauth_client, process
 
 from atlas_files.mcp import tokens
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 REVISION = {"legacy": "2025-11-25", "auto": "2026-07-28"}
 

@@ -23,7 +23,7 @@ from support.mcp_client import run, seed, text
 from support.runner import atlas_command, child_env, run_atlas, snapshot
 
 from atlas_files.mcp import tokens
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 CLIENTS = 16
 SECONDS = 10.0

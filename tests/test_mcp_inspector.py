@@ -26,7 +26,7 @@ from support.runner import atlas_command, child_env, run_atlas
 
 from atlas_files.mcp import tokens
 from atlas_files.mcp.app import SPECS
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 ERAS = {"legacy": "2025-11-25", "modern": "2026-07-28"}
 

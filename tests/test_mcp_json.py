@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from support.mcp_client import call, cli_json, frozen, same, seed
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 __all__ = ["frozen"]  # the fixture, used by name
 

@@ -24,7 +24,7 @@ from support.oauth import Server, bounded, mcp_status, peak_rss, post_chunked, p
 from support.runner import atlas_command, child_env
 
 from atlas_files.mcp import connections, limits, tokens
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 

@@ -37,7 +37,7 @@ from support.runner import run_atlas
 
 from atlas_files.mcp import oauthstore, tokens
 from atlas_files.mcp.app import tool_names
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture

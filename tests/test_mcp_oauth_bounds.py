@@ -30,10 +30,10 @@ from support.oauth import (
 )
 from support.runner import run_atlas
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 from atlas_files.mcp import oauthstore, tokens
 from atlas_files.mcp.notices import Notices
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 def places(tmp_path: Path) -> tuple[Path, Path]:

@@ -15,7 +15,7 @@ from support.cdp import CHROMIUM, Browser, CDPError, http_server
 from support.oauth import Server, pkce, process, request_id
 from support.runner import run_atlas
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("ATLAS_REQUIRE_CHROMIUM"),

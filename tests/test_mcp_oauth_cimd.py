@@ -27,7 +27,7 @@ from support.tools import needs
 
 from atlas_files.mcp import oauthstore, transports
 from atlas_files.mcp.cimd import ClientDocuments, Fetcher, FetchRefused, client_info
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 pytestmark = needs("openssl", "the openssl command makes the test certificate")
 

@@ -13,10 +13,10 @@ import pytest
 from support.oauth import Server, authorize, pkce, process, register
 from support.runner import run_atlas
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 from atlas_files.mcp import tokens
 from atlas_files.mcp.oauth import RedirectPolicy, public_origin
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from support.oauth import code_by_hand, exchange, mcp_status, process, start_by_
 from support.runner import run_atlas
 
 from atlas_files.mcp import oauthstore, tokens
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 def places(tmp_path: Path) -> tuple[Path, Path]:

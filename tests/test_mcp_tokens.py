@@ -14,7 +14,7 @@ from support.mcp_client import run
 from support.runner import run_atlas
 
 from atlas_files.mcp.tokens import TokenVerifier
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture

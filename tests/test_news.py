@@ -16,7 +16,7 @@ from support.git import GitRepo, git_env
 from support.runner import Result, atlas_command
 from support.runner import run_atlas as run_in_process_or_child
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 METRICS = "src/metrics.py"
 

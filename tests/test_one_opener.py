@@ -1,5 +1,5 @@
 """One opener (issue 39): every file atlas reads or writes in a work tree or a record
-goes through atlas_files/fsio.py, which follows no symlink, opens plain files only and
+goes through atlas_files/storage/fsio.py, which follows no symlink, opens plain files only and
 reads within a bound. A committed link at a cache's name (`.atlas-cache/sync/git-version
 -> ~/.bashrc`) made a clone's first sync write outside because one module opened its own
 files with Path.write_text.
@@ -36,7 +36,7 @@ PROBE = ("a scratch file the volume probe made itself, O_CREAT | O_EXCL or in a 
 PACKAGE_DATA = "a file of the installed package itself (schemas, site template)"
 
 ALLOWED: dict[tuple[str, str, str], str] = {
-    ("bodies.py", "read_file", "os.open"): "the file the writer named with -f, followed on "
+    ("storage/bodies.py", "read_file", "os.open"): "the file the writer named with -f, followed on "
     "purpose (the writer chose it; a pipe such as -f <(cmd) is waited on), read bounded",
     ("check/validators.py", "load", ".read_text"): PACKAGE_DATA,
     ("linkcheck/sitetheme.py", "_theme_dirs", "open"): "an installed theme's own "
@@ -47,14 +47,14 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("cli/demo/check.py", "scene", ".write_bytes"): "the demo record `atlas demo` made "
     "itself a moment before, edited by hand on purpose to show the check",
     ("cli/demo/check.py", "scene", ".read_bytes"): "the demo record `atlas demo` made",
-    ("filesources.py", "DiskSource._open", "os.open"): "the links check's source reader: "
+    ("linkcheck/filesources.py", "DiskSource._open", "os.open"): "the links check's source reader: "
     "O_NOFOLLOW | O_NONBLOCK, plain files only, held inside the checked repository "
     "(linkcheck/boundary.py), bounded by its reader",
-    ("gitcmd.py", "_read", "open"): GIT + " (the planted-repository boundary is issue 39 "
+    ("storage/gitcmd.py", "_read", "open"): GIT + " (the planted-repository boundary is issue 39 "
     "item 2's)",
-    ("gitrefs.py", "git_dirs", "open"): GIT + " (a .git file's gitdir: line; the "
+    ("protocol/gitrefs.py", "git_dirs", "open"): GIT + " (a .git file's gitdir: line; the "
     "planted-repository boundary is issue 39 item 2's)",
-    ("hookio.py", "export_to_shell", "open"): "the file the harness names in "
+    ("harness/hookio.py", "export_to_shell", "open"): "the file the harness names in "
     "CLAUDE_ENV_FILE/CODEX_ENV_FILE for its agent's shell, appended to on purpose",
     ("layers.py", "summary", ".read_text"): "a developer tool over atlas's own source",
     ("layers.py", "write", ".read_text"): "a developer tool over atlas's own docs",
@@ -64,12 +64,12 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("mcp/tokens.py", "read_private", "os.open"): USER + "; O_NOFOLLOW",
     ("mcp/tokens.py", "locked", "os.open"): USER,
     ("mcp/tokens.py", "write_private", "os.open"): USER + "; O_EXCL temp file",
-    ("ownfiles.py", "read_small", "open"): "a file the person named as their own (checked "
+    ("storage/ownfiles.py", "read_small", "open"): "a file the person named as their own (checked "
     "by ownfiles: owned by them, not writable by others), read bounded",
-    ("pathleases.py", "_peek", "os.open"): OWN_NOFOLLOW + "; the full read is fsio's",
-    ("pathleases.py", "_load", "open"): USER,
-    ("pathleases.py", "read", "os.open"): "a folder (O_DIRECTORY), listed, no file opened",
-    ("schemas.py", "load", ".read_text"): PACKAGE_DATA,
+    ("protocol/pathleases.py", "_peek", "os.open"): OWN_NOFOLLOW + "; the full read is fsio's",
+    ("protocol/pathleases.py", "_load", "open"): USER,
+    ("protocol/pathleases.py", "read", "os.open"): "a folder (O_DIRECTORY), listed, no file opened",
+    ("storage/schemas.py", "load", ".read_text"): PACKAGE_DATA,
     ("search/index.py", "_rebuild", "os.open"): "the index's own temp file, just made by "
     "sqlite in a folder walked through Record.path, opened to fsync it",
     ("search/store.py", "_edited", "os.open"): "a folder (O_DIRECTORY), for stats that "
@@ -101,17 +101,17 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("sync/repo.py", "_url_in_file", ".read_text"): GIT + " (config)",
     ("sync/repo.py", "_read_refs", ".read_bytes"): GIT + " (a loose ref)",
     ("sync/repo.py", "_packed_refs", ".read_bytes"): GIT + " (packed-refs)",
-    ("tasks.py", "_EntryReader._load", "open"): USER,
-    ("usercache.py", "write_json", "open"): USER,
-    ("volclock.py", "_sample", "os.open"): PROBE,
-    ("volume.py", "mount_of", "open"): "/proc/self/mountinfo",
-    ("volume.py", "_write", "os.open"): PROBE,
-    ("volume.py", "exclusive_create", ".read_bytes"): PROBE,
-    ("volume.py", "_row_reader.run", "open"): PROBE,
-    ("volume.py", "folder_fsync", "os.open"): PROBE + " (a folder)",
-    ("volume.py", "_lock_holder.run", "os.open"): PROBE,
-    ("volume.py", "_lock_contender.run", "os.open"): PROBE,
-    ("yamlcache.py", "_read", "open"): USER,
+    ("protocol/tasks.py", "_EntryReader._load", "open"): USER,
+    ("storage/usercache.py", "write_json", "open"): USER,
+    ("storage/volclock.py", "_sample", "os.open"): PROBE,
+    ("protocol/volume.py", "mount_of", "open"): "/proc/self/mountinfo",
+    ("protocol/volume.py", "_write", "os.open"): PROBE,
+    ("protocol/volume.py", "exclusive_create", ".read_bytes"): PROBE,
+    ("protocol/volume.py", "_row_reader.run", "open"): PROBE,
+    ("protocol/volume.py", "folder_fsync", "os.open"): PROBE + " (a folder)",
+    ("protocol/volume.py", "_lock_holder.run", "os.open"): PROBE,
+    ("protocol/volume.py", "_lock_contender.run", "os.open"): PROBE,
+    ("storage/yamlcache.py", "_read", "open"): USER,
 }
 
 
@@ -151,7 +151,7 @@ def scan() -> dict[tuple[str, str, str], list[int]]:
     seen: dict[tuple[str, str, str], list[int]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         module = path.relative_to(PACKAGE).as_posix()
-        if module == "fsio.py":
+        if module == "storage/fsio.py":
             continue
         for scope, call, line in opens(path.read_text(encoding="utf-8")):
             seen.setdefault((module, scope, call), []).append(line)
@@ -162,7 +162,7 @@ def test_every_file_is_opened_through_fsio_or_allowed_with_its_reason() -> None:
     seen = scan()
     new = [f"atlas_files/{m}:{lines[0]} {scope}: {call}"
            for (m, scope, call), lines in seen.items() if (m, scope, call) not in ALLOWED]
-    assert new == [], ("open these through atlas_files/fsio.py (read_nofollow, read_start, "
+    assert new == [], ("open these through atlas_files/storage/fsio.py (read_nofollow, read_start, "
                        "read_cache, replace_atomic, keep_cache, publish_exclusive, touch, "
                        "locked), or add each to ALLOWED with the reason it is no work-tree "
                        "or record file:\n" + "\n".join(new))

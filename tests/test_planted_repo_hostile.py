@@ -26,8 +26,8 @@ from support.gitteam import accept_sync, bare_remote
 from support.planted_repo import CASES, Case, Planted, plant
 from support.runner import Result, run_atlas
 
-from atlas_files import gitcmd
-from atlas_files.record import Record
+from atlas_files.storage import gitcmd
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 

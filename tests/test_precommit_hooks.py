@@ -21,8 +21,8 @@ from support import hostile_repo
 from support.git import git
 from support.tools import needs
 
-from atlas_files import artifacts, leases
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, leases
+from atlas_files.storage.record import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = needs("pre-commit", "pre-commit is not installed")

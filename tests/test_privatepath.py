@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas_files.privatepath import unsafe_way
+from atlas_files.facts.privatepath import unsafe_way
 
 OTHER = 61999  # a uid no one has: root can give it files
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from atlas_files import artifacts, decisions, jsonfile, leases, receipts, status, telemetry
 from atlas_files.cli import main
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, decisions, leases, status, telemetry
+from atlas_files.storage import jsonfile, receipts
+from atlas_files.storage.record import Record
 
 DEEP = "[" * 100_000
 NOBODY = 65534
@@ -163,8 +164,8 @@ def test_a_file_in_place_of_a_lease_folder_is_a_damaged_row(rec: Record) -> None
 
 
 def _healthy_row(record: Record, machine: str) -> None:
-    from atlas_files import timeutil
-    from atlas_files.telemetry import rows
+    from atlas_files.facts import timeutil
+    from atlas_files.protocol.telemetry import rows
 
     rows.write_row(record, {
         "machine": machine, "reachable": True, "observer": "ann",
@@ -259,7 +260,7 @@ def test_feed_reads_a_damaged_receipt_as_no_receipts_with_a_warning(
 
 
 def test_library_receipt_read_raises_damaged_file_not_a_parser_error(rec: Record) -> None:
-    from atlas_files.errors import DamagedFile
+    from atlas_files.facts.errors import DamagedFile
 
     rec.receipts_dir.mkdir(exist_ok=True)
     rec.receipts_dir.joinpath("ann.json").write_text('{"read": {"web/status": 1e999}}')
@@ -296,7 +297,7 @@ def test_a_damaged_decision_is_skipped_with_a_warning_naming_its_file(
 
 
 def test_a_damaged_correction_leaves_decisions_and_get_readable(rec: Record) -> None:
-    from atlas_files import corrections
+    from atlas_files.protocol import corrections
 
     bad, good = _two_decisions(rec)
     fix = corrections.correct(rec, "plan@v1", what="typo", author="ann")
@@ -356,7 +357,7 @@ def test_history_lists_every_readable_version_and_marks_the_damaged_one(
 
 
 def test_a_deeply_nested_latest_hints_file_is_ignored(rec: Record) -> None:
-    from atlas_files.layout import LATEST_HINTS
+    from atlas_files.facts.layout import LATEST_HINTS
 
     run(rec, "ls")  # writes the hints
     hints = rec.path("projects", "web", "artifacts") / LATEST_HINTS
@@ -560,7 +561,7 @@ def test_telemetry_module_reexports_still_work(rec: Record) -> None:
 def test_a_probe_answer_nested_deep_or_out_of_range_is_no_sample_not_a_crash(
     answer: bytes
 ) -> None:
-    from atlas_files.telemetry.probe import readings
+    from atlas_files.protocol.telemetry.probe import readings
 
     with pytest.raises(ValueError, match="not JSON"):
         readings(answer)

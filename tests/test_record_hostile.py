@@ -46,10 +46,10 @@ from hypothesis import strategies as st
 from support.git import git
 from support.runner import child_env
 
-from atlas_files import artifacts, corrections, decisions, leases, status
 from atlas_files.api import Worker, ritual
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, corrections, decisions, leases, status
 from atlas_files.search import search
+from atlas_files.storage.record import Record
 
 # Hostile records of each kind of mutation (22 kinds); each runs every read command and
 # MCP read tool. ATLAS_HOSTILE_CASES runs more on a developer's machine.

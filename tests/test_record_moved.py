@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 from support.runner import atlas_command, child_env
 
-from atlas_files import artifacts, corrections, fsio, leases, status
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, corrections, leases, status
+from atlas_files.storage import fsio
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/syscall").exists(),
                                 reason="needs Linux's /proc/PID/syscall to see a child wait")
@@ -60,11 +61,11 @@ LIBRARY_WRITERS = {
 
 CHILD = r"""
 import json, sys
-from atlas_files import receipts
+from atlas_files.storage import receipts
 from atlas_files.api import Worker, decisions, leases, ritual
-from atlas_files.errors import AtlasError
+from atlas_files.facts.errors import AtlasError
 from atlas_files.sync import drafts
-from atlas_files.telemetry import rows
+from atlas_files.protocol.telemetry import rows
 worker = Worker.open(sys.argv[1], "ann")
 worker.record.config  # read, as every command does before it writes
 sys.stdin.readline()  # the record is open: wait here while it is moved

@@ -13,13 +13,14 @@ import pytest
 from click.testing import CliRunner
 from support.runner import run_atlas
 
-from atlas_files import sessions, timeutil
 from atlas_files.api import Worker, core, decisions, leases, ritual, status
 from atlas_files.cli import main
 from atlas_files.cli.app import cli
-from atlas_files.errors import BadInput, VersionConflict
-from atlas_files.record import Record
-from atlas_files.telemetry.rows import write_row
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput, VersionConflict
+from atlas_files.protocol import sessions
+from atlas_files.protocol.telemetry.rows import write_row
+from atlas_files.storage.record import Record
 
 BEGIN_KEYS = ["identity", "project", "started_at", "status", "new", "corrections",
               "proposals", "decisions", "tasks", "leases", "machines", "repository",

@@ -8,10 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from atlas_files import frontmatter, receipts, timeutil
 from atlas_files.api import Worker, ritual
-from atlas_files.layout import version_filename
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.facts.layout import version_filename
+from atlas_files.storage import frontmatter, receipts
+from atlas_files.storage.record import Record
 
 TOPICS, NEW = 1000, 100
 

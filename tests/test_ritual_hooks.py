@@ -14,9 +14,10 @@ from click.testing import CliRunner
 from support.runner import Result
 from support.runner import run_atlas as run_in_process_or_child
 
-from atlas_files import launch, sessions
+from atlas_files import launch
 from atlas_files.cli.app import cli
-from atlas_files.record import Record
+from atlas_files.protocol import sessions
+from atlas_files.storage.record import Record
 
 
 def run_atlas(*args: str, **kwargs: Any) -> Result:

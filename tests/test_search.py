@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from support.runner import run_atlas
 
-from atlas_files import artifacts, corrections, decisions, status
-from atlas_files.errors import BadInput
-from atlas_files.record import Record
+from atlas_files.facts.errors import BadInput
+from atlas_files.protocol import artifacts, corrections, decisions, status
 from atlas_files.search import search
+from atlas_files.storage.record import Record
 
 KEYS = {"kind", "project", "name", "version", "id", "author", "written_at", "snippet", "marks"}
 

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 from support.runner import run_atlas
 
-from atlas_files import artifacts, status
-from atlas_files.errors import AtlasWarning, BadInput
-from atlas_files.record import Record
+from atlas_files.facts.errors import AtlasWarning, BadInput
+from atlas_files.protocol import artifacts, status
 from atlas_files.search import search, store
+from atlas_files.storage.record import Record
 
 HOSTILE = ['"', '"a', 'a"', '""', "*", "**", "a**", "*a", "-", "--", "-a", ":", "a:b",
            "head:a", "why:a", "body:a", "fts:a", "rank:a", "NEAR(", "NEAR(a b, 2)", "(",

@@ -18,10 +18,10 @@ import pytest
 from support.git import git
 from support.runner import atlas_command, child_env
 
-from atlas_files import artifacts, corrections, decisions, status
-from atlas_files.errors import AtlasWarning
-from atlas_files.record import Record
+from atlas_files.facts.errors import AtlasWarning
+from atlas_files.protocol import artifacts, corrections, decisions, status
 from atlas_files.search import index, search, store
+from atlas_files.storage.record import Record
 
 
 def ids(doc: dict[str, Any]) -> list[str]:
@@ -267,7 +267,7 @@ def test_index_size_stays_small(record: Record, tmp_path: Path) -> None:
 
 KILLED = r"""
 import os, sys
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 from atlas_files.search import search, store
 real = store._Writer.flush
 def flush_then_die(self):

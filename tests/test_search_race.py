@@ -12,17 +12,17 @@ import warnings
 import pytest
 from support.runner import child_env
 
-from atlas_files.errors import AtlasWarning
-from atlas_files.record import Record
+from atlas_files.facts.errors import AtlasWarning
 from atlas_files.search import search, store
+from atlas_files.storage.record import Record
 
 SECONDS = 10.0
 
 WRITER = r"""
 import os, sys, time
-from atlas_files import artifacts, decisions, corrections
-from atlas_files.errors import VersionConflict
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, decisions, corrections
+from atlas_files.facts.errors import VersionConflict
+from atlas_files.storage.record import Record
 root, who, seconds, go = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 record = Record(root)
 while not os.path.exists(go):
@@ -48,8 +48,8 @@ print(n)
 
 SEARCHER = r"""
 import os, random, sys, time, warnings
-from atlas_files.errors import AtlasWarning
-from atlas_files.record import Record
+from atlas_files.facts.errors import AtlasWarning
+from atlas_files.storage.record import Record
 from atlas_files.search import search
 root, me, seconds, go = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 warnings.simplefilter("error", AtlasWarning)  # a fallback to a scan would be a failure

@@ -22,8 +22,8 @@ import pytest
 from support.cmdserver import served, server_status, through, wait_for
 from support.runner import Result, atlas_command, child_env, run_atlas, snapshot
 
-from atlas_files.record import Record
 from atlas_files.server import serve, wire
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
 

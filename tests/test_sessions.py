@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from atlas_files import schemas, sessions
 from atlas_files.api import Worker, core, decisions, leases, ritual, status
 from atlas_files.api import checks as check_api
-from atlas_files.errors import DamagedFile
-from atlas_files.leases import store
-from atlas_files.record import Record
+from atlas_files.facts.errors import DamagedFile
+from atlas_files.protocol import sessions
+from atlas_files.protocol.leases import store
+from atlas_files.storage import schemas
+from atlas_files.storage.record import Record
 
 
 def _open_row(record: Record, who: str = "bob") -> sessions.Row:

@@ -12,7 +12,7 @@ from support.runner import run_atlas
 
 from atlas_files.api.setup import BEGIN_MARK, END_MARK, setup
 from atlas_files.cli import main
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 
 OTHERS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(npm test)"]},

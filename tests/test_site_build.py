@@ -21,10 +21,11 @@ from support.cdp import http_server
 from support.runner import run_atlas, snapshot
 from support.site_records import Facts, broken_links, page_text, parse, rich_record
 
-from atlas_files import artifacts, sitegen
-from atlas_files.leases import ADVISORY
-from atlas_files.record import Record
+from atlas_files import sitegen
+from atlas_files.protocol import artifacts
+from atlas_files.protocol.leases import ADVISORY
 from atlas_files.sitegen.urls import href
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture(scope="module", params=sitegen.ENGINES)

@@ -8,9 +8,9 @@ from pathlib import Path
 from support.runner import run_atlas
 from support.site_records import broken_links, page_text, parse
 
-from atlas_files import artifacts, corrections, decisions, leases, status
 from atlas_files.cli import demo
-from atlas_files.leases import ADVISORY
+from atlas_files.protocol import artifacts, corrections, decisions, leases, status
+from atlas_files.protocol.leases import ADVISORY
 
 
 def test_demo_builds_a_site_showing_everything(tmp_path: Path) -> None:

@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 from support.runner import snapshot
 
-from atlas_files import artifacts, corrections, sitegen, timeutil
+from atlas_files import sitegen
 from atlas_files.cli import main
-from atlas_files.errors import AtlasError, BadInput
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import AtlasError, BadInput
+from atlas_files.protocol import artifacts, corrections
 from atlas_files.sitegen import engines, model, zensical_engine
+from atlas_files.storage.record import Record
 
 CACHE_FREE = {".atlas-cache", "assets/atlas-build.js"}
 

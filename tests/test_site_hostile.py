@@ -17,10 +17,12 @@ import pytest
 from support.runner import child_env, run_atlas, snapshot
 from support.site_records import page_text, parse
 
-from atlas_files import artifacts, frontmatter, sitegen, status
-from atlas_files.record import Record
+from atlas_files import sitegen
+from atlas_files.protocol import artifacts, status
+from atlas_files.protocol.telemetry import probe as probemod
 from atlas_files.sitegen import sanitize
-from atlas_files.telemetry import probe as probemod
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 KEY = b"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIMine mine@laptop\n"
@@ -370,7 +372,7 @@ def test_a_body_that_renders_too_slowly_is_shown_as_written(
                                    "OverflowError", "ValueError", "TypeError"])
 def test_any_reader_error_skips_the_version_and_goes_on(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: str) -> None:
-    from atlas_files import errors
+    from atlas_files.facts import errors
 
     record = _record(tmp_path / "rec")
     bad = _hand_write(record, "plan", 2, b"INJECT\n")
@@ -454,7 +456,7 @@ def test_the_build_reports_problems_in_its_json(tmp_path: Path) -> None:
 
 def test_a_fifo_among_decisions_leases_or_telemetry_does_not_hang_the_build(
         tmp_path: Path) -> None:
-    from atlas_files import decisions, leases
+    from atlas_files.protocol import decisions, leases
 
     record = _record(tmp_path / "rec")
     decisions.decide(record, topic="kept", recommended="a", chosen="a", relation="agreed",

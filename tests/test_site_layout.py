@@ -14,7 +14,8 @@ from support.cdp import CHROMIUM, Browser, http_server
 from support.site_records import rich_record
 from support.sitelayout import PAGES, WIDTHS, look, probe
 
-from atlas_files import artifacts, leases, sitegen
+from atlas_files import sitegen
+from atlas_files.protocol import artifacts, leases
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("ATLAS_REQUIRE_CHROMIUM"),

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from support.site_records import broken_links, page_text, parse
 
-from atlas_files import artifacts, sitegen
-from atlas_files.record import Record
+from atlas_files import sitegen
+from atlas_files.protocol import artifacts
 from atlas_files.sitegen import listings
+from atlas_files.storage.record import Record
 
 
 def _rows(page: Path) -> list[str]:

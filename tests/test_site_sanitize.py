@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.site_records import PAYLOADS, hostile_record
 
-from atlas_files import artifacts, frontmatter, leases, sitegen, timeutil
-from atlas_files.record import Record
+from atlas_files import sitegen
+from atlas_files.facts import timeutil
+from atlas_files.protocol import artifacts, leases
 from atlas_files.sitegen.sanitize import (
     ALLOWED_ATTRIBUTES,
     ALLOWED_TAGS,
@@ -27,6 +28,8 @@ from atlas_files.sitegen.sanitize import (
     new_markdown,
     text,
 )
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 MARKDOWN_BITS = [
     "# ", "## ", "\n\n", "\n", "`", "```\n", "    ", "> ", "- ", "1. ", "| a | b |\n|---|---|\n",

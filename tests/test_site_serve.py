@@ -13,9 +13,9 @@ import pytest
 from support.cdp import free_port
 from support.runner import atlas_command, child_env
 
-from atlas_files import artifacts
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts
 from atlas_files.sitegen import ENGINES
+from atlas_files.storage.record import Record
 
 
 def _get(url: str) -> tuple[int, str]:

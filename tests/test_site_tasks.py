@@ -12,8 +12,9 @@ import pytest
 from support.cdp import CHROMIUM, Browser, http_server
 from support.sitelayout import WIDTHS, look
 
-from atlas_files import sitegen, tasks
-from atlas_files.record import Record
+from atlas_files import sitegen
+from atlas_files.protocol import tasks
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("ATLAS_REQUIRE_CHROMIUM"),

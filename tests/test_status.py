@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from atlas_files import frontmatter
-from atlas_files.record import Record
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 
 def _hand_write_status(record: Record, version: int, author: str, written_at: str) -> None:

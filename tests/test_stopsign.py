@@ -12,10 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.runner import snapshot
 
-from atlas_files import artifacts, receipts, stopsign
-from atlas_files import feed as feedmod
-from atlas_files.errors import VersionConflict
-from atlas_files.record import Record
+from atlas_files.facts.errors import VersionConflict
+from atlas_files.protocol import artifacts, stopsign
+from atlas_files.protocol import feed as feedmod
+from atlas_files.storage import receipts
+from atlas_files.storage.record import Record
 
 
 def test_a_reads_v2_b_writes_v3_a_is_stopped_then_reads_and_writes_v4(

@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from support.runner import atlas_command, child_env, run_atlas, snapshot
 
-from atlas_files import artifacts, documents, entries, frontmatter, schemas
-from atlas_files.errors import AtlasWarning, BadInput, DamagedFile
-from atlas_files.names import is_entry_id
-from atlas_files.record import Record
+from atlas_files.facts.errors import AtlasWarning, BadInput, DamagedFile
+from atlas_files.facts.names import is_entry_id
+from atlas_files.protocol import artifacts
+from atlas_files.storage import documents, entries, frontmatter, schemas
+from atlas_files.storage.record import Record
 
 # Nine levels of nine: about 600 bytes of YAML that expand to 387 million strings.
 BOMB = "".join(
@@ -167,7 +168,7 @@ def test_the_yaml_loader_refuses_anchors_and_keeps_plain_yaml() -> None:
 
 
 def test_messages_quote_a_bounded_part_of_a_huge_value(record: Record) -> None:
-    from atlas_files.names import quote
+    from atlas_files.facts.names import quote
 
     config = record.root / "atlas.yaml"
     huge = "x" * 1_000_000
@@ -384,7 +385,7 @@ def test_a_read_that_only_warns_keeps_warnings_plain(record: Record) -> None:
 
 
 def test_the_record_readme_lists_the_required_entry_fields() -> None:
-    from atlas_files.guide import record_readme
+    from atlas_files.facts.guide import record_readme
 
     text = record_readme()
     section = text.split("## 5.", 1)[1].split("\n## ", 1)[0]
@@ -397,7 +398,7 @@ def test_the_record_readme_lists_the_required_entry_fields() -> None:
 
 def test_the_readme_example_decision_passes_check(tmp_path: Path) -> None:
     from atlas_files.check import check_record
-    from atlas_files.guide import record_readme
+    from atlas_files.facts.guide import record_readme
 
     record = Record.init(tmp_path / "rec")
     example = record_readme().split("## 5.", 1)[1].split("```\n", 2)[1]
@@ -434,7 +435,7 @@ def test_caches_and_stamps_replace_what_lies_in_their_place(tmp_path: Path,
     link out, to a missing path or to /dev/zero, a named pipe) reads as no cache, and
     writing or touching replaces it with a plain file; the link's target is never created,
     read or changed, and nothing waits on the pipe."""
-    from atlas_files import fsio
+    from atlas_files.storage import fsio
 
     outside = tmp_path / "outside"
     outside.mkdir()

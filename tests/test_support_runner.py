@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from support.runner import run_atlas
 
-from atlas_files import artifacts
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.storage.record import Record
 
 
 def _both(*args: str, **kwargs: object) -> tuple[object, object]:
@@ -84,7 +84,7 @@ def test_a_call_leaves_no_global_state_behind(record: Record, tmp_path: Path) ->
 def test_a_bug_is_a_traceback_and_exit_1_as_in_a_process(
     record: Record, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from atlas_files import artifacts
+    from atlas_files.protocol import artifacts
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug of ours")
@@ -97,7 +97,7 @@ def test_a_bug_is_a_traceback_and_exit_1_as_in_a_process(
 
 
 def test_a_command_that_never_ends_times_out_instead_of_hanging(record: Record) -> None:
-    from atlas_files.telemetry import probe
+    from atlas_files.protocol.telemetry import probe
 
     probe.add_machine(record, "box", "true", timeout="1s")
     with pytest.raises(subprocess.TimeoutExpired):
@@ -110,7 +110,7 @@ def test_a_command_that_never_ends_times_out_instead_of_hanging(record: Record) 
 def test_each_call_reads_the_record_afresh_as_a_new_process_would(record: Record) -> None:
     """An entry rewritten in place with its size and mtime kept is invisible to the
     library's per-process index; a new process (and so each in-process call) sees it."""
-    from atlas_files import corrections
+    from atlas_files.protocol import corrections
 
     artifacts.put(record, "plan", "p\n", author="ann")
     fix = corrections.correct(record, "plan@v1", what="typo in line 1", author="ann")

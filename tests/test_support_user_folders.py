@@ -9,8 +9,8 @@ from conftest import STARTED_IN
 from support.git import git
 from support.runner import run_atlas
 
-from atlas_files import ownfiles, usercache
-from atlas_files.record import Record
+from atlas_files.storage import ownfiles, usercache
+from atlas_files.storage.record import Record
 
 
 def _state(folder: Path | None) -> dict[str, tuple[int, int]]:

@@ -16,11 +16,11 @@ import pytest
 from support.git import git
 from support.gitteam import Team, accept_sync, bare_remote, cli, start_team
 
-from atlas_files import config as configmod
-from atlas_files import gitcmd as gitmod
-from atlas_files import layout
-from atlas_files.errors import BadInput, DamagedFile
-from atlas_files.record import Record
+from atlas_files.facts import layout
+from atlas_files.facts.errors import BadInput, DamagedFile
+from atlas_files.storage import config as configmod
+from atlas_files.storage import gitcmd as gitmod
+from atlas_files.storage.record import Record
 from atlas_files.sync import repo, run
 from atlas_files.sync.engine import Engine
 
@@ -509,7 +509,7 @@ def test_git_locks_are_cleared_after_several_syncs_died_in_a_row(
     os.utime(alice / ".git" / "index.lock", (time.time() - 50, time.time() - 50))
     # A second sync takes the checkout's lock and dies before it cleans up.
     died = subprocess.run([sys.executable, "-c", (
-        "import os, sys\nfrom atlas_files.record import Record\n"
+        "import os, sys\nfrom atlas_files.storage.record import Record\n"
         "from atlas_files.sync.state import Local\n"
         "with Local(Record(sys.argv[1])).session(10):\n    os._exit(9)\n"), str(alice)],
         check=False)

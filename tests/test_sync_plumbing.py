@@ -14,7 +14,7 @@ import pytest
 from support.git import git
 from support.gitteam import Team, cli
 
-from atlas_files import gitcmd as gitmod
+from atlas_files.storage import gitcmd as gitmod
 from atlas_files.sync import repo
 
 pytestmark = pytest.mark.usefixtures("isolated_git")

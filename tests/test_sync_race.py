@@ -23,7 +23,8 @@ from support.gitteam import (
 )
 from support.runner import atlas_command, child_env
 
-from atlas_files import frontmatter, layout
+from atlas_files.facts import layout
+from atlas_files.storage import frontmatter
 
 # Git reads no user or system config here, and no ATLAS_* variable leaks in.
 pytestmark = pytest.mark.usefixtures("isolated_git")

@@ -15,7 +15,7 @@ from support.git import git
 from support.gitteam import Team, accept_sync, bare_remote, cli
 from support.runner import atlas_command, run_atlas
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 # Git reads no user or system config here, and no ATLAS_* variable leaks in.
 pytestmark = pytest.mark.usefixtures("isolated_git")

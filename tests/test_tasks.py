@@ -17,13 +17,14 @@ from hypothesis import strategies as st
 from support.git import GitRepo
 from support.runner import Result, run_atlas
 
-from atlas_files import layout, leases, tasks, timeutil
 from atlas_files.api import Worker, news
 from atlas_files.api import leases as lease_api
 from atlas_files.api import tasks as api
 from atlas_files.cli.demo import tasks as scene
-from atlas_files.errors import BadInput, LeaseHeld, NotFound, VersionConflict
-from atlas_files.record import Record
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import BadInput, LeaseHeld, NotFound, VersionConflict
+from atlas_files.protocol import leases, tasks
+from atlas_files.storage.record import Record
 from atlas_files.sync.paths import kind
 
 Atlas = Callable[..., Result]

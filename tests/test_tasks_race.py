@@ -10,9 +10,9 @@ from typing import Any
 
 from support.runner import run_atlas
 
-from atlas_files import leases, tasks
-from atlas_files.leases import store
-from atlas_files.record import Record
+from atlas_files.protocol import leases, tasks
+from atlas_files.protocol.leases import store
+from atlas_files.storage.record import Record
 
 RACERS = 16
 

@@ -12,9 +12,9 @@ import pytest
 from support.gitteam import bare_remote, cli, start_team
 from support.runner import atlas_command, child_env
 
-from atlas_files import tasks
-from atlas_files.leases import store
-from atlas_files.record import Record
+from atlas_files.protocol import tasks
+from atlas_files.protocol.leases import store
+from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.usefixtures("isolated_git")
 

@@ -16,11 +16,12 @@ import pytest
 from support.prober import ANSWER, own_home
 from support.runner import atlas_command, child_env, run_atlas, snapshot
 
-from atlas_files import schemas, timeutil
-from atlas_files import telemetry as telemetrymod
-from atlas_files.record import Record
-from atlas_files.telemetry import probe as probemod
-from atlas_files.telemetry import rows, trust
+from atlas_files.facts import timeutil
+from atlas_files.protocol import telemetry as telemetrymod
+from atlas_files.protocol.telemetry import probe as probemod
+from atlas_files.protocol.telemetry import rows, trust
+from atlas_files.storage import schemas
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture(autouse=True)
@@ -31,7 +32,8 @@ def _own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _add(record: Record, name: str, probe: str, **kwargs: str) -> None:
     """A machine in atlas.yaml whose probe the person running these probers approved: an
-    atlas.yaml probe nobody approved is not run (tests/test_telemetry_trust.py)."""
+    atlas.yaml probe nobody approved is not run
+    (tests/protocol/telemetry/test_telemetry_trust.py)."""
     probemod.add_machine(record, name, probe, **kwargs)
     trust.approve(record, name, probe)
 
@@ -91,7 +93,7 @@ def test_an_answer_that_is_not_a_sample_is_reachable_with_the_problem_as_error(
         record: Record) -> None:
     """A machine that answered was reachable: its row says so, with no GPUs and what came
     back as the error, and no reader calls it unreachable."""
-    from atlas_files import leases
+    from atlas_files.protocol import leases
 
     _add(record, "chatty", "echo hello world", timeout="5s")
     res = run_atlas("telemetry", "probe", record=record.root, identity="prober")
@@ -349,7 +351,7 @@ def test_resource_usage_and_busy_gpus_beside_leases(record: Record) -> None:
 
 
 def test_add_machine_refuses_bad_input_and_keeps_atlas_yaml(record: Record) -> None:
-    from atlas_files.errors import BadInput
+    from atlas_files.facts.errors import BadInput
 
     before = (record.root / "atlas.yaml").read_bytes()
     for name, probe, timeout in (("Bad Name", "local", "10s"), ("ok", "  ", "10s"),
@@ -389,7 +391,7 @@ def test_demo_scene_shows_a_reachable_local_row_and_an_unreachable_one(
 
 def test_a_row_that_cannot_be_written_stops_neither_the_round_nor_the_loop(
         record: Record) -> None:
-    from atlas_files.telemetry import probe as probemod
+    from atlas_files.protocol.telemetry import probe as probemod
 
     _add(record, "good", ANSWER, timeout="5s")
     _add(record, "blocked", ANSWER, timeout="5s")

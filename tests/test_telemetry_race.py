@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from atlas_files import schemas
-from atlas_files.fsio import TEMP_PREFIX
-from atlas_files.record import Record
-from atlas_files.telemetry import rows
+from atlas_files.protocol.telemetry import rows
+from atlas_files.storage import schemas
+from atlas_files.storage.fsio import TEMP_PREFIX
+from atlas_files.storage.record import Record
 
 WRITERS = 8
 WRITES = 200
@@ -20,8 +20,8 @@ READERS = 3
 # sizes differ from write to write, so a reader can tell a torn or mixed file from a whole.
 WRITER = """
 import sys
-from atlas_files.record import Record
-from atlas_files.telemetry import rows
+from atlas_files.storage.record import Record
+from atlas_files.protocol.telemetry import rows
 
 record, me, writes = Record(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 for n in range(writes):

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support.runner import run_atlas, snapshot
 
-from atlas_files import schemas
-from atlas_files import telemetry as telemetrymod
-from atlas_files.record import Record
-from atlas_files.telemetry import nvml
-from atlas_files.telemetry import probe as probemod
+from atlas_files.protocol import telemetry as telemetrymod
+from atlas_files.protocol.telemetry import nvml
+from atlas_files.protocol.telemetry import probe as probemod
+from atlas_files.storage import schemas
+from atlas_files.storage.record import Record
 
 # A stand-in for nvidia-ml-py: 2 GPUs; GPU 0 does not support power readings and runs 3
 # processes. Written as a module source so the same fake serves in this process (through
@@ -256,7 +256,7 @@ def test_probe_writes_the_fake_gpus_into_the_row_exactly(
 
 
 def test_importing_the_package_does_not_load_nvml() -> None:
-    code = ("import sys, atlas_files.telemetry, atlas_files.cli.telemetry; "
+    code = ("import sys, atlas_files.protocol.telemetry, atlas_files.cli.telemetry; "
             "print('pynvml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)

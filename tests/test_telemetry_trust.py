@@ -14,10 +14,10 @@ from support.git import git
 from support.prober import ANSWER, own_home
 from support.runner import Result, run_atlas
 
-from atlas_files import ownfiles
-from atlas_files.record import Record
-from atlas_files.telemetry import probe as probemod
-from atlas_files.telemetry import trust
+from atlas_files.protocol.telemetry import probe as probemod
+from atlas_files.protocol.telemetry import trust
+from atlas_files.storage import ownfiles
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture(autouse=True)

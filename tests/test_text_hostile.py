@@ -20,11 +20,11 @@ from support.runner import Result
 from support.runner import run_atlas as run_in_process_or_child
 
 from atlas_files.api import Worker, editguard, news, ritual, stop
-from atlas_files.artifacts import topic_streams
-from atlas_files.errors import VersionConflict
+from atlas_files.facts.errors import VersionConflict
+from atlas_files.facts.text import fence, field, quoted
 from atlas_files.mcp import results
-from atlas_files.record import Record
-from atlas_files.text import fence, field, quoted
+from atlas_files.protocol.artifacts import topic_streams
+from atlas_files.storage.record import Record
 
 METRICS = "src/metrics.py"
 TOKEN = "MALLORY"  # in every piece of hostile text, so a line it starts can be told

@@ -15,10 +15,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from atlas_files import __version__, yamlcache
-from atlas_files.errors import DamagedFile
-from atlas_files.frontmatter import load_yaml
-from atlas_files.record import Record
+from atlas_files import __version__
+from atlas_files.facts.errors import DamagedFile
+from atlas_files.storage import yamlcache
+from atlas_files.storage.frontmatter import load_yaml
+from atlas_files.storage.record import Record
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_the_same_text_is_parsed_once(cache: Path) -> None:
 
 def test_a_command_with_an_unchanged_config_does_not_import_pyyaml(record: Record,
                                                                    cache: Path) -> None:
-    code = ("import sys; from atlas_files.record import Record; "
+    code = ("import sys; from atlas_files.storage.record import Record; "
             f"print(Record({str(record.root)!r}).config.projects, 'yaml' in sys.modules)")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.split() for _ in range(2)]

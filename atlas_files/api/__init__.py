@@ -12,7 +12,7 @@ site generator):
 
 Every function takes a :class:`Worker` (who acts, in which record and project) and returns
 a frozen result whose ``to_json()`` is exactly the document ``atlas ... --json`` prints;
-errors are :class:`atlas_files.errors.AtlasError` subclasses carrying the CLI's exit code.
+errors are :class:`atlas_files.facts.errors.AtlasError` subclasses carrying the CLI's exit code.
 
 On a record that travels by a git remote (:mod:`atlas_files.sync`), the API is where the
 exchange happens, so that every front end (the CLI, the MCP server, a library caller)
@@ -31,7 +31,7 @@ from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 __all__ = ["Worker", "reads", "writes"]
 
@@ -77,7 +77,7 @@ class Worker:
         ``$ATLAS_AS`` and ``$ATLAS_PROJECT``."""
         # The record's modules (and YAML) are imported when a record is opened, not with
         # this package: a links check opens none (api/checks.py).
-        from atlas_files.record import Record  # noqa: PLC0415
+        from atlas_files.storage.record import Record  # noqa: PLC0415
 
         environ = os.environ if env is None else env
         return cls(Record.find(record, environ), identity or environ.get("ATLAS_AS"),
@@ -86,7 +86,7 @@ class Worker:
     @property
     def author(self) -> str:
         """The identity, required: every write names its author."""
-        from atlas_files.record import require_identity  # noqa: PLC0415 - see open
+        from atlas_files.storage.record import require_identity  # noqa: PLC0415 - see open
 
         return require_identity(self.identity)
 

@@ -14,13 +14,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from atlas_files import gitcmd, timeutil
-from atlas_files.activity import Commit, recent
 from atlas_files.api import Worker
-from atlas_files.errors import BadInput
-from atlas_files.leases import Lease, problems_and_leases
-from atlas_files.leases.paths import check_glob, check_globs, covers, is_literal, overlaps
-from atlas_files.text import field
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput
+from atlas_files.facts.text import field
+from atlas_files.protocol.activity import Commit, recent
+from atlas_files.protocol.leases import Lease, problems_and_leases
+from atlas_files.protocol.leases.paths import check_glob, check_globs, covers, is_literal, overlaps
+from atlas_files.storage import gitcmd
 
 __all__ = ["LIMITS", "Activity", "activity", "repository_briefing", "repository_section",
            "repository_status"]

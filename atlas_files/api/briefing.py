@@ -11,14 +11,16 @@ import os
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from atlas_files import corrections, decisions, layout, receipts, status, tasks, telemetry, timeutil
-from atlas_files.artifacts import topic_hints, topic_names
-from atlas_files.documents import Head
-from atlas_files.errors import AtlasError, warn
-from atlas_files.leases import view as leaseview
-from atlas_files.record import Record
-from atlas_files.sessions import Row, Told
-from atlas_files.text import field
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import AtlasError, warn
+from atlas_files.facts.text import field
+from atlas_files.protocol import corrections, decisions, status, tasks, telemetry
+from atlas_files.protocol.artifacts import topic_hints, topic_names
+from atlas_files.protocol.leases import view as leaseview
+from atlas_files.protocol.sessions import Row, Told
+from atlas_files.storage import receipts
+from atlas_files.storage.documents import Head
+from atlas_files.storage.record import Record
 
 MAX_LINE = 240  # one item's line; the whole text stays in `atlas get` and friends
 # Ready tasks listed at most, newest first: the rest are one `atlas task ls --ready` away.

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from atlas_files.api.briefing import Section, StatusPart
-from atlas_files.text import fence
+from atlas_files.facts.text import fence
 
 STATUS_SHARE = 0.5  # of max_chars, for the status before its body is cut
 FIRST_ITEMS = 3  # each section's share before any section gets more

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from atlas_files import check as checkmod
 from atlas_files.check import Finding, Report
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 
 if TYPE_CHECKING:  # imported where used: a check spends nothing on them
     from atlas_files.linkcheck import sitecode, siteconfig

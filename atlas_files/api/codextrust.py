@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 
 TIMEOUT = 60.0  # seconds for the whole exchange; Codex starts in one or two
 BY_HAND = "open `codex` in the project and trust the atlas hooks in /hooks"

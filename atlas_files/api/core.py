@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import artifacts, corrections, layout
-from atlas_files import feed as feedmod
 from atlas_files.api import Worker, reads, writes
 from atlas_files.api.status import (
     StatusView,
@@ -35,13 +33,16 @@ from atlas_files.api.versions import (
     version_json,
     version_list,
 )
-from atlas_files.artifacts import TopicSummary
-from atlas_files.errors import warn
-from atlas_files.feed import FeedItem
-from atlas_files.record import Record, require_identity
+from atlas_files.facts import layout
+from atlas_files.facts.errors import warn
+from atlas_files.protocol import artifacts, corrections
+from atlas_files.protocol import feed as feedmod
+from atlas_files.protocol.artifacts import TopicSummary
+from atlas_files.protocol.feed import FeedItem
+from atlas_files.storage.record import Record, require_identity
 
 if TYPE_CHECKING:
-    from atlas_files.volume import Check
+    from atlas_files.protocol.volume import Check
 
 __all__ = ["NO_MARKS", "DiffView", "Feed", "RecordInfo", "StatusView", "TopicList",
            "TopicView", "VersionList", "Written", "check_status_write", "check_write", "diff",
@@ -53,7 +54,7 @@ __all__ = ["NO_MARKS", "DiffView", "Feed", "RecordInfo", "StatusView", "TopicLis
 class RecordInfo:
     root: Path
     projects: tuple[str, ...]
-    # What `atlas init` measured of the volume under the record (atlas_files.volume).
+    # What `atlas init` measured of the volume under the record (atlas_files.protocol.volume).
     volume_checks: tuple[Check, ...] = ()
 
     @property
@@ -101,7 +102,7 @@ def init(path: str | os.PathLike[str], projects: Sequence[str] = (),
     """Create a record at ``path`` (or add projects to the one there), and measure what
     its volume gives the protocol (the volume part of `atlas doctor`, in fewer rounds)."""
     # Only init and the doctor pay for the probes' imports, not every command of this module.
-    from atlas_files import volume  # noqa: PLC0415
+    from atlas_files.protocol import volume  # noqa: PLC0415
 
     record = Record.init(path, projects, default_project)
     config = record.config

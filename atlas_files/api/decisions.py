@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from atlas_files import corrections
-from atlas_files import decisions as decisionsmod
 from atlas_files.api import Worker, reads, writes
-from atlas_files.corrections import Correction
-from atlas_files.decisions import Decision
+from atlas_files.protocol import corrections
+from atlas_files.protocol import decisions as decisionsmod
+from atlas_files.protocol.corrections import Correction
+from atlas_files.protocol.decisions import Decision
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files import fsio, gitrefs, layout, pathleases, timeutil, volcase
-from atlas_files.errors import AtlasError, NotFound
-from atlas_files.names import is_name
-from atlas_files.record import Record, locate
-from atlas_files.text import field, quoted
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import AtlasError, NotFound
+from atlas_files.facts.names import is_name
+from atlas_files.facts.text import field, quoted
+from atlas_files.protocol import gitrefs, pathleases
+from atlas_files.storage import fsio, volcase
+from atlas_files.storage.record import Record, locate
 
 ALLOW, TOLD, STOPPED, REFUSED = "allow", "told", "stopped", "refused"
 _RANK = {ALLOW: 0, TOLD: 1, STOPPED: 2, REFUSED: 3}
@@ -164,7 +166,7 @@ def find_record(explicit: str | None, cwd: str | None, files: Sequence[str],
         repo = repository_root(files[0])
     if repo is None:
         return None, []
-    from atlas_files import gitcmd  # noqa: PLC0415 - only where no record was found
+    from atlas_files.storage import gitcmd  # noqa: PLC0415 - only where no record was found
 
     try:
         configured = gitcmd.config(Path(repo), "atlas.").get("atlas.record")
@@ -271,8 +273,8 @@ def _lease_findings(record: Record, identity: str | None, rels: Sequence[str],
         return []
     if not pathleases.may_cover(items, identity, rels, now, fold=fold):
         return []
-    from atlas_files.leases import view  # noqa: PLC0415 - only when a lease may cover
-    from atlas_files.leases.guard import conflicts  # noqa: PLC0415
+    from atlas_files.protocol.leases import view  # noqa: PLC0415 - only when a lease may cover
+    from atlas_files.protocol.leases.guard import conflicts  # noqa: PLC0415
 
     problems, found = conflicts(record, identity, rels, fold=fold)
     notes += [f"{p} (not obeyed)" for p in problems]
@@ -303,7 +305,7 @@ def _lease_findings(record: Record, identity: str | None, rels: Sequence[str],
 
 def _me(root: str) -> tuple[str, str]:
     """(name, email) this clone commits as, lowercased; ("", "") if git cannot say."""
-    from atlas_files import gitcmd  # noqa: PLC0415
+    from atlas_files.storage import gitcmd  # noqa: PLC0415
 
     try:
         ident = gitcmd.Git(root, read_only=True).run("var", "GIT_AUTHOR_IDENT").text
@@ -321,7 +323,7 @@ def _commit_findings(root: str, rels: Sequence[str], identity: str | None,
         return []  # no ref moved since before the window: no commit lies in it
     from datetime import UTC, datetime  # noqa: PLC0415
 
-    from atlas_files.activity import recent  # noqa: PLC0415 - git, only when refs moved
+    from atlas_files.protocol.activity import recent  # noqa: PLC0415 - git, only when refs moved
 
     try:
         commits, _ = recent(Path(root), datetime.fromtimestamp(cutoff, UTC), paths=rels)
@@ -366,7 +368,8 @@ def _fetch_first(record: Record, roots: Sequence[str], notes: list[str]) -> None
     seen. (The record's own refresh is the front end's, as for every read.)"""
     if record.config.sync is None:
         return
-    from atlas_files import gitcmd, sync, usercache  # noqa: PLC0415 - only a record that syncs
+    from atlas_files import sync  # noqa: PLC0415 - only a record that syncs
+    from atlas_files.storage import gitcmd, usercache  # noqa: PLC0415 - only a record that syncs
 
     try:
         # The settings a person on this clone accepted, never the record's own word: the
@@ -403,7 +406,7 @@ def _fetch_first(record: Record, roots: Sequence[str], notes: list[str]) -> None
 
 def _configured_identity(repo: str) -> str | None:
     """`git config atlas.as` of the repository (as the commit guard reads it)."""
-    from atlas_files import gitcmd  # noqa: PLC0415 - only without --as or ATLAS_AS
+    from atlas_files.storage import gitcmd  # noqa: PLC0415 - only without --as or ATLAS_AS
 
     try:
         who = gitcmd.config(Path(repo), "atlas.").get("atlas.as") or None
@@ -486,7 +489,7 @@ def remember(verdict: Verdict, *, pending: bool = False) -> bool:
     when there is no row to keep them in (no identity, no `atlas begin`)."""
     if not verdict.findings or not verdict.identity or verdict.record is None:
         return False
-    from atlas_files import sessions  # noqa: PLC0415 - only when something was found
+    from atlas_files.protocol import sessions  # noqa: PLC0415 - only when something was found
 
     at = timeutil.format_time(timeutil.now())
     told_text = verdict.text(TOLD) if verdict.of(TOLD) else None

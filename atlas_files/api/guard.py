@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files import gitcmd, layout, volcase
-from atlas_files.errors import NotFound
-from atlas_files.leases import ADVISORY
-from atlas_files.leases.guard import Conflict, conflicts
-from atlas_files.leases.paths import check_glob
-from atlas_files.names import check_name
-from atlas_files.record import Record, locate
+from atlas_files.facts import layout
+from atlas_files.facts.errors import NotFound
+from atlas_files.facts.names import check_name
+from atlas_files.protocol.leases import ADVISORY
+from atlas_files.protocol.leases.guard import Conflict, conflicts
+from atlas_files.protocol.leases.paths import check_glob
+from atlas_files.storage import gitcmd, volcase
+from atlas_files.storage.record import Record, locate
 
 __all__ = ["ADVISORY", "Conflict", "GuardResult", "guard"]
 

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from atlas_files import gitcmd, leases, timeutil
 from atlas_files.api import Worker, reads, writes
-from atlas_files.leases import ADVISORY, Generation, Lease, Sheet, store
-from atlas_files.leases.paths import check_glob, is_literal
+from atlas_files.facts import timeutil
+from atlas_files.protocol import leases
+from atlas_files.protocol.leases import ADVISORY, Generation, Lease, Sheet, store
+from atlas_files.protocol.leases.paths import check_glob, is_literal
+from atlas_files.storage import gitcmd
 
 __all__ = ["ADVISORY", "LeaseChange", "LeaseHistory", "break_", "claim", "covering", "ls",
            "release", "renew", "show"]

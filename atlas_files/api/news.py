@@ -32,11 +32,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files import fsio, jsonfile, layout, pathleases, receipts, sessions, stopsign, timeutil
-from atlas_files.errors import AtlasError, DamagedFile
-from atlas_files.record import Record
-from atlas_files.sessions import Baseline, Row, Told
-from atlas_files.text import fence, field
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import AtlasError, DamagedFile
+from atlas_files.facts.text import fence, field
+from atlas_files.protocol import pathleases, sessions, stopsign
+from atlas_files.protocol.sessions import Baseline, Row, Told
+from atlas_files.storage import fsio, jsonfile, receipts
+from atlas_files.storage.record import Record
 
 LINKS_SCANNED = 200  # versions read whose links a new correction is compared with
 LINE = 240  # characters of one item
@@ -210,7 +212,7 @@ def _leases(record: Record, base: Baseline, edited: Sequence[str],
         found.append(item)
     if not found:
         return [], moved
-    from atlas_files.leases.paths import covers  # noqa: PLC0415 - only when a lease changed
+    from atlas_files.protocol.leases.paths import covers  # noqa: PLC0415 - only when a lease changed
 
     out = []
     now = timeutil.format_time(timeutil.now())

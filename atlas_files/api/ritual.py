@@ -16,18 +16,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from atlas_files import corrections, leases, receipts, sessions, stopsign, timeutil
-from atlas_files import status as statusmod
 from atlas_files.api import Worker, briefing, budget, reads, writes
 from atlas_files.api.activity import repository_briefing
 from atlas_files.api.stop import Claim, claims_held
-from atlas_files.artifacts import TopicSummary, topic_hints, topic_names
-from atlas_files.artifacts import ls as list_topics
-from atlas_files.errors import AtlasError, BadInput, DamagedFile, warn
-from atlas_files.leases import Lease
-from atlas_files.leases import view as leaseview
-from atlas_files.record import Record
-from atlas_files.sessions import Row, Write
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import AtlasError, BadInput, DamagedFile, warn
+from atlas_files.protocol import corrections, leases, sessions, stopsign
+from atlas_files.protocol import status as statusmod
+from atlas_files.protocol.artifacts import TopicSummary, topic_hints, topic_names
+from atlas_files.protocol.artifacts import ls as list_topics
+from atlas_files.protocol.leases import Lease
+from atlas_files.protocol.leases import view as leaseview
+from atlas_files.protocol.sessions import Row, Write
+from atlas_files.storage import receipts
+from atlas_files.storage.record import Record
 
 MIN_CHARS = 800  # below this, not even the briefing's headings fit
 WRITE_STATUS = "`atlas end --status TEXT` (or `atlas end -f FILE`)"

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files import fsio
 from atlas_files.api import codextrust
-from atlas_files.errors import BadInput, NotFound, warn
-from atlas_files.names import check_name
-from atlas_files.record import locate
+from atlas_files.facts.errors import BadInput, NotFound, warn
+from atlas_files.facts.names import check_name
+from atlas_files.storage import fsio
+from atlas_files.storage.record import locate
 
 HARNESSES = ("claude", "codex", "gemini", "cursor")
 TARGETS = (*HARNESSES, "agents-md")

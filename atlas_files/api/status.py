@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from atlas_files import status
 from atlas_files.api import Worker, reads, writes
 from atlas_files.api.versions import (
     NO_MARKS,
@@ -17,8 +16,9 @@ from atlas_files.api.versions import (
     version_json,
     version_list,
 )
-from atlas_files.documents import Version
-from atlas_files.record import require_identity
+from atlas_files.protocol import status
+from atlas_files.storage.documents import Version
+from atlas_files.storage.record import require_identity
 
 __all__ = ["StatusView", "check_status_write", "status_diff", "status_log", "status_show",
            "status_write"]

@@ -11,14 +11,16 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from atlas_files import fsio, jsonfile, layout, sessions, timeutil
 from atlas_files.api import Worker
-from atlas_files.errors import DamagedFile
-from atlas_files.sessions import Write
-from atlas_files.text import field
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import DamagedFile
+from atlas_files.facts.text import field
+from atlas_files.protocol import sessions
+from atlas_files.protocol.sessions import Write
+from atlas_files.storage import fsio, jsonfile
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 SHOWN = 8  # writes named in a block's reason
 

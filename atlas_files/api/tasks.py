@@ -1,6 +1,6 @@
 """Work items: add, ls, show, claim, next, done, drop, release.
 
-Every result's JSON carries each task's state computed when read (atlas_files.tasks
+Every result's JSON carries each task's state computed when read (atlas_files.protocol.tasks
 ``state_of``). A claim is a lease on ``task.<id>``, so it syncs, expires and is capped as
 every lease is.
 """
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from atlas_files import leases, tasks
 from atlas_files.api import Worker, reads, writes
-from atlas_files.errors import LeaseHeld
-from atlas_files.tasks import ADVISORY, TaskState, Unreadable
+from atlas_files.facts.errors import LeaseHeld
+from atlas_files.protocol import leases, tasks
+from atlas_files.protocol.tasks import ADVISORY, TaskState, Unreadable
 
 __all__ = ["ADVISORY", "TaskList", "TaskPicked", "TaskView", "add", "claim", "done", "drop",
            "ls", "next_", "release", "show"]

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files import telemetry as telemetrymod
 from atlas_files.api import Worker
-from atlas_files.names import check_name
-from atlas_files.telemetry import nvml
-from atlas_files.telemetry import probe as probemod
-from atlas_files.telemetry import trust as trustmod
-from atlas_files.telemetry.probe import Outcome
-from atlas_files.telemetry.rows import RowView
+from atlas_files.facts.names import check_name
+from atlas_files.protocol import telemetry as telemetrymod
+from atlas_files.protocol.telemetry import nvml
+from atlas_files.protocol.telemetry import probe as probemod
+from atlas_files.protocol.telemetry import trust as trustmod
+from atlas_files.protocol.telemetry.probe import Outcome
+from atlas_files.protocol.telemetry.rows import RowView
 
 OnOutcome = Callable[[Outcome], None]
 

@@ -10,11 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from atlas_files import corrections, frontmatter
 from atlas_files.api import Worker
-from atlas_files.diffs import Diff
-from atlas_files.documents import Unreadable, Version
-from atlas_files.errors import warn
+from atlas_files.facts.errors import warn
+from atlas_files.protocol import corrections
+from atlas_files.protocol.diffs import Diff
+from atlas_files.storage import frontmatter
+from atlas_files.storage.documents import Unreadable, Version
 
 NO_MARKS: dict[str, Any] = {"corrected_by": [], "retracted": None, "retractions": [],
                             "accepted_by": None}

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from atlas_files.check.routing import Links
-from atlas_files.errors import BadInput, NotFound
-from atlas_files.filesources import DiskSource
-from atlas_files.findings import CODES, ERROR, WARNING, Finding, Report
+from atlas_files.facts.errors import BadInput, NotFound
 from atlas_files.linkcheck.boundary import Boundary, root_of
+from atlas_files.linkcheck.filesources import DiskSource
+from atlas_files.linkcheck.findings import CODES, ERROR, WARNING, Finding, Report
 from atlas_files.linkcheck.links import is_markdown
 
 # The record checks (walk, run, machines) and the commit checks (staged, gitmodes) are
@@ -57,7 +57,7 @@ def _given(path: str | os.PathLike[str]) -> Path:
 def find_record(record_path: str | None = None, paths: Sequence[str] = ()) -> Path:
     """The record to check, found as every command finds it, starting from the first PATH
     (then the current folder); not opened, so a damaged atlas.yaml is a finding."""
-    from atlas_files.record import locate  # noqa: PLC0415 - see the imports
+    from atlas_files.storage.record import locate  # noqa: PLC0415 - see the imports
 
     try:
         return _abs(locate(record_path, starts=paths[:1]))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from atlas_files import frontmatter
 from atlas_files.check import fix
 from atlas_files.check.context import CheckRun
+from atlas_files.storage import frontmatter
 
 BOM = b"\xef\xbb\xbf"
 

@@ -11,13 +11,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from atlas_files import config as configmod
-from atlas_files import layout, timeutil
 from atlas_files.check.index import RecordIndex
-from atlas_files.errors import AtlasError, BrokenInstall
-from atlas_files.filesources import DiskSource, Source, why_unreadable
-from atlas_files.findings import Report
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import AtlasError, BrokenInstall
+from atlas_files.linkcheck.filesources import DiskSource, Source, why_unreadable
+from atlas_files.linkcheck.findings import Report
 from atlas_files.linkcheck.links import LinkChecker
+from atlas_files.storage import config as configmod
 
 
 @dataclass(frozen=True)

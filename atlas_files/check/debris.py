@@ -13,8 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from atlas_files import fsio
 from atlas_files.check.context import CheckRun
+from atlas_files.storage import fsio
 
 MAX_AGE_S = fsio.FOREIGN_TEMP_AGE_S
 

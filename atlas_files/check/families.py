@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from atlas_files import frontmatter
-from atlas_files.filesources import Source, read_page
-from atlas_files.findings import Report
+from atlas_files.linkcheck.filesources import Source, read_page
+from atlas_files.linkcheck.findings import Report
+from atlas_files.storage import frontmatter
 
 MAX_NAME = 255
 FAMILY_RE = re.compile(r"^(?P<stem>.+)\.v(?P<num>\d+)(?P<ext>(?:\.[^./\\]+)*)$")

@@ -14,8 +14,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from atlas_files import entries, frontmatter, fsio
 from atlas_files.check.context import CheckRun
+from atlas_files.storage import entries, frontmatter, fsio
 
 
 def _with_digest(data: bytes, parsed: frontmatter.Parsed, digest: str) -> bytes:

@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from atlas_files import layout
 from atlas_files.check import moves, staged
 from atlas_files.check.families import check_families, is_versioned
 from atlas_files.check.routing import Links
 from atlas_files.check.run import start_run
 from atlas_files.check.walk import check_changed
-from atlas_files.filesources import IndexSource
-from atlas_files.findings import Report
+from atlas_files.facts import layout
+from atlas_files.linkcheck.filesources import IndexSource
+from atlas_files.linkcheck.findings import Report
 from atlas_files.linkcheck.links import is_markdown
 
 

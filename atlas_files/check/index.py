@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from atlas_files import corrections, layout
-from atlas_files.filesources import Source
-from atlas_files.names import ENTRY_ID_PATTERN, is_entry_id, is_name
-from atlas_files.record import Record
+from atlas_files.facts import layout
+from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id, is_name
+from atlas_files.linkcheck.filesources import Source
+from atlas_files.protocol import corrections
+from atlas_files.storage.record import Record
 
 VERSION_FILE_RE = layout.VERSION_FILE
 # An entry file: ``<id>.md`` (as entries.is_entry_file, without importing entries).

@@ -8,15 +8,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from atlas_files import config as configmod
-from atlas_files import entries, frontmatter, fsio, layout, timeutil
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import DAMAGE, CheckRun, check_not_ahead, list_folder, per_file
 from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
 from atlas_files.check.versions import is_private
-from atlas_files.filesources import why_unreadable
+from atlas_files.facts import layout, timeutil
+from atlas_files.linkcheck.filesources import why_unreadable
+from atlas_files.storage import config as configmod
+from atlas_files.storage import entries, frontmatter, fsio
 
 _GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
 _ENTRY_HEAD = 64 * 1024  # enough to read the front matter of a file that may be an entry

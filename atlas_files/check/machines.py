@@ -23,13 +23,13 @@ from typing import Any
 
 import yaml
 
-from atlas_files import layout
 from atlas_files.check.staged import Change
-from atlas_files.config import from_mapping, sync_block, sync_differences
-from atlas_files.findings import Report
-from atlas_files.fsio import read_nofollow
-from atlas_files.gitcmd import GitFailed, blob, toplevel
-from atlas_files.telemetry.trust import shown
+from atlas_files.facts import layout
+from atlas_files.linkcheck.findings import Report
+from atlas_files.protocol.telemetry.trust import shown
+from atlas_files.storage.config import from_mapping, sync_block, sync_differences
+from atlas_files.storage.fsio import read_nofollow
+from atlas_files.storage.gitcmd import GitFailed, blob, toplevel
 
 CODE = "ATL050"
 SYNC_CODE = "ATL051"

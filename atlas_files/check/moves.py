@@ -15,11 +15,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 from atlas_files.check.staged import Change, index_source
-from atlas_files.filesources import IndexSource, read_page
-from atlas_files.findings import Report
-from atlas_files.gitcmd import Git
 from atlas_files.linkcheck import markdown
+from atlas_files.linkcheck.filesources import IndexSource, read_page
+from atlas_files.linkcheck.findings import Report
 from atlas_files.linkcheck.links import is_markdown, resolve, split_target
+from atlas_files.storage.gitcmd import Git
 
 
 def _candidates(repo: Path, names: set[str]) -> list[str]:

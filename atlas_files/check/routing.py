@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files.filesources import Source
-from atlas_files.findings import Report
 from atlas_files.linkcheck import siteconfig
+from atlas_files.linkcheck.filesources import Source
+from atlas_files.linkcheck.findings import Report
 from atlas_files.linkcheck.links import LinkChecker, TargetHook
 
 if TYPE_CHECKING:

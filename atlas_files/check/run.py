@@ -8,8 +8,8 @@ from pathlib import Path
 from atlas_files.check import refs
 from atlas_files.check.context import CheckRun
 from atlas_files.check.index import RecordIndex
-from atlas_files.filesources import Source
-from atlas_files.findings import Report
+from atlas_files.linkcheck.filesources import Source
+from atlas_files.linkcheck.findings import Report
 from atlas_files.linkcheck.links import LinkChecker
 
 

@@ -10,9 +10,9 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from atlas_files import timeutil
 from atlas_files.check import validators
-from atlas_files.findings import Report
+from atlas_files.facts import timeutil
+from atlas_files.linkcheck.findings import Report
 
 MAX_MESSAGE = 240
 _KEY_LINE_RE = re.compile(r"^\s*[\"']?([A-Za-z0-9_.-]+)[\"']?\s*:")

@@ -15,12 +15,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlas_files import frontmatter, layout
 from atlas_files.check.index import VERSION_FILE_RE, is_entry_file
-from atlas_files.errors import BadInput
-from atlas_files.filesources import IndexSource
-from atlas_files.findings import Report
-from atlas_files.gitcmd import Git, GitFailed, blob, toplevel
+from atlas_files.facts import layout
+from atlas_files.facts.errors import BadInput
+from atlas_files.linkcheck.filesources import IndexSource
+from atlas_files.linkcheck.findings import Report
+from atlas_files.storage import frontmatter
+from atlas_files.storage.gitcmd import Git, GitFailed, blob, toplevel
 
 IMMUTABLE_WORDS = {"version": "a version", "entry": "an entry", "generation": "a lease generation"}
 REMEDY = {

@@ -19,7 +19,7 @@ The two must judge alike, and they read regular expressions in different dialect
   with an optional package, so it is given ``is_date_time`` below, which accepts what
   jsonschema-rs accepts (RFC 3339, a leap second only at 23:59:60 UTC).
 
-tests/test_check_schema.py holds the property test that they never disagree.
+tests/check/test_check_schema.py holds the property test that they never disagree.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import atlas_files
-from atlas_files import schemas
-from atlas_files.errors import BrokenInstall
+from atlas_files.facts.errors import BrokenInstall
+from atlas_files.storage import schemas
 
 # Python's whitespace (what ``\s`` matches in a str pattern), spelled out for jsonschema-rs.
 _PY_SPACE = "".join(f"\\u{ord(c):04x}" for c in map(chr, range(0x3001)) if c.isspace())

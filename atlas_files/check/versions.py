@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files import frontmatter, fsio, layout
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import CheckRun, check_not_ahead, list_folder, per_file
 from atlas_files.check.index import VERSION_FILE_RE, canonical_number
 from atlas_files.check.schema import key_lines, plain, validate
-from atlas_files.filesources import why_unreadable
+from atlas_files.facts import layout
+from atlas_files.linkcheck.filesources import why_unreadable
+from atlas_files.storage import frontmatter, fsio
 
 # Room for the front matter when reading a version whose body may be up to body_limit.
 HEAD_ROOM = 64 * 1024

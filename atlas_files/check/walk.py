@@ -13,11 +13,12 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from atlas_files import fsio, layout
 from atlas_files.check import debris, kinds
 from atlas_files.check.context import CheckRun, per_file, unreadable_folder
 from atlas_files.check.versions import check_stream
+from atlas_files.facts import layout
 from atlas_files.linkcheck.links import is_markdown
+from atlas_files.storage import fsio
 
 ALL, SOME = "all", "some"
 

@@ -19,7 +19,7 @@ import click
 from atlas_files.cli import app, terminal
 from atlas_files.cli.app import cli
 from atlas_files.cli.render import emit_json
-from atlas_files.errors import AtlasError, AtlasWarning, document
+from atlas_files.facts.errors import AtlasError, AtlasWarning, document
 from atlas_files.launch import wants_json
 
 

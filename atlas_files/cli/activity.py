@@ -7,12 +7,12 @@ from typing import Any
 
 import click
 
-from atlas_files import timeutil
 from atlas_files.api import Worker
 from atlas_files.api import activity as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.errors import NotFound
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import NotFound
 
 
 def _worker(ctx: Invocation) -> Worker | None:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from atlas_files import __version__
-from atlas_files.names import check_name
+from atlas_files.facts.names import check_name
 
 if TYPE_CHECKING:
     from atlas_files.api import Worker
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 # command name -> "module:attribute", in the order `atlas --help` lists them.
 COMMANDS: dict[str, str] = {
@@ -130,7 +130,7 @@ class Invocation:
         # Imported here, like the command modules: `atlas --version` and `--help` need no
         # record, and the API's import (config, YAML, documents) would double their cost.
         from atlas_files.api import Worker  # noqa: PLC0415
-        from atlas_files.record import Record  # noqa: PLC0415
+        from atlas_files.storage.record import Record  # noqa: PLC0415
 
         return Worker(Record.find(self.record_path), self.identity, self.project, self.sync)
 

@@ -10,7 +10,7 @@ import click
 from atlas_files.api import checks as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 
 
 def _print(finding: Any) -> None:

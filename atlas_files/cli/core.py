@@ -7,7 +7,6 @@ from typing import Any
 
 import click
 
-from atlas_files import timeutil
 from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
@@ -20,7 +19,8 @@ from atlas_files.cli.versions import (
     print_versions,
     warn_digest,
 )
-from atlas_files.feed import FeedItem, NotMarked
+from atlas_files.facts import timeutil
+from atlas_files.protocol.feed import FeedItem, NotMarked
 
 
 @click.command()

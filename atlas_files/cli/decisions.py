@@ -6,10 +6,10 @@ from typing import Any
 
 import click
 
-from atlas_files import timeutil
 from atlas_files.api import decisions as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning
+from atlas_files.facts import timeutil
 
 
 def _when(at: str) -> str:

@@ -7,7 +7,7 @@ import textwrap
 
 import click
 
-from atlas_files import doctor as doctormod
+from atlas_files.cli import diagnosis as doctormod
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
 

@@ -1,6 +1,7 @@
 """`atlas guard` and `atlas news`: the edit-time hooks, or the same questions by hand.
 
-With ``--hook H`` each speaks harness H's tool-call hook protocol (``atlas_files.toolhooks``;
+With ``--hook H`` each speaks harness H's tool-call hook protocol
+(``atlas_files.harness.toolhooks``;
 the entry point answers that exact command line itself, before click loads).
 """
 
@@ -11,10 +12,10 @@ import sys
 
 import click
 
-from atlas_files import toolhooks
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.errors import BadInput, NotFound
+from atlas_files.facts.errors import BadInput, NotFound
+from atlas_files.harness import toolhooks
 
 _HOOK_HELP = "claude|codex|gemini|cursor"
 

@@ -7,13 +7,13 @@ from typing import Any
 
 import click
 
-from atlas_files import timeutil
 from atlas_files.api import guard as guard_api
 from atlas_files.api import leases as api
 from atlas_files.api.leases import ADVISORY
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.errors import BadInput
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput
 
 LEASE_HELP = f"""Advisory leases: a sign-up sheet for shared machines, GPUs and datasets.
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import click
 
-from atlas_files import hookio
 from atlas_files.cli.app import Invocation, json_option
 from atlas_files.cli.render import emit_json
-from atlas_files.errors import BadInput, NotFound
+from atlas_files.facts.errors import BadInput, NotFound
+from atlas_files.facts.names import check_name
+from atlas_files.harness import hookio
 from atlas_files.mcp import tokens, transports
 from atlas_files.mcp.app import Served
 from atlas_files.mcp.oauthstore import Store, iso, state_path
-from atlas_files.names import check_name
 
 MCP_HELP = """Serve the record to MCP clients (chat and desktop apps, agents without a shell).
 

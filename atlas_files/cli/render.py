@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from atlas_files import bodies
-from atlas_files.documents import FRONT_MATTER_ALLOWANCE
-from atlas_files.errors import BadInput
-from atlas_files.text import decode_body, escape_controls
+from atlas_files.facts.errors import BadInput
+from atlas_files.facts.text import decode_body, escape_controls
+from atlas_files.storage import bodies
+from atlas_files.storage.documents import FRONT_MATTER_ALLOWANCE
 
 
 def emit_json(data: Any) -> None:

@@ -1,6 +1,7 @@
 """`atlas begin` and `atlas end`: the session ritual, by hand or from a harness's hooks.
 
-With ``--hook H`` the command speaks harness H's hook protocol (``atlas_files.hookio``): JSON on
+With ``--hook H`` the command speaks harness H's hook protocol (``atlas_files.harness.hookio``):
+JSON on
 stdin, JSON only on stdout, exit 0. A hook never breaks the harness: outside a record it
 does nothing, and a failure is said on stderr and lets the session go on.
 """
@@ -11,12 +12,13 @@ import sys
 
 import click
 
-from atlas_files import hookio, sessionhooks, timeutil
 from atlas_files.api import ritual
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
-from atlas_files.errors import BadInput
-from atlas_files.text import field
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput
+from atlas_files.facts.text import field
+from atlas_files.harness import hookio, sessionhooks
 
 
 @click.command()

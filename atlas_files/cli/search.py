@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from atlas_files import api, timeutil
+from atlas_files import api
 from atlas_files.api import search as search_api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json
+from atlas_files.facts import timeutil
 
 _KINDS = ("status", "artifact", "decision", "correction", "retraction", "task")
 

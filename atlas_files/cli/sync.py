@@ -6,12 +6,12 @@ import os
 
 import click
 
-from atlas_files import layout
 from atlas_files.api import syncing as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.config import describe_sync
-from atlas_files.errors import BadInput
+from atlas_files.facts import layout
+from atlas_files.facts.errors import BadInput
+from atlas_files.storage.config import describe_sync
 from atlas_files.sync import NOT_TRAVELLING
 from atlas_files.sync.accepted import HINT
 from atlas_files.sync.paths import kind, listing

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import click
 
-from atlas_files import timeutil
 from atlas_files.api import tasks as api
 from atlas_files.api.tasks import ADVISORY
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.tasks import TaskState
-from atlas_files.text import escape_controls
+from atlas_files.facts import timeutil
+from atlas_files.facts.text import escape_controls
+from atlas_files.protocol.tasks import TaskState
 
 TASK_HELP = f"""Work items: a ready queue of tasks whose claims are leases.
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import click
 
-from atlas_files import timeutil
 from atlas_files.api import telemetry as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.errors import BadInput
-from atlas_files.telemetry import LIMITS, nvml
-from atlas_files.telemetry.trust import LOCAL, shown
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput
+from atlas_files.protocol.telemetry import LIMITS, nvml
+from atlas_files.protocol.telemetry.trust import LOCAL, shown
 
 
 @click.group()

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 
 import click
 
-from atlas_files.text import escape_controls
+from atlas_files.facts.text import escape_controls
 
 
 class EscapingStream:

@@ -8,9 +8,9 @@ from typing import Any
 
 import click
 
-from atlas_files import timeutil
 from atlas_files.api.versions import DiffView, VersionList
 from atlas_files.cli.render import emit_json, print_warning
+from atlas_files.facts import timeutil
 
 
 def age(written_at: str, at: datetime | None = None) -> str:

@@ -24,9 +24,9 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import unquote
 
-from atlas_files.filesources import DiskSource, Source, read_page, why_unreadable
-from atlas_files.findings import CODES, Report
 from atlas_files.linkcheck import anchors, markdown
+from atlas_files.linkcheck.filesources import DiskSource, Source, read_page, why_unreadable
+from atlas_files.linkcheck.findings import CODES, Report
 
 _SCHEME_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 MARKDOWN_SUFFIXES = (".md", ".markdown")

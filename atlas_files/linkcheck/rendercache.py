@@ -40,11 +40,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from atlas_files import __version__, fsio, renderlimit, yamlcache
-from atlas_files.filesources import DiskSource
+from atlas_files import __version__
+from atlas_files.facts import renderlimit
 from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.filesources import DiskSource
 from atlas_files.linkcheck.siteconfig import SiteConfig
 from atlas_files.linkcheck.siteplan import Planned, Rendered, autorefs, emoji, trusted
+from atlas_files.storage import fsio, yamlcache
 
 FORMAT = 2
 FOLDER = "links"

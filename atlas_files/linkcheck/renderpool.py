@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import frames, renderlimit
+from atlas_files.facts import frames, renderlimit
 from atlas_files.linkcheck.siteplan import Rendered
 
 if TYPE_CHECKING:

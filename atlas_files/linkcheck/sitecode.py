@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.siteconfig import SiteConfig, read_file
-from atlas_files.ownfiles import config_dir, read_accepted, write_accepted
+from atlas_files.storage.ownfiles import config_dir, read_accepted, write_accepted
 
 ACCEPTED_NAME = "accepted-site-code.json"
 WHAT = "site code acceptances file"

@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import yamlcache
-from atlas_files.filesources import DiskSource
-from atlas_files.findings import ERROR, WARNING
 from atlas_files.linkcheck.boundary import OUTSIDE, Boundary, root_of
+from atlas_files.linkcheck.filesources import DiskSource
+from atlas_files.linkcheck.findings import ERROR, WARNING
+from atlas_files.storage import yamlcache
 
 if TYPE_CHECKING:
     import yaml

@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from atlas_files import renderlimit
+from atlas_files.facts import renderlimit
 from atlas_files.linkcheck import renderpool
 from atlas_files.linkcheck.siteconfig import SiteConfig
 from atlas_files.linkcheck.sitemacros import cap_memory, plain_data

@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
-from atlas_files import renderlimit
-from atlas_files.errors import AtlasError
-from atlas_files.filesources import Source, read_page
-from atlas_files.findings import WARNING, Report
+from atlas_files.facts import renderlimit
+from atlas_files.facts.errors import AtlasError
 from atlas_files.linkcheck import anchors, markdown, sitecode
 from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.filesources import Source, read_page
+from atlas_files.linkcheck.findings import WARNING, Report
 from atlas_files.linkcheck.links import PAGE_SUFFIXES, Anchors, LinkChecker, cut, suggestion
 from atlas_files.linkcheck.sitecode import macros_module
 from atlas_files.linkcheck.siteconfig import (

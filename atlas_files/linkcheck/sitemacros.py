@@ -38,10 +38,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from atlas_files import __version__, renderlimit
-from atlas_files.filesources import DiskSource
+from atlas_files import __version__
+from atlas_files.facts import renderlimit
 from atlas_files.linkcheck import rendercache, renderpool
 from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.filesources import DiskSource
 from atlas_files.linkcheck.siteconfig import SiteConfig, Unresolved, read_file, safe_load
 
 _MEMORY = 1 << 30  # bytes of address space the expanding child may take

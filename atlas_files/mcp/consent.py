@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from atlas_files.errors import AtlasError, BadInput
+from atlas_files.facts.errors import AtlasError, BadInput
 from atlas_files.mcp.oauth import CONSENT_PATH, MAX_NAME, BoundedEndpoint, Provider, state_line
 from atlas_files.mcp.oauthstore import REQUEST_S, StateFull, Unreadable
 from atlas_files.mcp.oauthstore import Request as Waiting

@@ -25,9 +25,9 @@ from typing import Any
 import anyio.to_thread
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from atlas_files import config as configmod
-from atlas_files.errors import AtlasError
-from atlas_files.layout import CONFIG_NAME
+from atlas_files.facts.errors import AtlasError
+from atlas_files.facts.layout import CONFIG_NAME
+from atlas_files.storage import config as configmod
 
 ENVELOPE = 64 << 10
 BUDGET = 64 << 20  # request bodies held at once, over all HTTP requests

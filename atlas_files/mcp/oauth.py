@@ -48,11 +48,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
+from atlas_files.facts.text import escape_controls
 from atlas_files.mcp.cimd import ClientDocuments, is_document_url
 from atlas_files.mcp.notices import Notices
 from atlas_files.mcp.oauthstore import ACCESS_S, MAX_CLIENTS, Full, Issued, Refused, Store
-from atlas_files.text import escape_controls
 
 SCOPE = "atlas"
 MCP_PATH = "/mcp"

@@ -37,10 +37,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from atlas_files import timeutil
-from atlas_files.errors import BadInput, DamagedFile, NotFound
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput, DamagedFile, NotFound
+from atlas_files.facts.names import check_name
 from atlas_files.mcp.tokens import digest, locked, read_private, stat_key, write_private
-from atlas_files.names import check_name
 
 KIND = "atlas-mcp-oauth"
 REQUEST_S = 600  # a person has ten minutes to approve a connection

@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 
 from mcp_types import CallToolResult, ContentBlock, TextContent
 
-from atlas_files.errors import AtlasError, AtlasWarning, document
-from atlas_files.text import escape_breaks, field
+from atlas_files.facts.errors import AtlasError, AtlasWarning, document
+from atlas_files.facts.text import escape_breaks, field
 
 T = TypeVar("T")
 

@@ -31,10 +31,10 @@ from typing import Any, Protocol
 
 from mcp.server.auth.provider import AccessToken
 
-from atlas_files import timeutil
-from atlas_files.errors import BadInput, DamagedFile, NotFound
-from atlas_files.layout import CONFIG_NAME
-from atlas_files.names import check_name
+from atlas_files.facts import timeutil
+from atlas_files.facts.errors import BadInput, DamagedFile, NotFound
+from atlas_files.facts.layout import CONFIG_NAME
+from atlas_files.facts.names import check_name
 
 KIND = "atlas-mcp-tokens"
 PREFIX = "atlas_"

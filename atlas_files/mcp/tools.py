@@ -29,7 +29,7 @@ from atlas_files.api import search as search_api
 from atlas_files.api import status as status_api
 from atlas_files.api import tasks as tasks_api
 from atlas_files.api import telemetry as telemetry_api
-from atlas_files.errors import AtlasError
+from atlas_files.facts.errors import AtlasError
 from atlas_files.mcp import ritual
 from atlas_files.mcp.results import (
     bad_input,

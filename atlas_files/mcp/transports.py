@@ -19,7 +19,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 from atlas_files.mcp import limits
 from atlas_files.mcp.app import Served, build
 from atlas_files.mcp.cimd import ClientDocuments

@@ -16,14 +16,14 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from atlas_files.errors import BadInput, warn
+from atlas_files.facts.errors import BadInput, warn
 from atlas_files.search import index, results, store
 from atlas_files.search import query as querymod
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
     from atlas_files.search.query import Query
     from atlas_files.search.store import Store
+    from atlas_files.storage.record import Record
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 1000

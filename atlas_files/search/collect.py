@@ -18,14 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import entries, frontmatter, fsio, layout, timeutil
-from atlas_files.artifacts import topic_streams
-from atlas_files.documents import FRONT_MATTER_ALLOWANCE
-from atlas_files.errors import BadInput
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import BadInput
+from atlas_files.protocol.artifacts import topic_streams
+from atlas_files.storage import entries, frontmatter, fsio
+from atlas_files.storage.documents import FRONT_MATTER_ALLOWANCE
 
 if TYPE_CHECKING:
-    from atlas_files.documents import Stream
-    from atlas_files.record import Record
+    from atlas_files.storage.documents import Stream
+    from atlas_files.storage.record import Record
 
 # Kinds of results, and the kinds `--kind` accepts (correction covers retractions).
 KINDS = ("status", "artifact", "decision", "correction", "retraction", "task")

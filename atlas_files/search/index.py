@@ -33,12 +33,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import __version__, fsio, layout
-from atlas_files.errors import DamagedFile
+from atlas_files import __version__
+from atlas_files.facts import layout
+from atlas_files.facts.errors import DamagedFile
 from atlas_files.search import store as storemod
+from atlas_files.storage import fsio
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 CACHE_DIR = layout.CACHE  # ignored by the record's .gitignore, and by its own
 INDEX_NAME = "search.sqlite"

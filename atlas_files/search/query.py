@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 
 MAX_CHARS = 1000
 MAX_TERMS = 64

@@ -16,13 +16,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import frontmatter, fsio
 from atlas_files.search import collect, scan
 from atlas_files.search import query as querymod
 from atlas_files.search import store as storemod
+from atlas_files.storage import frontmatter, fsio
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 SNIPPET_WIDTH = 180
 SNIPPET_BEFORE = 60

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from atlas_files.search import collect
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 SETTLE_NS = collect.SETTLE_NS
 BATCH = 2000

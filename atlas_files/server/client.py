@@ -14,7 +14,7 @@ import _socket
 import os
 import sys
 
-from atlas_files import frames
+from atlas_files.facts import frames
 from atlas_files.server import wire
 
 # Not typing's: importing typing (and contextlib with it) is 3 ms of every served command.

@@ -29,8 +29,9 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from atlas_files import __version__, frames, timeutil
-from atlas_files.errors import BadInput
+from atlas_files import __version__
+from atlas_files.facts import frames, timeutil
+from atlas_files.facts.errors import BadInput
 from atlas_files.server import client, preload, spare, wire, worker
 
 IDLE = 900  # seconds with no command before a server exits

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
-from atlas_files import frames
+from atlas_files.facts import frames
 
 # How long a new spare waits before it copies the server's pages: long enough that a
 # command running beside it is not slowed down on a machine with few CPUs.

@@ -12,7 +12,7 @@ import stat
 import sys
 import zlib
 
-from atlas_files import privatepath
+from atlas_files.facts import privatepath
 
 # Not typing's (see client.py); type checkers read any TYPE_CHECKING name as true.
 TYPE_CHECKING = False

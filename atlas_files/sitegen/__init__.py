@@ -26,14 +26,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files.errors import AtlasError
+from atlas_files.facts.errors import AtlasError
 from atlas_files.sitegen import engines, files, mkdocs_engine, zensical_engine
 from atlas_files.sitegen.docs import DocsResult, Progress, write_docs
 from atlas_files.sitegen.engines import ENGINES
 from atlas_files.sitegen.files import default_out_dir
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 __all__ = [
     "ENGINES", "BuildResult", "DocsResult", "Progress", "build", "default_out_dir",

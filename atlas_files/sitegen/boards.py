@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import timeutil
+from atlas_files.facts import timeutil
 from atlas_files.sitegen import fragments as f
 from atlas_files.sitegen import urls
 from atlas_files.sitegen.pages import front_matter

@@ -26,16 +26,16 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from atlas_files import timeutil
-from atlas_files.leases import ADVISORY
+from atlas_files.facts import timeutil
+from atlas_files.protocol.leases import ADVISORY
+from atlas_files.protocol.tasks import ADVISORY as TASK_ADVISORY
 from atlas_files.sitegen import boards, listings, model, pages, topics, urls
 from atlas_files.sitegen.cache import CACHE_DIR, SiteCache, TopicCache
 from atlas_files.sitegen.files import Writer, prepare_out_dir
 from atlas_files.sitegen.sanitize import BodyRenderer
-from atlas_files.tasks import ADVISORY as TASK_ADVISORY
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 Progress = Callable[[str, int, int], None]
 

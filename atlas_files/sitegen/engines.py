@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from atlas_files.errors import AtlasError, BadInput
+from atlas_files.facts.errors import AtlasError, BadInput
 
 ENGINES = ("mkdocs", "zensical")
 DEFAULT = "mkdocs"

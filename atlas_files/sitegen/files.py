@@ -28,10 +28,10 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files.errors import BadInput
+from atlas_files.facts.errors import BadInput
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 MARKER = ".atlas-site"
 MARKER_TEXT = (

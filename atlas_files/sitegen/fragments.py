@@ -11,14 +11,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from atlas_files import timeutil
+from atlas_files.facts import timeutil
 from atlas_files.sitegen import urls
 from atlas_files.sitegen.sanitize import text
 
 if TYPE_CHECKING:
-    from atlas_files.corrections import Correction
-    from atlas_files.documents import Version
+    from atlas_files.protocol.corrections import Correction
     from atlas_files.sitegen.model import Marks
+    from atlas_files.storage.documents import Version
 
 
 def parse_time(value: str | None) -> datetime | None:

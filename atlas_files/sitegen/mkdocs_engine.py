@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from atlas_files.errors import AtlasError
+from atlas_files.facts.errors import AtlasError
 
 Progress = Callable[[str, int, int], None]
 _PAGE_LINES = ("Reading: ", "Building page ")

@@ -17,16 +17,16 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from atlas_files import artifacts, corrections, decisions, leases, tasks, telemetry
-from atlas_files.names import is_name
+from atlas_files.facts.names import is_name
+from atlas_files.protocol import artifacts, corrections, decisions, leases, tasks, telemetry
 from atlas_files.sitegen.reading import UNREADABLE, Withheld, describe, read_version
 from atlas_files.sitegen.urls import Known
 
 if TYPE_CHECKING:
-    from atlas_files.corrections import Correction
-    from atlas_files.decisions import Decision
-    from atlas_files.documents import Stream, Version
-    from atlas_files.record import Record
+    from atlas_files.protocol.corrections import Correction
+    from atlas_files.protocol.decisions import Decision
+    from atlas_files.storage.documents import Stream, Version
+    from atlas_files.storage.record import Record
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from atlas_files import timeutil
-from atlas_files.artifacts import unified_diff
+from atlas_files.facts import timeutil
+from atlas_files.protocol.artifacts import unified_diff
 from atlas_files.sitegen import fragments as f
 from atlas_files.sitegen import urls
 from atlas_files.sitegen.cache import SiteCache
@@ -24,9 +24,9 @@ from atlas_files.sitegen.reading import Withheld
 from atlas_files.sitegen.sanitize import heading, text, yaml_str
 
 if TYPE_CHECKING:
-    from atlas_files.documents import Version
     from atlas_files.sitegen.model import Marks, ProjectData, Snapshot
     from atlas_files.sitegen.sanitize import BodyRenderer, Resolver
+    from atlas_files.storage.documents import Version
 
 RECENT = 30
 

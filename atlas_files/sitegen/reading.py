@@ -14,12 +14,12 @@ import os
 import stat
 from typing import TYPE_CHECKING
 
-from atlas_files import fsio
-from atlas_files.documents import FRONT_MATTER_ALLOWANCE, Version, parse_version
-from atlas_files.errors import AtlasError, DamagedFile
+from atlas_files.facts.errors import AtlasError, DamagedFile
+from atlas_files.storage import fsio
+from atlas_files.storage.documents import FRONT_MATTER_ALLOWANCE, Version, parse_version
 
 if TYPE_CHECKING:
-    from atlas_files.documents import Stream
+    from atlas_files.storage.documents import Stream
 
 # What a damaged or hostile file can make a reader raise, besides AtlasError: bad text
 # (UnicodeError is a ValueError), numbers YAML or JSON read as infinite or huge, nesting

@@ -37,7 +37,7 @@ from markdown.extensions.tables import TableExtension
 from markdown.treeprocessors import Treeprocessor
 from markdown.util import AtomicString
 
-from atlas_files.renderlimit import RENDER_CPU_S, TooSlow, cpu_limit
+from atlas_files.facts.renderlimit import RENDER_CPU_S, TooSlow, cpu_limit
 
 # C0 controls (but tab and newline) and DEL are never valid in HTML text; STX/ETX would
 # also collide with Python-Markdown's placeholders.
@@ -127,7 +127,7 @@ class _PlainText(Treeprocessor):  # type: ignore[misc]  # markdown has no types
     """Marks each text of the parsed body in which no inline pattern can match as done
     (Python-Markdown's ``AtomicString``), so that its inline pass, about half of its time
     on ordinary prose, tries its sixteen patterns only where one may apply. The output is
-    the same (tests/test_site_sanitize.py renders with and without it)."""
+    the same (tests/sitegen/test_site_sanitize.py renders with and without it)."""
 
     def run(self, root: Any) -> None:
         for element in root.iter():

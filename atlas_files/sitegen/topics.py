@@ -19,15 +19,15 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from atlas_files import layout
-from atlas_files.documents import Version
+from atlas_files.facts import layout
 from atlas_files.sitegen import model, pages, urls
 from atlas_files.sitegen.cache import TopicCache, TopicMemo
 from atlas_files.sitegen.files import Writer
 from atlas_files.sitegen.reading import UNREADABLE, describe
+from atlas_files.storage.documents import Version
 
 if TYPE_CHECKING:
-    from atlas_files.record import Record
+    from atlas_files.storage.record import Record
 
 CHUNK = 25
 # What a memo is checked against besides its own topic: bump when a topic page's layout

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from atlas_files.names import ENTRY_ID_PATTERN, is_entry_id
+from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id
 
 HOME = "index.md"
 ARTIFACTS = "artifacts/index.md"

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from atlas_files.errors import AtlasError, BadInput
+from atlas_files.facts.errors import AtlasError, BadInput
 from atlas_files.sitegen.files import Writer, discard
 
 CONFIG = ".atlas-zensical.yml"

@@ -32,9 +32,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from atlas_files.config import SyncConfig
-from atlas_files.errors import AtlasError, warn
-from atlas_files.record import Record
+from atlas_files.facts.errors import AtlasError, warn
+from atlas_files.storage.config import SyncConfig
+from atlas_files.storage.record import Record
 
 __all__ = ["NOT_TRAVELLING", "refresh", "settings", "write"]
 

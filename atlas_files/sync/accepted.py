@@ -30,7 +30,9 @@ import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from atlas_files.config import (
+from atlas_files.facts.errors import AtlasError, BadInput, DamagedFile
+from atlas_files.facts.names import quote
+from atlas_files.storage.config import (
     CONFIG_NAME,
     SyncConfig,
     describe_sync,
@@ -39,10 +41,8 @@ from atlas_files.config import (
     sync_differences,
     sync_from_block,
 )
-from atlas_files.errors import AtlasError, BadInput, DamagedFile
-from atlas_files.names import quote
-from atlas_files.ownfiles import config_dir, read_accepted, refuse_unsafe, write_accepted
-from atlas_files.record import Record
+from atlas_files.storage.ownfiles import config_dir, read_accepted, refuse_unsafe, write_accepted
+from atlas_files.storage.record import Record
 
 ACCEPTED_NAME = "accepted-sync.json"
 WHAT = "sync acceptances file"

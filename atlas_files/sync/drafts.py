@@ -27,10 +27,11 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from atlas_files import frontmatter, fsio, layout, receipts, timeutil
-from atlas_files.errors import AtlasError, BadInput, LeaseHeld, VersionConflict
-from atlas_files.names import is_name
-from atlas_files.record import Record
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import AtlasError, BadInput, LeaseHeld, VersionConflict
+from atlas_files.facts.names import is_name
+from atlas_files.storage import frontmatter, fsio, receipts
+from atlas_files.storage.record import Record
 from atlas_files.sync.paths import Kind, draft_path, kind
 
 # How much of the winner's file is read to say who wrote it and when: its front matter

@@ -15,18 +15,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from atlas_files import layout
-from atlas_files.config import CONFIG_NAME, SyncConfig, from_mapping
-from atlas_files.errors import AtlasError, BadInput
-from atlas_files.frontmatter import YamlError, load_yaml
-from atlas_files.gitcmd import (
+from atlas_files.facts import layout
+from atlas_files.facts.errors import AtlasError, BadInput
+from atlas_files.storage.config import CONFIG_NAME, SyncConfig, from_mapping
+from atlas_files.storage.frontmatter import YamlError, load_yaml
+from atlas_files.storage.gitcmd import (
     NETWORK_TIMEOUT_S,
     Git,
     Started,
     check_version,
     failed,
 )
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 from atlas_files.sync import accepted, drafts, gitdir, incoming, repo
 from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused, UnsafeContent
 from atlas_files.sync.paths import kind, listing, read_only

@@ -6,8 +6,8 @@ race and is kept as a draft) and LeaseHeld (exit 4: a lease change lost the race
 
 from __future__ import annotations
 
-from atlas_files.errors import AtlasError
-from atlas_files.gitcmd import GitFailed
+from atlas_files.facts.errors import AtlasError
+from atlas_files.storage.gitcmd import GitFailed
 
 __all__ = ["Busy", "GitFailed", "NotPushed", "SyncRefused", "UnsafeContent"]
 

@@ -14,8 +14,8 @@ import json
 import os
 from pathlib import Path
 
-from atlas_files import fsio
-from atlas_files.gitcmd import Git
+from atlas_files.storage import fsio
+from atlas_files.storage.gitcmd import Git
 
 _LOOSE_SAMPLE = "17"
 # What git uses when gc.auto is not set.

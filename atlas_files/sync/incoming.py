@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from atlas_files import layout
-from atlas_files.gitcmd import Git
+from atlas_files.facts import layout
+from atlas_files.storage.gitcmd import Git
 from atlas_files.sync import repo
 from atlas_files.sync.errors import UnsafeContent
 from atlas_files.sync.paths import CONFIG_FILES, listing

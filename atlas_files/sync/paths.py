@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from atlas_files import fsio, guide, layout
-from atlas_files.names import ENTRY_ID_PATTERN, NAME_PATTERN
+from atlas_files.facts import guide, layout
+from atlas_files.facts.names import ENTRY_ID_PATTERN, NAME_PATTERN
+from atlas_files.storage import fsio
 
 _NAME = NAME_PATTERN.strip("^$")
 _VERSION = re.compile(

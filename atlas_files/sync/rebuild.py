@@ -12,7 +12,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from atlas_files.gitcmd import Git
+from atlas_files.storage.gitcmd import Git
 from atlas_files.sync import repo
 from atlas_files.sync.errors import SyncRefused
 from atlas_files.sync.paths import listing

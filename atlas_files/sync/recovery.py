@@ -12,9 +12,9 @@ stops the sync for a person to look at.
 
 from __future__ import annotations
 
-from atlas_files import fsio
-from atlas_files.gitcmd import Git
-from atlas_files.record import Record
+from atlas_files.storage import fsio
+from atlas_files.storage.gitcmd import Git
+from atlas_files.storage.record import Record
 from atlas_files.sync import drafts, repo
 from atlas_files.sync.errors import SyncRefused
 from atlas_files.sync.paths import kind, read_only

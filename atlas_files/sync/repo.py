@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from atlas_files import gitcmd
-from atlas_files.errors import BadInput
-from atlas_files.gitcmd import Git, NotARepository, split_z
+from atlas_files.facts.errors import BadInput
+from atlas_files.storage import gitcmd
+from atlas_files.storage.gitcmd import Git, NotARepository, split_z
 
 ZERO = "0" * 40
 # New untracked folders named on ls-files' command line, in bytes, at most.

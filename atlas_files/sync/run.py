@@ -10,11 +10,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from atlas_files import fsio, layout
-from atlas_files.config import SyncConfig, sync_block
-from atlas_files.errors import AtlasError, BadInput, warn
-from atlas_files.gitcmd import Git
-from atlas_files.record import Record
+from atlas_files.facts import layout
+from atlas_files.facts.errors import AtlasError, BadInput, warn
+from atlas_files.storage import fsio
+from atlas_files.storage.config import SyncConfig, sync_block
+from atlas_files.storage.gitcmd import Git
+from atlas_files.storage.record import Record
 from atlas_files.sync import accepted, drafts, repo
 from atlas_files.sync.engine import Engine
 from atlas_files.sync.errors import GitFailed, NotPushed, SyncRefused

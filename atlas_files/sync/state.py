@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from atlas_files import fsio, layout
-from atlas_files.record import Record
+from atlas_files.facts import layout
+from atlas_files.storage import fsio
+from atlas_files.storage.record import Record
 from atlas_files.sync.errors import Busy
 
 # git's own lock files that a killed git command leaves behind, relative to the git dir

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 from support.git import git, isolate_git
 from support.runner import Result, run_atlas
 

@@ -15,10 +15,12 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp_types import CallToolResult
 
-from atlas_files import artifacts, decisions, leases, status, timeutil, volclock
+from atlas_files.facts import timeutil
 from atlas_files.mcp.app import Served, build
-from atlas_files.record import Record
-from atlas_files.telemetry.rows import write_row
+from atlas_files.protocol import artifacts, decisions, leases, status
+from atlas_files.protocol.telemetry.rows import write_row
+from atlas_files.storage import volclock
+from atlas_files.storage.record import Record
 from support.runner import run_atlas
 
 T = TypeVar("T")

@@ -165,7 +165,7 @@ def _forget_per_process_caches() -> None:
     the same in every process and are kept.) Reuse within one process is tested on the
     library itself, e.g. test_corrections.py's test_marks_follow_new_entries_within_one_process.
     """
-    from atlas_files import corrections
+    from atlas_files.protocol import corrections
 
     corrections._CACHE.clear()
 

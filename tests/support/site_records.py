@@ -16,10 +16,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from atlas_files import artifacts, corrections, decisions, frontmatter, leases, status, timeutil
-from atlas_files.record import Record
-from atlas_files.telemetry import probe as probemod
-from atlas_files.telemetry.rows import write_row
+from atlas_files.facts import timeutil
+from atlas_files.protocol import artifacts, corrections, decisions, leases, status
+from atlas_files.protocol.telemetry import probe as probemod
+from atlas_files.protocol.telemetry.rows import write_row
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 GPU: dict[str, object] = {"uuid": None, "utilization_gpu_pct": 40, "processes": []}
 

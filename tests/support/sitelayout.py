@@ -1,6 +1,6 @@
 """What a person notices on a page of the site at a given width, measured in a real browser
 (no tests here): a table wider than the page, an id or name broken over lines, a count on
-the front page that is not a link. Shared by tests/test_site_layout.py and the script that
+the front page that is not a link. Shared by tests/outside/test_site_layout.py and the script that
 makes the screenshots of docs/site.md (bench/site_screenshots.py)."""
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 KILLED_WRITER = r"""
 import sys
-from atlas_files.record import Record
-from atlas_files import artifacts
-from atlas_files.errors import VersionConflict
+from atlas_files.storage.record import Record
+from atlas_files.protocol import artifacts
+from atlas_files.facts.errors import VersionConflict
 root, who = sys.argv[1], sys.argv[2]
 record = Record(root)
 n = 0

@@ -14,8 +14,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from atlas_files.errors import BadInput
-from atlas_files.record import Record
+from atlas_files.facts.errors import BadInput
+from atlas_files.storage.record import Record
 
 Say = Callable[[str], None]
 

@@ -6,9 +6,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from atlas_files import artifacts, frontmatter, timeutil
 from atlas_files.check import check_record
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.protocol import artifacts
+from atlas_files.storage import frontmatter
+from atlas_files.storage.record import Record
 
 TOPIC = "runbook"
 

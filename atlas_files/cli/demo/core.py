@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from atlas_files import artifacts, status
-from atlas_files import feed as feedmod
 from atlas_files.cli.demo import atlas_cli
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, status
+from atlas_files.protocol import feed as feedmod
+from atlas_files.storage.record import Record
 
 
 def scene(record: Record, say: Callable[[str], None]) -> None:

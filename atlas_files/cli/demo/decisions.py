@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from atlas_files import artifacts, corrections, decisions, status
 from atlas_files.cli import demo
-from atlas_files.record import Record
+from atlas_files.protocol import artifacts, corrections, decisions, status
+from atlas_files.storage.record import Record
 
 
 def _latest_ref(record: Record, name: str, project: str) -> list[str]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 
-from atlas_files import leases, timeutil
 from atlas_files.cli import demo
-from atlas_files.record import Record
+from atlas_files.facts import timeutil
+from atlas_files.protocol import leases
+from atlas_files.storage.record import Record
 
 GPU = "gpubox.gpu0"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from atlas_files import sitegen
-from atlas_files.record import Record
+from atlas_files.storage.record import Record
 
 
 def scene(record: Record, say: Callable[[str], None]) -> None:

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from atlas_files import tasks
 from atlas_files.cli import demo
-from atlas_files.record import Record
+from atlas_files.protocol import tasks
+from atlas_files.storage.record import Record
 
 
 def _next_at_once(record: Record, who: tuple[str, ...]) -> dict[str, dict[str, str]]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from atlas_files import telemetry
-from atlas_files.config import Machine
-from atlas_files.record import Record
-from atlas_files.telemetry import nvml, probe
-from atlas_files.telemetry.trust import Trust
+from atlas_files.protocol import telemetry
+from atlas_files.protocol.telemetry import nvml, probe
+from atlas_files.protocol.telemetry.trust import Trust
+from atlas_files.storage.config import Machine
+from atlas_files.storage.record import Record
 
 # `.invalid` never resolves (RFC 2606), so this probe fails the same way everywhere.
 UNREACHABLE_PROBE = ("ssh -o BatchMode=yes -o ConnectTimeout=3 gpubox.invalid "

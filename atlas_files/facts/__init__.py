@@ -1,0 +1,1 @@
+"""Facts: names, limits and rules that need nothing but the standard library."""

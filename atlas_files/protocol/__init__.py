@@ -1,0 +1,1 @@
+"""The protocol: one module or package per rule of the record."""

@@ -1,0 +1,692 @@
+"""Work items: tasks whose claims are leases, so two sessions never do the same work twice.
+
+A task is an append-only entry (entries.py) in ``projects/<project>/tasks/``: title, why,
+author, when, the tasks it waits for (``after``) and the repository paths it touches
+(``paths``). What happens to it (done, dropped) is another entry beside it; nothing is
+ever edited, so clones and branches merge without conflict. Its id is its creation time
+and 30 random bits in base32 (layout.TASK_ID): no counter is shared, and any unique prefix
+names it.
+
+A claim is a lease on the resource ``task.<id>`` (leases/): one compare-and-set, expiry
+at read time, the record's cap, a generation that fences; a task with paths leases those
+paths with it, so the edit guard and the commit guard protect them. Finishing a task takes
+its lease for a moment too, so a claim and a finish of one task are ordered by the same
+compare-and-set.
+
+The state is computed by one function, ``state_of``, wherever a task is shown: done or
+dropped (an entry), claimed (an unexpired claim), blocked (a task it waits for is not
+done), else ready. Like a lease, a claim is advisory: a worker that never looks at the
+queue is not stopped by it.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import os
+import time
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from atlas_files import __version__
+from atlas_files.facts import layout, timeutil
+from atlas_files.facts.errors import BadInput, DamagedFile, LeaseHeld, NotFound, VersionConflict
+from atlas_files.facts.text import clean_text
+from atlas_files.protocol import corrections, leases
+from atlas_files.protocol.leases import store
+from atlas_files.protocol.leases.paths import check_globs
+from atlas_files.protocol.leases.view import Lease, damaged_lease
+from atlas_files.protocol.leases.view import state_of as lease_state
+from atlas_files.storage import entries, fsio, usercache
+from atlas_files.storage.record import require_identity
+
+if TYPE_CHECKING:
+    from atlas_files.storage.record import Record
+
+MAX_TITLE = 200
+MAX_WHY = 4000
+MAX_AFTER = 50
+STATES = ("ready", "claimed", "blocked", "done", "dropped")
+ENDINGS = {"done": "task-done", "dropped": "task-dropped"}
+# How long a finish holds the task's lease: only while its entry is written.
+_FINISH_S = 60.0
+_ID_CHARS = frozenset(layout.TASK_ID_ALPHABET)
+ADVISORY = (
+    "A claim is a lease: it stops a second claim, not a worker who never looks at the "
+    "queue. It expires by itself unless renewed (claim it again), so a claimer that "
+    "vanished frees the task by doing nothing."
+)
+
+
+# -- ids ------------------------------------------------------------------------------------
+
+
+def _base32(number: int, width: int) -> str:
+    out = []
+    for _ in range(width):
+        number, digit = divmod(number, 32)
+        out.append(layout.TASK_ID_ALPHABET[digit])
+    return "".join(reversed(out))
+
+
+def new_id(at: datetime) -> str:
+    """Ten characters of milliseconds since 1970 (layout.task_id_millis reads them back),
+    then six of randomness."""
+    millis = int(at.timestamp() * 1000)
+    return _base32(millis, 10) + _base32(int.from_bytes(os.urandom(4), "big") >> 2, 6)
+
+
+def lease_resource(task_id: str) -> str:
+    return layout.TASK_LEASE_PREFIX + task_id
+
+
+def folder(record: Record, project: str) -> Path:
+    return record.path(layout.PROJECTS, project, layout.TASKS)
+
+
+# -- what is on disk ------------------------------------------------------------------------
+
+
+class Task(NamedTuple):
+    id: str
+    project: str
+    title: str
+    why: str | None
+    author: str
+    created_at: str
+    after: tuple[str, ...]
+    paths: tuple[str, ...]
+    path: str
+    digest_ok: bool | None = True
+
+
+class Ending(NamedTuple):
+    """A done or dropped entry of a task."""
+
+    id: str
+    task: str
+    action: str  # done | dropped
+    why: str | None
+    author: str
+    at: str
+    link: str | None
+    path: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "task": self.task, "action": self.action, "why": self.why,
+                "author": self.author, "at": self.at, "link": self.link}
+
+
+class Blocker(NamedTuple):
+    id: str
+    title: str | None
+    state: str  # the blocker's own state, or "unknown"
+    why: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "state": self.state, "why": self.why}
+
+
+class TaskState(NamedTuple):
+    """A task as read at one moment: ``state`` is computed by ``state_of``, never stored."""
+
+    task: Task
+    state: str
+    holder: str | None = None
+    expires_at: str | None = None
+    expires_in_s: float | None = None
+    generation: int = 0
+    blocked_by: tuple[Blocker, ...] = ()
+    ended: Ending | None = None
+
+    @property
+    def id(self) -> str:
+        return self.task.id
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.task
+        return {
+            "id": t.id, "title": t.title, "why": t.why, "state": self.state,
+            "holder": self.holder, "expires_at": self.expires_at,
+            "expires_in_s": self.expires_in_s, "generation": self.generation,
+            "after": list(t.after), "blocked_by": [b.to_json() for b in self.blocked_by],
+            "paths": list(t.paths), "author": t.author, "created_at": t.created_at,
+            "project": t.project,
+            "ended": self.ended.to_json() if self.ended else None,
+        }
+
+
+class Unreadable(NamedTuple):
+    path: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "message": self.message}
+
+
+def _strs(value: Any) -> tuple[str, ...]:
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+
+
+def _opt(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class _Read(NamedTuple):
+    """An entry as the reader has it: from its file, or from this user's cache."""
+
+    id: str
+    kind: str
+    meta: dict[str, Any]
+    path: str
+    digest_ok: bool | None
+
+    @classmethod
+    def of(cls, entry: entries.Entry) -> _Read:
+        return cls(entry.id, entry.kind, entry.meta, str(entry.path), entry.digest_ok)
+
+
+def _task(entry: _Read, project: str) -> Task:
+    m = entry.meta
+    if not isinstance(m.get("title"), str) or not isinstance(m.get("author"), str):
+        raise DamagedFile(f"{entry.path}: a task names its title and author")
+    return Task(entry.id, project, m["title"], _opt(m.get("why")), m["author"],
+                str(m.get("at", "")), _strs(m.get("after")), _strs(m.get("paths")),
+                entry.path, entry.digest_ok)
+
+
+def _ending(entry: _Read, task_id: str, action: str) -> Ending:
+    m = entry.meta
+    if m.get("task") != task_id or entry.kind != ENDINGS[action]:
+        raise DamagedFile(f"{entry.path}: it does not say it is the {action} entry of task "
+                          f"{task_id}")
+    return Ending(entry.id, task_id, action, _opt(m.get("why")), str(m.get("author", "")),
+                  str(m.get("at", "")), _opt(m.get("link")), entry.path)
+
+
+class Board(NamedTuple):
+    """A project's tasks as read from its folder, oldest first, with their endings (the
+    first one by time counts) and the files that could not be read. A board read
+    without ``full`` leaves out the tasks that ended (and reads no ending but those of
+    the tasks an open one waits for)."""
+
+    project: str
+    tasks: dict[str, Task]
+    endings: dict[str, Ending]
+    unreadable: tuple[Unreadable, ...]
+
+
+def read_board(record: Record, project: str, *, full: bool = True) -> Board:
+    """The tasks of ``project``; a damaged file is listed as unreadable, never fatal.
+    ``full``: every task and ending; else only what an open task's state needs."""
+    where = folder(record, project)
+    try:
+        names = sorted(os.listdir(where))
+    except FileNotFoundError:
+        names = []
+    except NotADirectoryError:
+        return Board(project, {}, {}, (Unreadable(str(where),
+                                                  entries.not_a_folder(where).message),))
+    task_files: dict[str, str] = {}
+    ending_files: dict[str, list[tuple[str, str]]] = {}
+    match = layout.TASK_FILE.fullmatch
+    for name in names:
+        m = match(name)
+        if m is None:
+            continue
+        task_id, action, _ = m.groups()
+        if action:
+            ending_files.setdefault(task_id, []).append((action, name))
+        else:
+            task_files[task_id] = name
+    bad: list[Unreadable] = []
+    # A task ended when an ending's file is there: its name says which (the first by
+    # time counts), so every reader agrees on the state without opening it. Its details
+    # (who, when, why) are read for a full board, and for the tasks an open one waits for.
+    endings = {task_id: Ending(found[0][1][:-3], task_id, found[0][0], None, "", "", None,
+                               "") for task_id, found in ending_files.items()}
+    # Open tasks and ended ones are cached apart: a board of open tasks reads only theirs.
+    open_read = _EntryReader(where, "open")
+    tasks = _read_tasks(open_read, project, task_files,
+                        [i for i in task_files if i not in endings], bad)
+    open_read.save({task_files[i] for i in tasks})
+    detailed: Iterable[str] = endings
+    waited = [i for i in task_files if i in endings]
+    if not full:
+        detailed = {d for t in tasks.values() for d in t.after if d in endings}
+        waited = [d for d in detailed if d in task_files]
+    if waited:
+        ended_read = _EntryReader(where, "ended")
+        tasks.update(_read_tasks(ended_read, project, task_files, waited, bad))
+        tasks = dict(sorted(tasks.items()))
+        ended_read.save(None if not full else {task_files[i] for i in waited})
+    if detailed:
+        details = _EntryReader(where, "endings")
+        for task_id in detailed:
+            action, name = ending_files[task_id][0]
+            try:
+                endings[task_id] = _ending(details(name), task_id, action)
+            except (DamagedFile, OSError) as exc:
+                bad.append(Unreadable(os.path.join(details.base, name), str(exc)))
+        details.save(None if not full else {ending_files[i][0][1] for i in endings})
+    return Board(project, tasks, endings, tuple(bad))
+
+
+def _read_tasks(read: _EntryReader, project: str, files: dict[str, str],
+                ids: Iterable[str], bad: list[Unreadable]) -> dict[str, Task]:
+    out = {}
+    for task_id in ids:
+        try:
+            entry = read(files[task_id])
+            if entry.kind != "task":
+                raise DamagedFile(f"{entry.path}: it is a {entry.kind} entry, not a task")
+            out[task_id] = _task(entry, project)
+        except (DamagedFile, OSError) as exc:
+            bad.append(Unreadable(os.path.join(read.base, files[task_id]), str(exc)))
+    return out
+
+
+class _EntryReader:
+    """Reads the entries of one tasks folder through this user's cache (usercache): an
+    entry whose file has the inode, size and change time the cache noted is taken as
+    read. Entries are never written in place, and an edit by hand changes the
+    modification time (and mostly the size), so it is read again; a file that changed
+    less than RACY_S before is read every time, as a coarse clock could give a second
+    change the same time. The cache only ever saves time."""
+
+    RACY_S = 120.0
+
+    def __init__(self, where: Path, kind: str) -> None:
+        self.where = where
+        self.base = str(where)
+        self.real = os.path.realpath(where)
+        self.cache_dir = usercache.folder("tasks")
+        tag = binascii.crc32(self.real.encode("utf-8", "surrogateescape"))
+        self.index = os.path.join(self.cache_dir, f"{tag:08x}.{kind}.json") \
+            if self.cache_dir else None
+        self.cached = self._load()
+        self.kept: dict[str, list[Any]] = {}
+        self.changed = False
+        self.racy_ns = time.time_ns() - self.RACY_S * 1e9
+
+    def _load(self) -> dict[str, list[Any]]:
+        if self.index is None or not usercache.private(self.cache_dir or ""):
+            return {}
+        try:
+            with open(self.index, encoding="utf-8") as fh:
+                raw = json.load(fh)
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(raw, dict) or raw.get("atlas") != __version__ \
+                or raw.get("folder") != self.real or not isinstance(raw.get("entries"), dict):
+            return {}
+        found: dict[str, list[Any]] = raw["entries"]
+        return found
+
+    def __call__(self, name: str) -> _Read:
+        path = f"{self.base}{os.sep}{name}"
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise fsio.damage(Path(path), exc, "entry") from None
+        row = self.cached.get(name)
+        # The common case, an entry read before, is one stat and three compares.
+        if row is not None and row[0] == st.st_ino and row[1] == st.st_size \
+                and row[2] == st.st_mtime_ns and len(row) == 6 and isinstance(row[4], dict):
+            return _Read(str(row[3]), str(row[4].get("kind")), row[4], path, row[5])
+        stamp = [st.st_ino, st.st_size, st.st_mtime_ns]
+        entry = entries.read_entry(Path(path))
+        if entry.id != name[:-3]:
+            raise DamagedFile(f"{path}: it holds the entry {entry.id}, not {name[:-3]}")
+        if st.st_mtime_ns < self.racy_ns and not entry.body:
+            meta = {k: v for k, v in entry.meta.items() if k != "digest"}
+            self.kept[name] = [*stamp, entry.id, meta, entry.digest_ok]
+            self.changed = True
+        return _Read.of(entry)
+
+    def save(self, names: set[str] | None) -> None:
+        """Note what was read. ``names``: the files of this kind in the folder now (rows
+        of any other are dropped); None keeps every row (a partial read)."""
+        if not self.changed and (names is None or self.cached.keys() <= names):
+            return  # the common case: nothing new read, no row to drop (one set compare)
+        rows = {**self.cached, **self.kept}
+        if names is not None:
+            rows = {k: v for k, v in rows.items() if k in names}
+        if self.index and self.cache_dir and (self.changed or len(rows) != len(self.cached)):
+            usercache.write_json(self.cache_dir, self.index,
+                                 {"atlas": __version__, "folder": self.real, "entries": rows})
+
+
+def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease]:
+    """The lease of each task among ``ids`` that was ever claimed (one listing of leases/
+    tells which were); a damaged lease reads as ``damaged``."""
+    try:
+        have = set(os.listdir(record.leases_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    out = {}
+    config = record.config
+    for task_id in ids:
+        resource = lease_resource(task_id)
+        if resource not in have:
+            continue
+        where = record.leases_dir / resource
+        try:
+            gen = store.newest(where, resource)
+        except DamagedFile as exc:
+            out[task_id] = damaged_lease(resource, 0, exc.message, at)
+            continue
+        out[task_id] = lease_state(resource, gen, at, config.clock_tolerance_s,
+                                   cap_s=config.lease_cap_s)
+    return out
+
+
+# -- the state: one function ----------------------------------------------------------------
+
+
+def state_of(task: Task, ending: Ending | None, claim: Lease | None,
+             dependencies: dict[str, tuple[Task | None, Ending | None]]) -> TaskState:
+    """Done or dropped (an entry), claimed (an unexpired claim), blocked (a task in
+    ``after`` not done), else ready. ``dependencies``: each ``after`` id's task (None when
+    it cannot be found) and ending."""
+    if ending is not None:
+        return TaskState(task, ending.action, ended=ending,
+                         generation=claim.generation if claim else 0)
+    if claim is not None and claim.held:
+        return TaskState(task, "claimed", claim.holder, claim.expires_at, claim.expires_in_s,
+                         claim.generation)
+    if claim is not None and claim.damaged:
+        # Nobody can say who holds it: never offered as ready (`atlas lease break
+        # task.<id>` takes it over, and `atlas check` names the damage).
+        return TaskState(task, "claimed", generation=claim.generation)
+    blockers = []
+    for dep_id in task.after:
+        dep, dep_end = dependencies.get(dep_id, (None, None))
+        if dep_end is not None and dep_end.action == "done":
+            continue
+        if dep is None:
+            blockers.append(Blocker(dep_id, None, "unknown",
+                                    "no such task here (not synced yet, or unreadable)"))
+        elif dep_end is not None:
+            blockers.append(Blocker(dep_id, dep.title, "dropped",
+                                    f"dropped by {dep_end.author} at {dep_end.at}: "
+                                    f"{dep_end.why or 'no why given'}; it will never be done"))
+        else:
+            blockers.append(Blocker(dep_id, dep.title, "open", "not done yet"))
+    generation = claim.generation if claim else 0
+    if blockers:
+        return TaskState(task, "blocked", generation=generation, blocked_by=tuple(blockers))
+    return TaskState(task, "ready", generation=generation)
+
+
+def states(record: Record, board: Board, ids: Iterable[str] | None = None) -> list[TaskState]:
+    """The state of each task of ``board`` (or of ``ids``), oldest first."""
+    chosen = list(board.tasks) if ids is None else list(ids)
+    at = timeutil.now()
+    open_ids = [i for i in chosen if i not in board.endings]
+    claims = _claims(record, open_ids, at)
+    deps = {d: (board.tasks.get(d), board.endings.get(d))
+            for i in chosen for d in board.tasks[i].after}
+    return [state_of(board.tasks[i], board.endings.get(i), claims.get(i), deps) for i in chosen]
+
+
+def one_state(record: Record, board: Board, task_id: str) -> TaskState:
+    return states(record, board, [task_id])[0]
+
+
+# -- naming a task --------------------------------------------------------------------------
+
+
+def check_prefix(text: str | None, what: str = "task id") -> str:
+    value = (text or "").strip().lower()
+    if not value or len(value) > layout.TASK_ID_LENGTH or not set(value) <= _ID_CHARS:
+        shown = repr(text[:40]) if text else "nothing"
+        raise BadInput(f"{shown} is not a {what}: ids are up to {layout.TASK_ID_LENGTH} "
+                       "characters of 0-9 and a-z (no i, l, o, u)",
+                       hint="`atlas task ls --all` lists every task with its id")
+    return value
+
+
+def resolve(board: Board, text: str | None, what: str = "task id") -> str:
+    """The one task whose id starts with ``text``; NotFound or an ambiguity (both exit 2)
+    name what to type instead."""
+    prefix = check_prefix(text, what)
+    found = [i for i in board.tasks if i.startswith(prefix)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NotFound(f"no task of project {board.project} has an id starting with "
+                       f"{prefix!r}", hint="`atlas task ls --all` lists every task")
+    shown = ", ".join(f"{i} ({board.tasks[i].title[:40]})" for i in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    raise BadInput(f"{prefix!r} names {len(found)} tasks: {shown}{more}",
+                   hint="type more of the id")
+
+
+# -- writes ---------------------------------------------------------------------------------
+
+
+def add(record: Record, project: str, *, title: str, author: str | None,
+        why: str | None = None, after: Sequence[str] = (),
+        paths: Sequence[str] = ()) -> TaskState:
+    """Write a new task; every input is checked before anything is written."""
+    author = require_identity(author)
+    fields: dict[str, Any] = {
+        "author": author, "project": project,
+        "title": clean_text(title, "the title", one_line=True, limit=MAX_TITLE,
+                            elsewhere="--why"),
+        "why": clean_text(why, "the why (--why)", one_line=False, limit=MAX_WHY)
+        if why is not None else None,
+    }
+    if len(after) > MAX_AFTER:
+        raise BadInput(f"{len(after)} --after ids: a task waits for at most {MAX_AFTER}")
+    board = read_board(record, project) if after else None
+    waits = []
+    for text in after:
+        assert board is not None
+        dep = resolve(board, text, "task id (--after)")
+        if dep not in waits:
+            waits.append(dep)
+    fields["after"] = waits or None
+    fields["paths"] = list(check_globs(paths, "the path glob (--paths)")) or None
+    entry = entries.publish(folder(record, project), "task", fields, within=record.opened,
+                            make_id=new_id)
+    task = _task(_Read.of(entry), project)
+    deps = {d: (board.tasks.get(d), board.endings.get(d)) for d in waits} if board else {}
+    return state_of(task, None, None, deps)
+
+
+def _stop(st: TaskState) -> VersionConflict:
+    end = st.ended
+    assert end is not None
+    return VersionConflict(
+        f"task {st.id} ({st.task.title}) was {end.action} by {end.author} at {end.at}"
+        + (f": {end.why}" if end.why else ""),
+        hint="nothing was changed; `atlas task next` takes another ready task")
+
+
+def _held(st: TaskState) -> LeaseHeld:
+    left = timeutil.format_duration(st.expires_in_s or 0)
+    return LeaseHeld(
+        f"task {st.id} ({st.task.title}) is claimed by {st.holder} for {left} more (until "
+        f"{st.expires_at})",
+        hint="take another with `atlas task next`; the claim frees itself when it expires")
+
+
+def _blocked(st: TaskState) -> BadInput:
+    said = "; ".join(f"{b.id} ({b.title or '?'}): {b.why}" for b in st.blocked_by)
+    return BadInput(f"task {st.id} ({st.task.title}) is blocked: it waits for {said}",
+                    hint="nothing was claimed; `atlas task next` takes a ready task")
+
+
+def _ended_since(record: Record, project: str, task_id: str) -> Ending | None:
+    """An ending of ``task_id`` written since the board was read (one listing)."""
+    where = folder(record, project)
+    try:
+        names = sorted(n for n in os.listdir(where) if n.startswith(task_id + "."))
+    except OSError:
+        return None
+    for name in names:
+        m = layout.TASK_FILE.fullmatch(name)
+        if m and m.group(2):
+            try:
+                return _ending(_Read.of(entries.read_entry(where / name)), task_id,
+                               m.group(2))
+            except (DamagedFile, OSError):
+                continue
+    return None
+
+
+def _take(record: Record, board: Board, st: TaskState, holder: str, duration_s: float,
+          given: str | None, doing: str = "task") -> TaskState:
+    """Claim the task's lease (the compare-and-set), then look again for an ending written
+    meanwhile: a finish holds the lease while it writes, so one that came first shows."""
+    task = st.task
+    try:
+        lease = leases.claim(record, lease_resource(task.id), holder=holder,
+                             duration_s=duration_s, why=f"{doing}: {task.title}"[:leases.MAX_WHY],
+                             paths=task.paths,
+                             given=given)
+    except LeaseHeld:
+        now = one_state(record, board, task.id)
+        if now.state == "claimed":
+            raise _held(now) from None
+        raise
+    ending = _ended_since(record, board.project, task.id)
+    if ending is not None:
+        _let_go(record, task.id, holder)
+        raise _stop(TaskState(task, ending.action, ended=ending))
+    return TaskState(task, "claimed", lease.holder, lease.expires_at, lease.expires_in_s,
+                     lease.generation)
+
+
+def _let_go(record: Record, task_id: str, holder: str) -> None:
+    try:
+        leases.release(record, lease_resource(task_id), holder=holder)
+    except (BadInput, LeaseHeld):
+        pass  # it expired, or someone took it over meanwhile: nothing of ours to give back
+
+
+def claim(record: Record, project: str, task_ref: str, *, holder: str | None,
+          duration_s: float, given: str | None = None) -> TaskState:
+    """Claim a task for ``duration_s`` (or renew your claim): 3 if it is done or dropped,
+    4 if another holds it, 2 if it is blocked."""
+    holder = require_identity(holder)
+    leases.check_duration(record, duration_s, given)
+    board = read_board(record, project)
+    st = one_state(record, board, resolve(board, task_ref))
+    if st.state in ("done", "dropped"):
+        raise _stop(st)
+    if st.state == "claimed" and st.holder != holder:
+        raise _held(st)
+    if st.state == "blocked":
+        raise _blocked(st)
+    return _take(record, board, st, holder, duration_s, given)
+
+
+def next_task(record: Record, project: str, *, holder: str | None, duration_s: float,
+              given: str | None = None) -> TaskState | None:
+    """Claim the oldest ready task; on a lost race, the next one. None if none is ready."""
+    holder = require_identity(holder)
+    leases.check_duration(record, duration_s, given)
+    board = read_board(record, project, full=False)
+    for st in states(record, board):
+        if st.state != "ready":
+            continue
+        try:
+            return _take(record, board, st, holder, duration_s, given)
+        except (LeaseHeld, VersionConflict):
+            continue
+    return None
+
+
+def _finish(record: Record, board: Board, task_id: str, holder: str,
+            verb: str) -> tuple[TaskState, bool]:
+    """Check that ``holder`` may finish or release the task; (its state, whether the
+    holder has a claim on it now)."""
+    st = one_state(record, board, task_id)
+    if st.state in ("done", "dropped"):
+        raise _stop(st)
+    if st.state == "claimed" and st.holder != holder:
+        raise _held(st)
+    return st, st.state == "claimed"
+
+
+def end(record: Record, project: str, task_ref: str, action: str, *, author: str | None,
+        why: str | None = None, link: str | None = None) -> TaskState:
+    """Mark a task done or dropped. Its holder may, and so may anyone while it is
+    unclaimed: the finisher takes the task's lease while it writes (4 if another holds
+    it), so a claim racing the finish either comes first or sees the ending."""
+    author = require_identity(author)
+    if action not in ENDINGS:
+        raise BadInput(f"a task ends as done or dropped, not {action!r}")
+    fields: dict[str, Any] = {
+        "author": author, "project": project,
+        "why": clean_text(why, "the why (--why)", one_line=False, limit=MAX_WHY)
+        if why is not None or action == "dropped" else None,
+    }
+    board = read_board(record, project)
+    task_id = resolve(board, task_ref)
+    fields["task"] = task_id
+    fields["link"] = corrections.resolve_refs(record, project, [link], "--link")[0] \
+        if link else None
+    st, mine = _finish(record, board, task_id, author, action)
+    if not mine:
+        _take(record, board, st, author, min(_FINISH_S, record.config.lease_cap_s), None,
+              f"marking it {action}")
+    entry = entries.publish(
+        folder(record, project), ENDINGS[action], fields, within=record.opened,
+        make_id=lambda at: f"{task_id}.{action}.{new_id(at)}")
+    ending = Ending(entry.id, task_id, action, fields["why"], author,
+                    str(entry.meta.get("at")), fields["link"], str(entry.path))
+    _let_go(record, task_id, author)
+    return TaskState(st.task, action, generation=st.generation, ended=ending)
+
+
+def release(record: Record, project: str, task_ref: str, *, holder: str | None) -> TaskState:
+    """Give a claimed task back, ready for the next taker; on an unclaimed task nothing
+    changes."""
+    holder = require_identity(holder)
+    board = read_board(record, project)
+    task_id = resolve(board, task_ref)
+    _st, mine = _finish(record, board, task_id, holder, "release")
+    if mine:
+        _let_go(record, task_id, holder)
+    return one_state(record, board, task_id)
+
+
+# -- history --------------------------------------------------------------------------------
+
+
+def history(record: Record, board: Board, task_id: str) -> list[dict[str, Any]]:
+    """Each claim, renewal, release and expiry of the task's lease, and each entry, by time."""
+    st = one_state(record, board, task_id)
+    task = st.task
+    rows: list[dict[str, Any]] = [{"at": task.created_at, "action": "added", "who": task.author,
+                                   "why": task.why}]
+    resource = lease_resource(task_id)
+    if os.path.isdir(record.leases_dir / resource):
+        _lease, gens = leases.show(record, resource)
+        for gen in gens:
+            rows.append({"at": gen.written_at, "action": gen.action, "who": gen.written_by,
+                         "holder": gen.holder, "generation": gen.generation,
+                         "expires_at": gen.expires_at})
+            if (gen.ended or "").startswith("expired at") and gen.expires_at:
+                rows.append({"at": gen.expires_at, "action": "expired", "who": gen.holder,
+                             "generation": gen.generation})
+    where = folder(record, board.project)
+    for name in sorted(os.listdir(where)):
+        m = layout.TASK_FILE.fullmatch(name)
+        if m and m.group(1) == task_id and m.group(2):
+            try:
+                e = _ending(_Read.of(entries.read_entry(where / name)), task_id, m.group(2))
+            except (DamagedFile, OSError):
+                continue
+            rows.append({"at": e.at, "action": e.action, "who": e.author, "why": e.why,
+                         "link": e.link, "id": e.id})
+    rows.sort(key=lambda r: timeutil.parse_time(r["at"]) if r["at"] else timeutil.now())
+    return rows

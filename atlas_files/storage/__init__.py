@@ -1,0 +1,1 @@
+"""Storage: the record's files (and git's) read and written safely."""
