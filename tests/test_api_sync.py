@@ -70,6 +70,8 @@ WRITES: dict[str, Call] = {
 }
 # Functions that neither fetch nor push, and why.
 LOCAL = {
+    "worker.reads": "the decorator that makes a read refresh first",
+    "worker.writes": "the decorator that makes a write sync after",
     "core.init": "makes a record; there is no remote yet",
     "core.check_write": "refuses a write before its body is read; the write itself syncs",
     "status.check_status_write": "the same, for the status",

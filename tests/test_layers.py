@@ -157,3 +157,15 @@ def test_every_top_level_package_is_a_layer_s_folder() -> None:
     folders = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
     assert [f for f in folders if f not in named] == []
 
+
+def test_package_faces_only_hand_names_on() -> None:
+    """A package's __init__.py holds no function or class and at most 40 lines, so a leaf
+    of the package imports without running the package's logic."""
+    heavy = []
+    for face in sorted(PACKAGE.rglob("__init__.py")):
+        text = face.read_text(encoding="utf-8")
+        defs = [n for n in ast.parse(text).body
+                if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)]
+        if defs or len(text.splitlines()) > 40:
+            heavy.append(str(face.relative_to(PACKAGE)))
+    assert heavy == []
