@@ -16,7 +16,7 @@ from support.sessions import STATUS, author, bash, claude_env, claude_session, v
 
 from atlas_files.storage.record import Record
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 # Claude Code names a plugin's MCP tools mcp__plugin_<plugin>_<server>__<tool>.
 PUT = "mcp__plugin_atlas_atlas__put"
 PLUGIN = REPO / "plugin"

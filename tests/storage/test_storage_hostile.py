@@ -412,7 +412,7 @@ def test_the_readme_example_decision_passes_check(tmp_path: Path) -> None:
 
 
 def test_the_quick_start_says_to_make_a_virtual_environment_first() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     quick = readme.split("## Quick start", 1)[1]
     venv = quick.index("python3 -m venv .venv && . .venv/bin/activate")
     assert venv < quick.index("pip install . && atlas demo")

@@ -11,7 +11,7 @@ import click
 from atlas_files.cli import helpdoc
 from atlas_files.cli.app import cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_command_reference_matches_help() -> None:

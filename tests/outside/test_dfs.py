@@ -74,14 +74,14 @@ def atlas(*args: str, record: Path, identity: str | None = None, input: str | No
     if identity:
         argv += ["--as", identity]
     return subprocess.run([*argv, *args], input=input, capture_output=True, text=True,
-                          env=child_env(), timeout=timeout, cwd=Path(__file__).parent,
+                          env=child_env(), timeout=timeout, cwd=Path(__file__).parents[1],
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
 def spawn(script: str, *args: object) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", script, *map(str, args)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=child_env(), cwd=Path(__file__).parent)
+                            env=child_env(), cwd=Path(__file__).parents[1])
 
 
 def finish(procs: list[subprocess.Popen[str]], timeout: float = 180) -> list[str]:
@@ -466,7 +466,7 @@ def test_tasks_raced_from_both_mounts(two: tuple[Path, Path]) -> None:
         procs = [subprocess.Popen(
             [*atlas_command("--record", str(m), "--as", f"w{i:02d}"), *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(),
-            cwd=Path(__file__).parent, stdin=subprocess.DEVNULL)
+            cwd=Path(__file__).parents[1], stdin=subprocess.DEVNULL)
             for i, m in enumerate(mounts)]
         out = []
         for p in procs:

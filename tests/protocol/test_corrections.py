@@ -312,7 +312,7 @@ def test_no_message_or_doc_promises_a_single_retraction() -> None:
     """Two concurrent retractions can both land, so nothing may say there is only one."""
     from atlas_files.cli.decisions import retract
 
-    docs = (Path(__file__).parent.parent / "docs" / "decisions.md").read_text()
+    docs = (Path(__file__).parents[2] / "docs" / "decisions.md").read_text()
     assert "twice is refused" not in docs
     assert "both land" in docs and "both land" in (retract.help or "")
 

@@ -24,7 +24,7 @@ from support.tools import needs
 from atlas_files.protocol import artifacts, leases
 from atlas_files.storage.record import Record
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = needs("pre-commit", "pre-commit is not installed")
 
 

@@ -113,7 +113,7 @@ def test_worker_open_finds_the_record_like_the_cli(record: Record,
 
 
 def test_the_readme_python_example_runs(record: Record, monkeypatch: pytest.MonkeyPatch) -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
     example = readme.split("```python\n", 1)[1].split("```", 1)[0]
     core.put(api.Worker(record, "ann"), "plan", "1. plan\n")
     monkeypatch.setenv("ATLAS_RECORD", str(record.root))

@@ -117,7 +117,7 @@ def test_limits_stated_in_help_ls_text_ls_json_and_schema(
     assert advisory in _words(atlas("lease", "ls").stdout)
     assert atlas("lease", "ls", "--json").json()["advisory"] == leases.ADVISORY
     assert leases.ADVISORY in schemas.load("lease")["description"]
-    page = Path(__file__).resolve().parents[1] / "docs" / "leases.md"
+    page = Path(__file__).resolve().parents[3] / "docs" / "leases.md"
     assert advisory in _words(page.read_text(encoding="utf-8").replace("\n> ", " "))
 
 
