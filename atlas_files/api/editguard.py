@@ -316,7 +316,10 @@ def _me(root: str) -> tuple[str, str]:
 
 
 def _commit_findings(root: str, rels: Sequence[str], identity: str | None,
-                     recent_s: float, notes: list[str]) -> list[Finding]:
+                     recent_s: float, notes: list[str], fold: bool = False) -> list[Finding]:
+    """Commits by others within ``recent_s`` to one of ``rels``. ``fold``: the work tree
+    folds case, so ``SRC/a.py`` from the tool is git's ``src/a.py``, named as the tool
+    spelled it."""
     cutoff = time.time() - recent_s
     moved = gitrefs.last_moved(root)
     if moved is not None and moved < cutoff - REF_SLACK_S:
@@ -326,7 +329,8 @@ def _commit_findings(root: str, rels: Sequence[str], identity: str | None,
     from atlas_files.protocol.activity import recent  # noqa: PLC0415 - git, only when refs moved
 
     try:
-        commits, _ = recent(Path(root), datetime.fromtimestamp(cutoff, UTC), paths=rels)
+        commits, _ = recent(Path(root), datetime.fromtimestamp(cutoff, UTC), paths=rels,
+                            icase=fold)
     except AtlasError as exc:
         notes.append(f"recent commits could not be read ({exc.message})")
         return []
@@ -336,12 +340,14 @@ def _commit_findings(root: str, rels: Sequence[str], identity: str | None,
     mine = {n for n in (name, (identity or "").lower()) if n}
     now = time.time()
     by_path: dict[str, list[Any]] = {}
+    asked = {volcase.fold(r) if fold else r: r for r in rels}
     for c in commits:  # newest first
         if c.author.lower() in mine or (email and c.email.lower() == email):
             continue
         for f in c.files:
-            if f in rels:
-                by_path.setdefault(f, []).append(c)
+            rel = asked.get(volcase.fold(f) if fold else f)
+            if rel is not None:
+                by_path.setdefault(rel, []).append(c)
     out = []
     for path, found in by_path.items():
         lines = []
@@ -475,7 +481,7 @@ def check_edit(files: Sequence[str], *, identity: str | None = None,
         for repo, rels in by_repo.items():
             fold = volcase.folds_case(repo, ".git")
             found = (_lease_findings(rec, who, rels, notes, fold)
-                     + _commit_findings(repo, rels, who, config.guard.recent_s, notes))
+                     + _commit_findings(repo, rels, who, config.guard.recent_s, notes, fold))
             for f in found:
                 f.file = os.path.join(repo, *f.path.split("/"))
             findings += found

@@ -37,7 +37,7 @@ from atlas_files.facts.errors import AtlasError, DamagedFile
 from atlas_files.facts.text import fence, field
 from atlas_files.protocol import pathleases, sessions, stopsign
 from atlas_files.protocol.sessions import Baseline, Row, Told
-from atlas_files.storage import fsio, jsonfile, receipts
+from atlas_files.storage import fsio, jsonfile, receipts, volcase
 from atlas_files.storage.record import Record
 
 LINKS_SCANNED = 200  # versions read whose links a new correction is compared with
@@ -214,13 +214,18 @@ def _leases(record: Record, base: Baseline, edited: Sequence[str],
         return [], moved
     from atlas_files.protocol.leases.paths import covers  # noqa: PLC0415 - only when a lease changed
 
+    # On a volume that folds case (the record's, taken for the work tree beside it, as
+    # the session's edits are kept without their repository), SRC/a.py is src/a.py.
+    fold = volcase.folds_case(str(record.root), layout.CONFIG_NAME)
     out = []
     now = timeutil.format_time(timeutil.now())
     for item in found:
         expires = item.expires_at
         if not isinstance(expires, str) or expires <= now:
             continue
-        hit = [p for p in edited if any(covers(g, p) for g in item.globs)]
+        globs = [volcase.fold(g) for g in item.globs] if fold else item.globs
+        hit = [p for p in edited
+               if any(covers(g, volcase.fold(p) if fold else p) for g in globs)]
         if not hit:
             continue
         path = os.path.join(item.folder, item.name or "")

@@ -81,15 +81,18 @@ def parse(out: bytes) -> list[Commit]:
 
 
 def recent(repo: Path, since: datetime, *, touching: Callable[[str], bool] | None = None,
-           limit: int | None = None, paths: Sequence[str] = ()) -> tuple[list[Commit], int]:
+           limit: int | None = None, paths: Sequence[str] = (),
+           icase: bool = False) -> tuple[list[Commit], int]:
     """(the newest ``limit`` commits on every ref of ``repo`` made at or after ``since``,
     newest first; how many there are in all). With ``touching``, only commits touching a
     file it accepts count; with ``paths`` (files relative to the root, taken literally),
-    git itself looks only at commits touching one of them, and lists only those files.
+    git itself looks only at commits touching one of them, and lists only those files
+    (``icase``: matched as a volume that folds case matches them, git's spelling listed).
     Only the commits returned are decoded, unless ``touching`` has to look at the files of
     all of them."""
     cutoff = int(since.timestamp())
-    spec = ["--", *(f":(literal){p}" for p in paths)] if paths else []
+    magic = "literal,icase" if icase else "literal"
+    spec = ["--", *(f":({magic}){p}" for p in paths)] if paths else []
     out = gitcmd.Git(repo, read_only=True).run(
         "log", "--exclude=refs/stash", "--exclude=refs/notes/*", "--all",
         f"--max-age={cutoff}", "--source", "--name-only", "--no-renames", "-z",

@@ -20,7 +20,7 @@ from support import exfat
 from support.git import GitRepo, git_env
 from support.runner import atlas_command, child_env, run_atlas
 
-from atlas_files.api import editguard, guard
+from atlas_files.api import Worker, editguard, guard, news, ritual
 from atlas_files.protocol import leases
 from atlas_files.storage import volcase
 from atlas_files.storage.record import Record
@@ -75,6 +75,40 @@ def test_path_leases_cover_a_path_as_the_volume_reads_it(
                                        record=str(record.root))
         assert verdict.decision == editguard.ALLOW, rel
     assert guard.guard(identity="alice", paths=edits).conflicts == ()
+
+
+def test_recent_commits_by_others_are_found_however_the_tool_spells_the_path(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = GitRepo(tmp_path / "code", git_env())
+    repo.commit("start", "src/metrics.py", author="carol", ago_s=3 * 3600)
+    repo.commit("rework the export", "src/metrics.py", author="bob", ago_s=60)
+    record = Record.init(repo.path, ["main"])
+    _folds(monkeypatch, True)
+    verdict = editguard.check_edit([str(repo.path / "SRC/Metrics.py")], identity="alice",
+                                   record=str(record.root))
+    assert verdict.decision == editguard.TOLD, verdict.text()
+    assert "bob <bob@example.invalid> committed to SRC/Metrics.py" in verdict.text()
+    _folds(monkeypatch, False)
+    verdict = editguard.check_edit([str(repo.path / "SRC/Metrics.py")], identity="alice",
+                                   record=str(record.root))
+    assert verdict.decision == editguard.ALLOW, verdict.text()
+
+
+def test_news_of_a_path_lease_reads_an_edit_as_the_volume_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = GitRepo(tmp_path / "code", git_env())
+    repo.commit("start", "src/metrics.py", ago_s=3 * 3600)
+    record = Record.init(repo.path, ["main"])
+    for folds, told in ((True, True), (False, False)):
+        _folds(monkeypatch, folds)
+        ritual.begin(Worker(record, "alice", None))
+        news.after_tool(record, "alice", edited=["SRC/Metrics.py"])
+        leases.claim(record, f"repo.metrics{int(folds)}", holder="bob", duration_s=3600,
+                     why="rewriting the export", paths=["src/**"])
+        heard = news.after_tool(record, "alice", force=True)
+        text = heard.text if heard is not None and heard.text else ""
+        assert ("took the path lease" in text) is told, text
+        leases.release(record, f"repo.metrics{int(folds)}", holder="bob")
 
 
 def test_the_probe_reads_the_folder(tmp_path: Path) -> None:
