@@ -15,7 +15,11 @@ interleaved runs:
 * `put` on the topic of ``--deep`` versions against `put` on one of ``--versions`` in the
   same record (target <= 1.2x);
 * `atlas ls`, `atlas feed` and `atlas begin --hook claude` in the large record against the
-  floor (target <= 2x).
+  floor (target <= 2x);
+* the same commands through a command server (ATLAS_SERVER), in the same rounds: `get` and
+  `put` against the floor (target <= 0.6x), `ls`, `feed` and `begin` beside them. A served
+  command's CPU column is its client's alone, so read the wall ratio there (on a quiet
+  machine).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, clean_env
+from _common import atlas_argv, clean_env, command_server
 from bench_core import big_record, write_topic
 from bench_ritual import interleaved
 
@@ -46,8 +50,9 @@ def build(root: Path, topics: int, versions: int, deep: int) -> Record:
     return record
 
 
-def ratio_line(what: str, value: float, target: float) -> None:
-    print(f"  {what}: {value:.2f}x (target <= {target}x) "
+def ratio_line(what: str, value: float, target: float, cpu: float | None = None) -> None:
+    also = f" ({cpu:.2f}x in CPU time)" if cpu is not None else ""
+    print(f"  {what}: {value:.2f}x wall{also} (target <= {target}x) "
           f"{'OK' if value <= target else 'MISSED'}")
 
 
@@ -78,7 +83,7 @@ def main() -> None:
         def at(record: Record, *argv: str) -> list[str]:
             return [*atlas, "--record", str(record.root), *argv]
 
-        times = interleaved({
+        plain: dict[str, tuple[list[str], bytes | None]] = {
             FLOOR: ([py, "-c", "import click, yaml"], None),
             "get, 20 topics": (at(small, "get", topic), None),
             "get, large": (at(large, "get", topic), None),
@@ -88,20 +93,36 @@ def main() -> None:
             "ls, large": (at(large, "ls"), None),
             "feed, large": (at(large, "feed"), None),
             "begin --hook claude, large": (at(large, "begin", "--hook", "claude"), session),
-        }, args.rounds, env, tmp)
-        floor = times[FLOOR][0]
+        }
+        with command_server(env) as served_env:
+            sock = served_env["ATLAS_SERVER"]
+            served = {f"{what}, served": (["env", f"ATLAS_SERVER={sock}", *argv], stdin)
+                      for what, (argv, stdin) in plain.items()
+                      if what != FLOOR and "topic of" not in what}
+            times = interleaved({**plain, **served}, args.rounds, env, tmp)
+        floor, floor_cpu = times[FLOOR]
         for what, (wall, cpu) in times.items():
-            print(f"  {what:<36} {wall * 1000:7.1f} ms wall x{wall / floor:5.2f}  "
-                  f"{cpu * 1000:7.1f} ms CPU")
+            print(f"  {what:<44} {wall * 1000:7.1f} ms wall x{wall / floor:5.2f}  "
+                  f"{cpu * 1000:7.1f} ms CPU x{cpu / floor_cpu:5.2f}")
+
+        def against_floor(what: str, target: float) -> None:
+            wall, cpu = times[what]
+            ratio_line(f"{what} / floor", wall / floor, target, cpu / floor_cpu)
+
         for what in ("get, 20 topics", "get, large", "put, 20 topics", "put, large"):
-            ratio_line(f"{what} / floor", times[what][0] / floor, 1.3)
+            against_floor(what, 1.3)
         ratio_line("get, large / get, 20 topics",
-                   times["get, large"][0] / times["get, 20 topics"][0], 1.2)
-        ratio_line(f"put, topic of {args.deep} versions / put, large",
-                   times[f"put, topic of {args.deep} versions"][0] / times["put, large"][0],
-                   1.2)
+                   times["get, large"][0] / times["get, 20 topics"][0], 1.2,
+                   times["get, large"][1] / times["get, 20 topics"][1])
+        deep = f"put, topic of {args.deep} versions"
+        ratio_line(f"{deep} / put, large", times[deep][0] / times["put, large"][0], 1.2,
+                   times[deep][1] / times["put, large"][1])
         for what in ("ls, large", "feed, large", "begin --hook claude, large"):
-            ratio_line(f"{what} / floor", times[what][0] / floor, 2.0)
+            against_floor(what, 2.0)
+        for what in ("get, 20 topics", "get, large", "put, 20 topics", "put, large"):
+            ratio_line(f"{what}, served / floor", times[f"{what}, served"][0] / floor, 0.6)
+        for what in ("ls, large", "feed, large", "begin --hook claude, large"):
+            ratio_line(f"{what}, served / floor", times[f"{what}, served"][0] / floor, 2.0)
         print("  (`large` is the record of", args.topics, "topics)")
 
 
