@@ -20,8 +20,13 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from typing import NoReturn
+
+# A command handed to the command server (server/client.py) never needs typing, nor the
+# re, enum and functools it imports: these names are only for the type checker.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import NoReturn
 
 # The global options as click reads them, with the environment variable behind each.
 GLOBALS = {"--record": "record_path", "--as": "identity", "--project": "project",
@@ -66,8 +71,8 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
     found, rest = split
     if not rest or rest[0] not in FAST_HOOKS:
         return None
-    # Here, not at the top: json and typing are 4 ms that the command server's client
-    # (server/client.py) runs without.
+    # Here, not at the top: the command server's client (server/client.py) runs without
+    # json and typing.
     from atlas_files.harness import hookio, toolhooks  # noqa: PLC0415
     if len(rest) == 2 and rest[1].startswith("--hook="):
         rest = [rest[0], "--hook", rest[1].partition("=")[2]]

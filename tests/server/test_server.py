@@ -76,6 +76,27 @@ def test_commands_through_the_server_say_and_do_what_they_do_without_it(
             "plan.v0001.md").read_text().endswith("the plan\n")
 
 
+def test_a_command_handed_to_the_server_starts_only_what_forwarding_needs(
+        server: Path, tmp_path: Path) -> None:
+    """The client is most of a served command's cost: it imports neither click, YAML, json
+    nor typing (and the modules typing brings), only the socket and the wire's frames."""
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    env = {**child_env(), "ATLAS_SERVER": str(server)}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "atlas_files",
+                          "--record", str(root), "status", "show"], capture_output=True,
+                         text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stderr
+    names = [line.rpartition("|")[2] for line in out.stderr.splitlines()
+             if line.startswith("import time:")]
+    # What Python's own start imported (an editable install's finder among it) is not
+    # the command's: the part after the site module.
+    imported = {n.strip() for n in names[names.index(" site") + 1:]}
+    assert "atlas_files.server.client" in imported  # it was handed over, not run here
+    assert imported.isdisjoint({"click", "yaml", "json", "typing", "enum"}), sorted(imported)
+    assert served(server) == 1
+
+
 def test_the_worker_has_the_callers_environment_folder_and_umask(
         server: Path, tmp_path: Path) -> None:
     root = tmp_path / "rec"
