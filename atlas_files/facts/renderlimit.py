@@ -1,7 +1,7 @@
 """How long atlas lets a parser work on text someone else wrote.
 
 Python-Markdown spends time on some texts that grows as a power of their length (thousands
-of ``[`` in a row), and a Jinja template is a program (a loop in a loop runs for hours).
+of ``[a](`` in a row), and a Jinja template is a program (a loop in a loop runs for hours).
 The site generator renders record bodies, and the links check renders and expands a
 repository's pages: each page gets ``RENDER_CPU_S`` seconds of CPU (``cpu_limit``), and a
 page that takes longer is shown or said as not rendered. The links check renders in child

@@ -15,7 +15,7 @@ The record is written by agents, so any string in it may be hostile. Three rules
 
 A body Python-Markdown cannot render (nesting deeper than the interpreter's stack, or
 text on which it spends more than ``RENDER_CPU_S`` seconds of CPU: some patterns, like
-thousands of ``[``, cost it time that grows as a power of their length) is shown as
+thousands of ``[a](``, cost it time that grows as a power of their length) is shown as
 written, escaped, with a note; one body never stops or stalls the build.
 """
 

@@ -342,11 +342,15 @@ def test_a_damaged_version_is_named_and_its_healthy_one_shown(
     assert name in (damaged["out"] / "site/index.html").read_text()  # under Problems
 
 
-def test_a_body_too_deeply_nested_to_render_is_shown_as_written(
+def test_a_body_nested_600_deep_is_shown_rendered_or_as_written(
         damaged: dict[str, Any]) -> None:
     _built(damaged)
     page = (damaged["out"] / "site/artifacts/web/deep-body.html").read_text()
-    assert 'id="v2"' in page and "could not be rendered" in page
+    assert 'id="v2"' in page
+    # Python-Markdown 3.11.3 recurses past Python's limit on it (the page says so and shows
+    # the text); 3.11.4 no longer recurses and renders it as nested lists.
+    assert ("could not be rendered (it is nested too deeply)" in page
+            or "<li>x<ul>\n<li>x<ul>\n<li>x<ul>" in page)
 
 
 def test_a_body_that_renders_too_slowly_is_shown_as_written(
@@ -355,8 +359,8 @@ def test_a_body_that_renders_too_slowly_is_shown_as_written(
     # suite's CPU: 1 s instead of 5 (the build runs in this process).
     monkeypatch.setattr(sanitize, "RENDER_CPU_S", 1.0)
     record = _record(tmp_path / "rec")
-    # Python-Markdown's link pattern takes time that grows as the cube of this.
-    artifacts.put(record, "brackets", "[" * 60_000 + "\n", author="mallory")
+    # Python-Markdown's inline link pattern takes time that grows as the square of this.
+    artifacts.put(record, "brackets", "[a](" * 16_000 + "\n", author="mallory")
     out = tmp_path / "out"
     try:
         r = run_atlas("site", "build", "--out", str(out), record=record.root, timeout=120)
@@ -364,7 +368,7 @@ def test_a_body_that_renders_too_slowly_is_shown_as_written(
         pytest.fail("one body hung the build")
     assert r.returncode == 0, r.stderr[-2000:]
     page = (out / "site/artifacts/web/brackets.html").read_text()
-    assert "could not be rendered" in page and "[[[[[[[[" in page
+    assert "could not be rendered" in page and "[a]([a]([a](" in page
     assert "healthy plan text" in (out / "site/artifacts/web/plan.html").read_text()
 
 
