@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from atlas_files.facts import layout
-from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id, is_name
+from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id, is_name, split_version_ref
 from atlas_files.linkcheck.filesources import Source
 from atlas_files.protocol import corrections
 from atlas_files.storage.record import Record
@@ -123,13 +123,10 @@ class RecordIndex:
             if self.has_entry(project, value):
                 return RefState("ok")
             return RefState("missing", f"no entry {value} in project {project}")
-        name, at, number = value.partition("@v")
-        # isascii: "١" is a digit to isdigit; the length bound keeps int() from refusing
-        # (or spending long on) a number thousands of digits long.
-        if not at or not (number.isascii() and number.isdigit()) or len(number) > 12 \
-                or not is_name(name) or int(number) < 1:
+        split = split_version_ref(value)
+        if split is None or not is_name(split[0]) or split[1] < 1:
             return RefState("bad", f"{value!r} is not NAME@vN, status@vN or an entry id")
-        version = int(number)
+        name, version = split
         versions = self.versions(project, name)
         if version not in versions:
             label = "the status" if name == "status" else f"topic {name!r}"

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id
+from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id, is_name, split_version_ref
 
 HOME = "index.md"
 ARTIFACTS = "artifacts/index.md"
@@ -21,7 +21,6 @@ LEASES = "leases.md"
 TELEMETRY = "telemetry.md"
 TAGS = "tags.md"
 
-_REF_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]{0,99})@v(?P<version>\d+)$")
 _VERSION_FILE_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]{0,99})\.v(?P<version>\d+)\.md$")
 _ENTRY_FILE_RE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
 
@@ -87,9 +86,9 @@ class Known:
         ref = ref.strip()
         if is_entry_id(ref):
             return (DECISIONS, ref) if ref in self.entries else None
-        m = _REF_RE.match(ref)
-        if m:
-            name, version = m.group("name"), int(m.group("version"))
+        split = split_version_ref(ref)
+        if split is not None and is_name(split[0]):
+            name, version = split
             if name == "status":
                 ok = version in self.status.get(project, set())
                 return (status_page(project), version_anchor(version)) if ok else None
