@@ -35,7 +35,7 @@ from atlas_files.facts.errors import AtlasError, NotFound
 from atlas_files.facts.names import is_name
 from atlas_files.facts.text import field, quoted
 from atlas_files.protocol import gitrefs, pathleases
-from atlas_files.storage import fsio, volcase
+from atlas_files.storage import fsio, volcase, worktree
 from atlas_files.storage.record import Record, locate
 
 ALLOW, TOLD, STOPPED, REFUSED = "allow", "told", "stopped", "refused"
@@ -127,13 +127,7 @@ def repository_root(path: str, record: str | None = None, fold: bool = False) ->
     folder = os.path.dirname(path)
     if record is not None and inside(folder, record, fold) is not None:
         folder = record
-    while True:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return worktree.repository_root(folder)
 
 
 def inside(path: str, root: str, fold: bool = False) -> str | None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from atlas_files.facts.errors import AtlasError, BadInput
-from atlas_files.storage import fsio
+from atlas_files.storage import fsio, worktree
 
 # Paths come back as bytes; anything that is not UTF-8 is shown, never guessed at.
 ENCODING = "utf-8"
@@ -411,16 +411,7 @@ def _may_lie_in_git(where: Path) -> bool:
     costs a process at every session start outside a repository."""
     if any(name in os.environ for name in _MOVED_BY):
         return True
-    here = os.path.realpath(where)
-    while True:
-        if os.path.lexists(os.path.join(here, ".git")) or (
-                os.path.isfile(os.path.join(here, "HEAD"))
-                and os.path.isdir(os.path.join(here, "objects"))):
-            return True
-        parent = os.path.dirname(here)
-        if parent == here:
-            return False
-        here = parent
+    return worktree.repository_root(os.path.realpath(where), bare=True) is not None
 
 
 def toplevel(start: str | os.PathLike[str]) -> Path:
