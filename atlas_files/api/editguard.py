@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files.facts import layout, timeutil
+from atlas_files.facts import environment, layout, timeutil
 from atlas_files.facts.errors import AtlasError, NotFound
 from atlas_files.facts.names import is_name
 from atlas_files.facts.text import field, quoted
@@ -150,10 +150,10 @@ def find_record(explicit: str | None, cwd: str | None, files: Sequence[str],
     nearest atlas.yaml at or above the session's folder, else the one `git config
     atlas.record` of its repository names (as the commit guard finds it)."""
     try:
-        return str(locate(explicit or env.get("ATLAS_RECORD") or None, {},
+        return str(locate(environment.record(explicit, env), {},
                           starts=[cwd] if cwd else [])), []
     except NotFound as exc:
-        if explicit or env.get("ATLAS_RECORD"):
+        if environment.record(explicit, env):
             return None, [f"{exc.message}: the guard checked nothing"]
     repo = repository_root(os.path.join(cwd or os.getcwd(), "."))
     if repo is None and files:
@@ -433,7 +433,7 @@ def check_edit(files: Sequence[str], *, identity: str | None = None,
     notes: list[str] = []
     root, found_notes = find_record(record, cwd, real, environ)
     notes += found_notes
-    who = identity or environ.get("ATLAS_AS") or None
+    who = environment.identity(identity, environ)
     if root is None:
         return Verdict([], notes, None, who, len(real))
     if who is not None and not is_name(who):

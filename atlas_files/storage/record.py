@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from atlas_files.facts import guide, layout
+from atlas_files.facts import environment, guide, layout
 from atlas_files.facts.errors import BadInput, NotFound, warn
 from atlas_files.facts.names import check_name
 from atlas_files.storage import config as configmod
@@ -93,7 +93,7 @@ def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | 
     nearest folder holding atlas.yaml at or above each of ``starts``, then the current
     folder. The one home of this rule: every front end and `atlas check` find records so."""
     environ = os.environ if env is None else env
-    explicit = path or environ.get("ATLAS_RECORD")
+    explicit = path or environment.record(None, environ)
     if explicit:
         root = Path(explicit)
         if not _holds_config(root):
