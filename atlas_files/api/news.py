@@ -258,7 +258,7 @@ def _task_claims(record: Record, base: Baseline,
         moved[name] = newest
         try:
             gen = jsonfile.need_object(jsonfile.read(
-                os.path.join(where, f"g{newest:08d}.json"), 1 << 20), "a generation")
+                os.path.join(where, layout.generation_filename(newest)), 1 << 20), "a generation")
         except (OSError, ValueError):
             continue
         previous = gen.get("previous")
