@@ -31,8 +31,6 @@ if TYPE_CHECKING:
 # The global options as click reads them, with the environment variable behind each.
 GLOBALS = {"--record": "record_path", "--as": "identity", "--project": "project",
            "-p": "project"}
-ENVIRONMENT = {"record_path": "ATLAS_RECORD", "identity": "ATLAS_AS",
-               "project": "ATLAS_PROJECT"}
 
 
 def split_globals(args: Sequence[str]) -> tuple[dict[str, str | None], list[str]] | None:
@@ -73,13 +71,14 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
         return None
     # Here, not at the top: the command server's client (server/client.py) runs without
     # json and typing.
+    from atlas_files.facts import environment  # noqa: PLC0415
     from atlas_files.harness import hookio, toolhooks  # noqa: PLC0415
     if len(rest) == 2 and rest[1].startswith("--hook="):
         rest = [rest[0], "--hook", rest[1].partition("=")[2]]
     harnesses = hookio.HARNESSES if rest[0] in ("begin", "end") else toolhooks.HARNESSES
     if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in harnesses:
         return None
-    for key, variable in ENVIRONMENT.items():
+    for key, variable in environment.GLOBALS.items():
         if key not in found:
             found[key] = os.environ.get(variable) or None
     found["verb"] = rest[0]

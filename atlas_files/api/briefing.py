@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from atlas_files.facts import layout, timeutil
 from atlas_files.facts.errors import AtlasError, warn
+from atlas_files.facts.names import split_version_ref
 from atlas_files.facts.text import field
 from atlas_files.protocol import corrections, decisions, status, tasks, telemetry
 from atlas_files.protocol.artifacts import topic_hints, topic_names
@@ -175,12 +176,13 @@ def correction_section(record: Record, identity: str, project: str, read: dict[s
 
 
 def _had_read(read: dict[str, int], project: str, ref: str) -> bool:
-    name, sep, version = ref.partition("@v")
-    if not sep or not version.isdigit():
+    split = split_version_ref(ref)
+    if split is None:
         return False
+    name, version = split
     key = (receipts.status_key(project) if name == "status"
            else receipts.artifact_key(project, name))
-    return read.get(key, 0) >= int(version)
+    return read.get(key, 0) >= version
 
 
 def _correction_item(c: corrections.Correction, you_read: bool) -> Item:

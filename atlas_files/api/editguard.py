@@ -30,13 +30,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from atlas_files.facts import layout, timeutil
+from atlas_files.facts import environment, layout, timeutil
 from atlas_files.facts.errors import AtlasError, NotFound
 from atlas_files.facts.names import is_name
 from atlas_files.facts.text import field, quoted
 from atlas_files.protocol import gitrefs, pathleases
-from atlas_files.storage import fsio, volcase
-from atlas_files.storage.record import Record, locate
+from atlas_files.storage import fsio, volcase, worktree
+from atlas_files.storage.documents import Stream
+from atlas_files.storage.record import Record, locate, named_in_git
 
 ALLOW, TOLD, STOPPED, REFUSED = "allow", "told", "stopped", "refused"
 _RANK = {ALLOW: 0, TOLD: 1, STOPPED: 2, REFUSED: 3}
@@ -127,13 +128,7 @@ def repository_root(path: str, record: str | None = None, fold: bool = False) ->
     folder = os.path.dirname(path)
     if record is not None and inside(folder, record, fold) is not None:
         folder = record
-    while True:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return worktree.repository_root(folder)
 
 
 def inside(path: str, root: str, fold: bool = False) -> str | None:
@@ -156,10 +151,10 @@ def find_record(explicit: str | None, cwd: str | None, files: Sequence[str],
     nearest atlas.yaml at or above the session's folder, else the one `git config
     atlas.record` of its repository names (as the commit guard finds it)."""
     try:
-        return str(locate(explicit or env.get("ATLAS_RECORD") or None, {},
+        return str(locate(environment.record(explicit, env), {},
                           starts=[cwd] if cwd else [])), []
     except NotFound as exc:
-        if explicit or env.get("ATLAS_RECORD"):
+        if environment.record(explicit, env):
             return None, [f"{exc.message}: the guard checked nothing"]
     repo = repository_root(os.path.join(cwd or os.getcwd(), "."))
     if repo is None and files:
@@ -174,11 +169,11 @@ def find_record(explicit: str | None, cwd: str | None, files: Sequence[str],
         return None, []
     if not configured:
         return None, []
-    where = os.path.join(repo, os.path.expanduser(configured))
-    if not os.path.isfile(os.path.join(where, layout.CONFIG_NAME)):
+    try:
+        return str(named_in_git(repo, configured)), []
+    except NotFound:
         return None, [f"`git config atlas.record` names {configured}, which holds no "
                       "record: the guard checked nothing"]
-    return where, []
 
 
 # -- the record's own files -----------------------------------------------------------------
@@ -186,11 +181,9 @@ def find_record(explicit: str | None, cwd: str | None, files: Sequence[str],
 
 def _latest(folder: str, name: str) -> int:
     try:
-        listing = "\n".join(os.listdir(folder))
-    except OSError:
+        return Stream(Path(folder), name, name).latest()
+    except (OSError, AtlasError):
         return 0
-    return max((int(n) for stream, n in layout.VERSION_LINES.findall(listing)
-                if stream == name), default=0)
 
 
 def _who(identity: str | None, project: str | None) -> str:
@@ -203,24 +196,25 @@ def record_file(root: str, rel: str, identity: str | None,
     """A refusal for an edit of ``rel``, a file of the record at ``root``, if it is one
     that only atlas writes; None for the rest (atlas.yaml, the README, a draft, a plain
     note kept in the record)."""
-    parts = rel.split("/")
+    found = layout.record_file(rel)
+    if found is None:
+        return None
+    folder = os.path.join(root, *rel.split("/")[:-1])
     cmd: str | None = None
-    if len(parts) == 4 and parts[0] == layout.PROJECTS and parts[2] == layout.STATUS \
-            and layout.VERSION_FILE.fullmatch(parts[3]):
-        project = parts[1]
+    if found.kind == layout.VERSION and found.folder == layout.STATUS:
+        project = found.project
         p = None if project == default_project else project
-        n = _latest(os.path.join(root, *parts[:3]), "status")
+        n = _latest(folder, "status")
         cmd = f"{_who(identity, p)}status write -f FILE --expect {n}"
         what = (f"{rel} is a version of the status of {project}. Published versions are "
                 "immutable: nothing edits one in place. Write the whole new status to a "
                 f"file outside the record and publish it as the next version: `{cmd}` "
                 f"(or `{_who(identity, p)}end --status TEXT`). Exit 3 means someone wrote "
                 "since you read: read it, merge, write again.")
-    elif len(parts) == 5 and parts[0] == layout.PROJECTS and parts[2] == layout.ARTIFACTS \
-            and (m := layout.VERSION_FILE.fullmatch(parts[4])) and m.group("name") == parts[3]:
-        project, topic = parts[1], parts[3]
+    elif found.kind == layout.VERSION:
+        project, topic = found.project, found.name
         p = None if project == default_project else project
-        n = _latest(os.path.join(root, *parts[:4]), topic)
+        n = _latest(folder, topic)
         cmd = f"{_who(identity, p)}put {topic} -f FILE --expect {n}"
         what = (f"{rel} is a version of the topic {topic}. Published versions are "
                 "immutable: nothing edits one in place, and a new version is published by "
@@ -228,28 +222,25 @@ def record_file(root: str, rel: str, identity: str | None,
                 f"outside the record and publish it as the next version: `{cmd}` (add "
                 "`--summary S`; `--proposal` for a proposal). Exit 3 means someone wrote "
                 "since you read: read it, merge, write again.")
-    elif len(parts) == 4 and parts[0] == layout.PROJECTS \
-            and parts[2] in (layout.DECISIONS, layout.CORRECTIONS):
-        entry = parts[3].removesuffix(".md")
-        p = None if parts[1] == default_project else parts[1]
+    elif found.kind == layout.ENTRY and found.folder in (layout.DECISIONS, layout.CORRECTIONS):
+        entry = found.name
+        p = None if found.project == default_project else found.project
         cmd = f"{_who(identity, p)}correct {entry} --what TEXT"
-        kind = "decision" if parts[2] == layout.DECISIONS else "correction"
+        kind = "decision" if found.folder == layout.DECISIONS else "correction"
         what = (f"{rel} is a {kind} entry. Entries are immutable: nothing is edited away. "
                 f"Say what was wrong in a new entry: `{cmd}`"
                 + (", or record the new choice with `atlas decide --topic T --recommended R "
                    "--chosen C --relation agreed|disagreed|timed-out --why W`."
                    if kind == "decision" else "."))
-    elif len(parts) == 3 and parts[0] == layout.LEASES and parts[2].startswith("g") \
-            and parts[2].endswith(".json"):
-        cmd = f"{_who(identity, None)}lease renew|release|break {parts[1]}"
-        what = (f"{rel} is a generation of the lease {parts[1]}. Generations are immutable; "
+    elif found.kind == layout.GENERATION:
+        cmd = f"{_who(identity, None)}lease renew|release|break {found.name}"
+        what = (f"{rel} is a generation of the lease {found.name}. Generations are immutable; "
                 "a lease changes only by the exclusive creation of the next one, which is "
                 f"what makes a claim safe. Use `{cmd}` (or `atlas lease claim`).")
-    elif len(parts) == 2 and parts[0] in (layout.RECEIPTS, layout.SESSIONS, layout.TELEMETRY) \
-            and parts[1].endswith(".json"):
+    elif found.kind == layout.ROW:
         by = {layout.RECEIPTS: "the reads themselves (`atlas get`, `atlas feed --mark-read`)",
               layout.SESSIONS: "`atlas begin` and `atlas end`",
-              layout.TELEMETRY: "the prober (`atlas telemetry probe`)"}[parts[0]]
+              layout.TELEMETRY: "the prober (`atlas telemetry probe`)"}[found.folder]
         what = (f"{rel} is a live row that atlas replaces as a whole, written only by {by}. "
                 "Edit nothing here by hand.")
     else:
@@ -439,7 +430,7 @@ def check_edit(files: Sequence[str], *, identity: str | None = None,
     notes: list[str] = []
     root, found_notes = find_record(record, cwd, real, environ)
     notes += found_notes
-    who = identity or environ.get("ATLAS_AS") or None
+    who = environment.identity(identity, environ)
     if root is None:
         return Verdict([], notes, None, who, len(real))
     if who is not None and not is_name(who):

@@ -16,14 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files.facts import layout
 from atlas_files.facts.errors import NotFound
 from atlas_files.facts.names import check_name
 from atlas_files.protocol.leases import ADVISORY
 from atlas_files.protocol.leases.guard import Conflict, conflicts
 from atlas_files.protocol.leases.paths import check_glob
 from atlas_files.storage import gitcmd, volcase
-from atlas_files.storage.record import Record, locate
+from atlas_files.storage.record import Record, enclosing, locate, named_in_git
 
 __all__ = ["ADVISORY", "Conflict", "GuardResult", "guard"]
 
@@ -61,11 +60,8 @@ def _record(repo: Path, explicit: str | os.PathLike[str] | None,
         return locate(explicit, {})
     configured = config.get("atlas.record")
     if configured:
-        return locate(repo / Path(configured).expanduser(), {})
-    for folder in (repo, *repo.parents):
-        if (folder / layout.CONFIG_NAME).is_file():
-            return folder
-    return None
+        return named_in_git(repo, configured)
+    return enclosing(repo)
 
 
 def guard(*, record: str | os.PathLike[str] | None = None, identity: str | None = None,

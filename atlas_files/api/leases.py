@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files.api import Worker, reads, writes
-from atlas_files.facts import timeutil
+from atlas_files.facts import layout, timeutil
 from atlas_files.protocol import leases
 from atlas_files.protocol.leases import ADVISORY, Generation, Lease, Sheet, store
 from atlas_files.protocol.leases.paths import check_glob, is_literal
@@ -140,7 +140,7 @@ def _replaced(worker: Worker, lease: Lease) -> dict[str, dict[str, Any]]:
     """What the claim that renewed ``lease`` replaced, from the generation it wrote (which
     keeps a summary of the one before, so no other writer can come between)."""
     where = store.folder(worker.record, lease.resource)
-    gen = store.read(where, lease.resource, store.generation_filename(lease.generation))
+    gen = store.read(where, lease.resource, layout.generation_filename(lease.generation))
     before = gen.previous or {}
     changed: dict[str, dict[str, Any]] = {}
     for key, now in (("expires_at", gen.expires_at), ("why", gen.why)):

@@ -34,6 +34,7 @@ from typing import Any
 
 from atlas_files.facts import layout, timeutil
 from atlas_files.facts.errors import AtlasError, DamagedFile
+from atlas_files.facts.names import split_version_ref
 from atlas_files.facts.text import fence, field
 from atlas_files.protocol import pathleases, sessions, stopsign
 from atlas_files.protocol.sessions import Baseline, Row, Told
@@ -169,10 +170,11 @@ def _corrections(record: Record, row: Row, read: dict[str, int], since: str,
     items = []
     for w in entries:
         ref = w.summary
-        name, sep, number = ref.partition("@v")
+        split = split_version_ref(ref)
+        name = ref if split is None else split[0]
         key = (receipts.status_key(row.project) if name == "status"
                else receipts.artifact_key(row.project, name))
-        you_read = bool(sep and number.isdigit() and read.get(key, 0) >= int(number))
+        you_read = split is not None and read.get(key, 0) >= split[1]
         if not you_read:
             if linked is None:
                 linked = _linked(record, row, read)
@@ -256,7 +258,7 @@ def _task_claims(record: Record, base: Baseline,
         moved[name] = newest
         try:
             gen = jsonfile.need_object(jsonfile.read(
-                os.path.join(where, f"g{newest:08d}.json"), 1 << 20), "a generation")
+                os.path.join(where, layout.generation_filename(newest)), 1 << 20), "a generation")
         except (OSError, ValueError):
             continue
         previous = gen.get("previous")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from atlas_files.api import codextrust
+from atlas_files.facts import environment
 from atlas_files.facts.errors import BadInput, NotFound, warn
 from atlas_files.facts.names import check_name
 from atlas_files.storage import fsio
@@ -94,7 +95,7 @@ def record_for_hooks(folder: Path) -> Path | None:
         found = locate(None, starts=[folder])
     except NotFound:
         return None
-    if os.environ.get("ATLAS_RECORD"):
+    if environment.record():
         return found
     # locate also tries this process's own folder, which a hook's session may not share.
     here, there = Path(os.path.realpath(folder)), Path(os.path.realpath(found))

@@ -55,7 +55,7 @@ def claims_held(record: Record, identity: str, project: str) -> list[Claim]:
         newest = sessions.newest_generation(where)
         task_id = name[len(layout.TASK_LEASE_PREFIX):]
         try:
-            gen = jsonfile.loads(fsio.read_nofollow(Path(where, f"g{newest:08d}.json"),
+            gen = jsonfile.loads(fsio.read_nofollow(Path(where, layout.generation_filename(newest)),
                                                     1 << 20))
         except (OSError, ValueError):
             continue

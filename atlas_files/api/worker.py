@@ -30,6 +30,8 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
+from atlas_files.facts import environment
+
 if TYPE_CHECKING:
     from atlas_files.storage.record import Record
 
@@ -80,8 +82,8 @@ class Worker:
         from atlas_files.storage.record import Record  # noqa: PLC0415
 
         environ = os.environ if env is None else env
-        return cls(Record.find(record, environ), identity or environ.get("ATLAS_AS"),
-                   project or environ.get("ATLAS_PROJECT"), sync)
+        return cls(Record.find(record, environ), environment.identity(identity, environ),
+                   environment.project(project, environ), sync)
 
     @property
     def author(self) -> str:

@@ -10,10 +10,10 @@ from atlas_files.check.families import check_families, is_versioned
 from atlas_files.check.routing import Links
 from atlas_files.check.run import start_run
 from atlas_files.check.walk import check_changed
-from atlas_files.facts import layout
 from atlas_files.linkcheck.filesources import IndexSource
 from atlas_files.linkcheck.findings import Report
 from atlas_files.linkcheck.links import is_markdown
+from atlas_files.storage.record import holds_record
 
 
 def _in_scope(path: Path, given: list[Path]) -> bool:
@@ -48,7 +48,7 @@ class _Records:
             walked.append(folder)
             # On disk: pre-commit leaves the working tree as staged, and asking git about
             # every folder on the way up would cost a process each.
-            if (folder / layout.CONFIG_NAME).is_file():
+            if holds_record(folder):
                 found = folder
                 break
             if folder == self.repo or self.repo not in folder.parents:

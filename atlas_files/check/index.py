@@ -7,29 +7,20 @@ kept, never bodies, so memory grows with the number of topics, not with their fi
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from atlas_files.facts import layout
-from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id, is_name
+from atlas_files.facts.names import is_entry_id, is_name, split_version_ref
 from atlas_files.linkcheck.filesources import Source
 from atlas_files.protocol import corrections
 from atlas_files.storage.record import Record
-
-VERSION_FILE_RE = layout.VERSION_FILE
-# An entry file: ``<id>.md`` (as entries.is_entry_file, without importing entries).
-ENTRY_FILE_RE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
 
 
 def canonical_number(digits: str) -> bool:
     """Readers see ``plan.v0002.md``, never ``plan.v2.md`` or ``plan.v00002.md``."""
     return digits.isascii() and layout.is_canonical_number(digits)
-
-
-def is_entry_file(name: str) -> bool:
-    return ENTRY_FILE_RE.match(name) is not None
 
 
 @dataclass(frozen=True)
@@ -68,7 +59,7 @@ class RecordIndex:
     def _versions_uncached(self, project: str, name: str) -> tuple[int, ...]:
         found = set()
         for entry in self.source.listdir(self.stream_folder(project, name)):
-            m = VERSION_FILE_RE.fullmatch(entry)
+            m = layout.VERSION_FILE.fullmatch(entry)
             if m and m.group("name") == name and canonical_number(m.group("number")):
                 found.add(int(m.group("number")))
         return tuple(sorted(found))
@@ -81,7 +72,7 @@ class RecordIndex:
         ids = set()
         for sub in ("decisions", "corrections"):
             for entry in self.source.listdir(self.root / "projects" / project / sub):
-                if is_entry_file(entry):
+                if layout.is_entry_file(entry):
                     ids.add(entry[:-3])
         return frozenset(ids)
 
@@ -103,15 +94,10 @@ class RecordIndex:
             parts = path.relative_to(self.root).parts
         except ValueError:
             return None
-        m = VERSION_FILE_RE.fullmatch(parts[-1]) if parts else None
-        if not m or parts[0] != "projects":
+        found = layout.record_file("/".join(parts))
+        if found is None or found.kind != layout.VERSION:
             return None
-        name = m.group("name")
-        if len(parts) == 4 and parts[2] == "status" and name == "status":
-            return VersionPath(parts[1], "status", int(m.group("number")))
-        if len(parts) == 5 and parts[2] == "artifacts" and parts[3] == name:
-            return VersionPath(parts[1], name, int(m.group("number")))
-        return None
+        return VersionPath(found.project, found.name, found.number)
 
     def ref_state(self, project: str, text: object, *, current: bool) -> RefState:
         """How a reference stands. Staleness is asked for only where ``current`` (it can be
@@ -123,13 +109,10 @@ class RecordIndex:
             if self.has_entry(project, value):
                 return RefState("ok")
             return RefState("missing", f"no entry {value} in project {project}")
-        name, at, number = value.partition("@v")
-        # isascii: "١" is a digit to isdigit; the length bound keeps int() from refusing
-        # (or spending long on) a number thousands of digits long.
-        if not at or not (number.isascii() and number.isdigit()) or len(number) > 12 \
-                or not is_name(name) or int(number) < 1:
+        split = split_version_ref(value)
+        if split is None or not is_name(split[0]) or split[1] < 1:
             return RefState("bad", f"{value!r} is not NAME@vN, status@vN or an entry id")
-        version = int(number)
+        name, version = split
         versions = self.versions(project, name)
         if version not in versions:
             label = "the status" if name == "status" else f"topic {name!r}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -11,7 +10,6 @@ from typing import Any
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import DAMAGE, CheckRun, check_not_ahead, list_folder, per_file
-from atlas_files.check.index import is_entry_file
 from atlas_files.check.schema import json_lines, key_lines, load_json, plain, short, validate
 from atlas_files.check.versions import is_private
 from atlas_files.facts import layout, timeutil
@@ -19,7 +17,6 @@ from atlas_files.linkcheck.filesources import why_unreadable
 from atlas_files.storage import config as configmod
 from atlas_files.storage import entries, frontmatter, fsio
 
-_GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
 _ENTRY_HEAD = 64 * 1024  # enough to read the front matter of a file that may be an entry
 ENTRY_FOLDERS = {"decisions": "decision", "corrections": "correction", "tasks": "task"}
 # ATL002's own hint is for versions and entries, which are never edited. atlas.yaml is the
@@ -122,7 +119,7 @@ def check_row(ctx: CheckRun, path: Path, kind: str, key: str) -> None:
 
 def check_entry_folder(ctx: CheckRun, folder: Path, project: str, kind: str,
                        only: set[str] | None = None) -> None:
-    named = _is_task_file if kind == "task" else is_entry_file
+    named = _is_task_file if kind == "task" else layout.is_entry_file
     for name in sorted(list_folder(ctx, folder)):
         if only is not None and name not in only:
             continue
@@ -141,7 +138,7 @@ def check_stray_entry(ctx: CheckRun, path: Path, kind: str) -> None:
     case (``DEC-...``, uppercase hex), or Markdown holding an entry's front matter, it is an
     entry nobody will see: an error. Anything else is a stray file (a warning)."""
     name = path.name
-    named = _is_task_file if kind == "task" else is_entry_file
+    named = _is_task_file if kind == "task" else layout.is_entry_file
     meant = named(name.lower())
     if not meant and name.lower().endswith(".md"):
         try:
@@ -236,9 +233,9 @@ def check_lease_folder(ctx: CheckRun, folder: Path, only: set[str] | None = None
     found: list[tuple[int, str]] = []
     for name in sorted(list_folder(ctx, folder)):
         path = folder / name
-        m = _GENERATION_RE.match(name)
-        if m:
-            found.append((int(m.group(1)), name))
+        number = layout.generation_number(name)
+        if number is not None:
+            found.append((number, name))
         elif fsio.is_temp(name):
             debris.check_temp(ctx, path)
         elif (only is None or name in only) and ctx.source.is_file(path) \

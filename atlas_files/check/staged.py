@@ -15,7 +15,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlas_files.check.index import VERSION_FILE_RE, is_entry_file
 from atlas_files.facts import layout
 from atlas_files.facts.errors import BadInput
 from atlas_files.linkcheck.filesources import IndexSource
@@ -103,22 +102,11 @@ def staged_changes(repo: Path) -> list[Change]:
 
 def immutable_kind(rel_in_record: tuple[str, ...]) -> str | None:
     """"version", "entry" or "generation" for a path (relative to its record), else None."""
-    parts = rel_in_record
-    if len(parts) >= 4 and parts[0] == "projects":
-        m = VERSION_FILE_RE.fullmatch(parts[-1])
-        if len(parts) == 4 and parts[2] == "status" and m and m.group("name") == "status":
-            return "version"
-        if len(parts) == 5 and parts[2] == "artifacts" and m and m.group("name") == parts[3]:
-            return "version"
-        if len(parts) == 4 and parts[2] in ("decisions", "corrections") \
-                and is_entry_file(parts[3]):
-            return "entry"
-        if len(parts) == 4 and parts[2] == layout.TASKS and layout.TASK_FILE.fullmatch(parts[3]):
-            return "entry"
-    if len(parts) == 3 and parts[0] == "leases" and parts[2].startswith("g") \
-            and parts[2].endswith(".json") and parts[2][1:-5].isdigit():
-        return "generation"
-    return None
+    found = layout.record_file("/".join(rel_in_record))
+    if found is None or not found.immutable or (found.kind == layout.ENTRY
+                                                 and not found.canonical):
+        return None  # a stray note among the entries is no entry: it may change
+    return found.kind
 
 
 def only_stamped(repo: Path, rel: str) -> bool:

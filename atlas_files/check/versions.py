@@ -17,7 +17,7 @@ from typing import Any
 from atlas_files.check import debris, fix, refs
 from atlas_files.check.bom import BOM, strip_bom
 from atlas_files.check.context import CheckRun, check_not_ahead, list_folder, per_file
-from atlas_files.check.index import VERSION_FILE_RE, canonical_number
+from atlas_files.check.index import canonical_number
 from atlas_files.check.schema import key_lines, plain, validate
 from atlas_files.facts import layout
 from atlas_files.linkcheck.filesources import why_unreadable
@@ -36,7 +36,7 @@ def check_stream(ctx: CheckRun, folder: Path, project: str, name: str,
         if fsio.is_temp(entry):
             debris.check_temp(ctx, folder / entry)
             continue
-        m = VERSION_FILE_RE.fullmatch(entry)
+        m = layout.VERSION_FILE.fullmatch(entry)
         if m and m.group("name") == name and canonical_number(m.group("number")):
             found.setdefault(int(m.group("number")), []).append(entry)
         elif only is None or entry in only:

@@ -66,12 +66,11 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 # The record's own folders, as commands reach them: each must be a real folder. Commands
 # refuse a symlink (even to a folder inside the record, which would give one set of files
 # two names) and a file in its place, so the check reports them instead of passing.
-_TOP_FOLDERS = {"projects": "the projects folder", "leases": "the leases folder",
-                "telemetry": "the telemetry folder", "receipts": "the receipts folder",
-                "sessions": "the sessions folder"}
+_TOP_FOLDERS = {f: f"the {f} folder" for f in (*layout.ROOT_FOLDERS, layout.SESSIONS)}
 # Folders of live rows: folder -> (the rows' schema, the field that names the file).
-_ROW_FOLDERS = {"telemetry": ("telemetry", "machine"), "receipts": ("receipt", "identity"),
-                "sessions": ("session", "identity")}
+_ROW_FOLDERS = {layout.TELEMETRY: ("telemetry", "machine"),
+                layout.RECEIPTS: ("receipt", "identity"),
+                layout.SESSIONS: ("session", "identity")}
 
 
 def _record_folder(ctx: CheckRun, entry: os.DirEntry[str], path: Path, what: str) -> bool:
@@ -114,14 +113,14 @@ def check_tree(ctx: CheckRun, scope: Scope) -> None:
             debris.check_temp(ctx, path)
         elif name == layout.CONFIG_NAME:
             kinds.check_config(ctx, path)
-        elif name == "projects":
+        elif name == layout.PROJECTS:
             for project in _dirs(ctx, path):
                 where = path / project.name
                 if scope(where) and not project.name.startswith(".") \
                         and (_is_dir(project) or project.is_symlink()) \
                         and _record_folder(ctx, project, where, "the project folder"):
                     check_project(ctx, where, scope)
-        elif name == "leases":
+        elif name == layout.LEASES:
             for resource in _dirs(ctx, path):
                 where = path / resource.name
                 if scope(where) and not resource.name.startswith(".") \
@@ -142,9 +141,7 @@ def check_tree(ctx: CheckRun, scope: Scope) -> None:
             check_markdown(ctx, path)
 
 
-_PROJECT_FOLDERS = {"status": "the status folder", "artifacts": "the artifacts folder",
-                    "decisions": "the decisions folder", "corrections": "the corrections folder",
-                    "tasks": "the tasks folder"}
+_PROJECT_FOLDERS = {f: f"the {f} folder" for f in (*layout.PROJECT_FOLDERS, layout.TASKS)}
 
 
 def check_project(ctx: CheckRun, folder: Path, scope: Scope) -> None:
@@ -160,9 +157,9 @@ def check_project(ctx: CheckRun, folder: Path, scope: Scope) -> None:
         if entry.name in _PROJECT_FOLDERS and not _record_folder(
                 ctx, entry, path, _PROJECT_FOLDERS[entry.name]):
             continue
-        if entry.name == "status":
+        if entry.name == layout.STATUS:
             check_stream(ctx, path, project, "status", scope.only(path))
-        elif entry.name == "artifacts":
+        elif entry.name == layout.ARTIFACTS:
             for topic in _dirs(ctx, path):
                 where = path / topic.name
                 if scope(where) and not topic.name.startswith(".") \
@@ -239,13 +236,13 @@ def _check_group(ctx: CheckRun, folder: Path, names: set[str]) -> None:
                 check_markdown(ctx, folder / name)
         return
     head = parts[0]
-    if head == "projects" and len(parts) == 3 and parts[2] == "status":
+    if head == layout.PROJECTS and len(parts) == 3 and parts[2] == layout.STATUS:
         check_stream(ctx, folder, parts[1], "status", names)
-    elif head == "projects" and len(parts) == 4 and parts[2] == "artifacts":
+    elif head == layout.PROJECTS and len(parts) == 4 and parts[2] == layout.ARTIFACTS:
         check_stream(ctx, folder, parts[1], parts[3], names)
-    elif head == "projects" and len(parts) == 3 and parts[2] in kinds.ENTRY_FOLDERS:
+    elif head == layout.PROJECTS and len(parts) == 3 and parts[2] in kinds.ENTRY_FOLDERS:
         kinds.check_entry_folder(ctx, folder, parts[1], kinds.ENTRY_FOLDERS[parts[2]], names)
-    elif head == "leases" and len(parts) == 2:
+    elif head == layout.LEASES and len(parts) == 2:
         kinds.check_lease_folder(ctx, folder, names)
     elif head in _ROW_FOLDERS and len(parts) == 1:
         kind, key = _ROW_FOLDERS[head]

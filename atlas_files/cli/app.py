@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from atlas_files import __version__
+from atlas_files.facts import environment
 from atlas_files.facts.names import check_name
 
 if TYPE_CHECKING:
@@ -158,16 +159,16 @@ pass_ctx = click.make_pass_decorator(Invocation)
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"],
                                               "color": True})
 @click.option(
-    "--record", "record_path", envvar="ATLAS_RECORD", metavar="PATH",
+    "--record", "record_path", envvar=environment.RECORD, metavar="PATH",
     help="The record folder. Default: $ATLAS_RECORD, else the nearest folder upward "
     "holding atlas.yaml.",
 )
 @click.option(
-    "--as", "identity", envvar="ATLAS_AS", metavar="NAME",
+    "--as", "identity", envvar=environment.AS, metavar="NAME",
     help="Who is acting ($ATLAS_AS). Required for every write; reads record receipts for it.",
 )
 @click.option(
-    "--project", "-p", envvar="ATLAS_PROJECT", metavar="NAME",
+    "--project", "-p", envvar=environment.PROJECT, metavar="NAME",
     help="The project ($ATLAS_PROJECT). Default: default_project in atlas.yaml.",
 )
 @click.version_option(__version__, "--version", prog_name="atlas")

@@ -26,7 +26,7 @@ from typing import Any
 
 from atlas_files.api import setup as setup_api
 from atlas_files.check import validators
-from atlas_files.facts import layout
+from atlas_files.facts import environment, layout
 from atlas_files.facts.errors import AtlasError, BrokenInstall, NotFound
 from atlas_files.facts.timeutil import parse_duration
 from atlas_files.protocol import volume
@@ -69,7 +69,7 @@ def diagnose(record_path: str | os.PathLike[str] | None = None) -> Diagnosis:
     try:
         record: Record | None = Record.find(record_path)
     except NotFound:
-        if record_path is not None or os.environ.get("ATLAS_RECORD"):
+        if record_path is not None or environment.record():
             raise  # a record was named, and is not there: say so, measure nothing
         record = None
     allowance = parse_duration(DEFAULT_CLOCK_SKEW_ALLOWANCE)

@@ -19,9 +19,9 @@ NAME_RULE = (
 
 # Entry ids: time-ordered plus random, so no counter is shared between writers.
 ENTRY_ID_PATTERN = r"^(dec|cor)-\d{8}t\d{12}z-[0-9a-f]{8}$"
-# Patterns kept as strings, compiled by re on first use (and cached there): most commands
-# never parse an entry id or a NAME@vN, so they do not pay for compiling them at start-up.
-_VERSION_REF_RE = r"^(?P<name>[^@]+)@v(?P<version>\d+)$"
+# A version number in a reference: ASCII digits (``"١"`` is a digit to ``str.isdigit``), at
+# most 12 of them, so that int() never refuses one or spends long on it.
+_VERSION_DIGITS_MAX = 12
 
 
 def quote(value: object, limit: int = 80) -> str:
@@ -74,13 +74,23 @@ class VersionRef(NamedTuple):
         return f"{self.name}@v{self.version}"
 
 
+def split_version_ref(text: str) -> tuple[str, int] | None:
+    """``NAME@vN`` as (NAME, N): the one reading of that shape, everywhere a reference is
+    read. None if ``text`` is not of it; NAME is not checked (see ``parse_version_ref``)."""
+    name, at, number = text.partition("@v")
+    if not at or not name or "@" in name or not number.isascii() or not number.isdigit() \
+            or len(number) > _VERSION_DIGITS_MAX:
+        return None
+    return name, int(number)
+
+
 def parse_version_ref(value: str) -> VersionRef | None:
     """Parse ``NAME@vN``; None if the text is not of that shape."""
-    m = re.fullmatch(_VERSION_REF_RE, value.strip())
-    if not m:
+    split = split_version_ref(value.strip())
+    if split is None:
         return None
-    name = check_name(m.group("name"), "topic name")
-    version = int(m.group("version"))
+    name = check_name(split[0], "topic name")
+    version = split[1]
     if version < 1:
         raise BadInput(f"bad reference {quote(value)}: versions start at 1")
     return VersionRef(name, version)

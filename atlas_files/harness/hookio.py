@@ -34,6 +34,7 @@ import shlex
 import sys
 from typing import Any
 
+from atlas_files.facts import environment
 from atlas_files.facts.text import escape_controls
 
 HARNESSES = ("claude", "codex", "gemini", "cursor")
@@ -166,7 +167,7 @@ def shell_identity(harness: str, event: dict[str, Any], values: dict[str, str]) 
     arguments); any other command is left as it is."""
     tool_input = event.get("tool_input")
     command = tool_input.get("command") if isinstance(tool_input, dict) else None
-    if not isinstance(command, str) or "atlas" not in command or "ATLAS_AS" not in values:
+    if not isinstance(command, str) or "atlas" not in command or environment.AS not in values:
         return "{}"
     exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in values.items())
     return _dump({"hookSpecificOutput": {"hookEventName": "BeforeTool",

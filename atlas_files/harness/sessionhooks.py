@@ -9,12 +9,12 @@ on stderr and lets the session go on.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from atlas_files.api import Worker
 from atlas_files.api.stop import stop_check
+from atlas_files.facts import environment
 from atlas_files.facts.errors import AtlasError, NotFound
 from atlas_files.facts.names import is_name
 from atlas_files.facts.text import field
@@ -79,11 +79,11 @@ def _record_root(record_path: str | None, event: dict[str, Any], harness: str) -
 
 def _identity_values(worker: Worker, project: str | None) -> dict[str, str]:
     """What the agent's shell needs to act as the hook's worker, as variables."""
-    values = {"ATLAS_RECORD": str(worker.record.root)}
+    values = {environment.RECORD: str(worker.record.root)}
     if worker.identity:
-        values["ATLAS_AS"] = worker.identity
+        values[environment.AS] = worker.identity
     if project:
-        values["ATLAS_PROJECT"] = project
+        values[environment.PROJECT] = project
     return values
 
 
@@ -108,7 +108,7 @@ def _export_identity(worker: Worker, project: str | None, harness: str) -> str:
         return (f"\nYour shell's atlas commands act as {worker.identity} where `atlas setup "
                 f"{harness} --as {worker.identity}` {how}; otherwise run them as "
                 f"`atlas --as {worker.identity} ...`.")
-    if worker.identity and os.environ.get("ATLAS_AS") != worker.identity:
+    if worker.identity and environment.identity() != worker.identity:
         return (f"\nYour shell does not know who you are: run every atlas command as "
                 f"`atlas --as {worker.identity} ...` (or with ATLAS_AS={worker.identity}).")
     return ""

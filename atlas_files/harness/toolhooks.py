@@ -317,6 +317,7 @@ def news_hook(harness: str, record_path: str | None, identity: str | None,
 def _news(harness: str, event: dict[str, Any], record_path: str | None,
           identity: str | None) -> str | None:
     from atlas_files.api import editguard  # noqa: PLC0415
+    from atlas_files.facts import environment  # noqa: PLC0415
     from atlas_files.facts.names import is_name  # noqa: PLC0415
 
     folder = event_folder(event)
@@ -325,7 +326,7 @@ def _news(harness: str, event: dict[str, Any], record_path: str | None,
     root, notes = editguard.find_record(record_path, folder, real, os.environ)
     for note in notes:
         _say(note)
-    who = identity or os.environ.get("ATLAS_AS") or None
+    who = environment.identity(identity)
     if root is None or not who or not is_name(who):
         return None
     from atlas_files.facts import layout  # noqa: PLC0415

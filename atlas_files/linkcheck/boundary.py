@@ -19,6 +19,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from atlas_files.storage import worktree
+
 OUTSIDE = ("it lies outside the repository checked (by its path, or through a symbolic "
            "link), and atlas check reads only the repository's own files")
 _FD_LINKS = "/proc/self/fd"
@@ -26,13 +28,8 @@ _FD_LINKS = "/proc/self/fd"
 
 def repository(start: Path) -> Path | None:
     """The nearest folder at or above ``start`` (a folder) that holds ``.git``."""
-    folder = start
-    while True:
-        if os.path.lexists(os.path.join(folder, ".git")):
-            return folder
-        if folder.parent == folder:
-            return None
-        folder = folder.parent
+    found = worktree.repository_root(start)
+    return None if found is None else Path(found)
 
 
 def root_of(path: Path) -> Path:

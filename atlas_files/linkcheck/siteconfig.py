@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from atlas_files.linkcheck.boundary import OUTSIDE, Boundary, root_of
 from atlas_files.linkcheck.filesources import DiskSource
 from atlas_files.linkcheck.findings import ERROR, WARNING
-from atlas_files.storage import yamlcache
+from atlas_files.storage import worktree, yamlcache
 
 if TYPE_CHECKING:
     import yaml
@@ -388,7 +387,7 @@ def find(folder: Path, cache: dict[Path, Path | None]) -> Path | None:
         hit = next((current / n for n in NAMES if (current / n).is_file()), None)
         # A mkdocs.yml above the repository's own root is not the repository's.
         if hit is not None or current.parent == current \
-                or os.path.lexists(current / ".git"):
+                or worktree.holds_git(current):
             found = hit
             break
         current = current.parent

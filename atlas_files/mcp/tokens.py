@@ -33,8 +33,8 @@ from mcp.server.auth.provider import AccessToken
 
 from atlas_files.facts import timeutil
 from atlas_files.facts.errors import BadInput, DamagedFile, NotFound
-from atlas_files.facts.layout import CONFIG_NAME
 from atlas_files.facts.names import check_name
+from atlas_files.storage.record import holds_record
 
 KIND = "atlas-mcp-tokens"
 PREFIX = "atlas_"
@@ -69,7 +69,7 @@ def check_place(path: Path, record_root: Path | None) -> None:
     holding atlas.yaml): everything there is shared."""
     where = path.resolve()
     roots = [record_root.resolve()] if record_root is not None else []
-    roots += [p for p in where.parents if (p / CONFIG_NAME).is_file()]
+    roots += [p for p in where.parents if holds_record(p)]
     for root in roots:
         if where == root or root in where.parents:
             raise BadInput(f"the tokens file {path} lies inside the record {root}, which every "

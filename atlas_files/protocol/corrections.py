@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from atlas_files.facts import layout
 from atlas_files.facts.errors import BadInput, DamagedFile, NotFound
 from atlas_files.facts.names import VersionRef, parse_ref
 from atlas_files.facts.text import clean_text
@@ -131,7 +132,7 @@ def resolve_ref(record: Record, project: str, text: str, what: str = "reference"
         return str(ref)
     folder = decisions_dir(record, project) if ref.startswith("dec-") else \
         corrections_dir(record, project)
-    if not _published(folder / entries.entry_filename(ref), f"{what} {ref}"):
+    if not _published(folder / layout.entry_filename(ref), f"{what} {ref}"):
         raise NotFound(
             f"{what} {ref}: no such entry in project {project}",
             hint="`atlas decisions` lists decision ids; check the project (-p)",

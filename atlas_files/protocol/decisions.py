@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from atlas_files.facts import timeutil
+from atlas_files.facts import layout, timeutil
 from atlas_files.facts.errors import BadInput, NotFound
 from atlas_files.facts.names import check_name, parse_version_ref
 from atlas_files.facts.text import clean_text
@@ -251,6 +251,6 @@ def get_decision(record: Record, decision_id: str, project: str | None = None) -
     target = corrections.resolve_ref(record, project, decision_id, "decision")
     if not target.startswith("dec-"):
         raise NotFound(f"{target} is not a decision id")
-    path = corrections.decisions_dir(record, project) / entries.entry_filename(target)
+    path = corrections.decisions_dir(record, project) / layout.entry_filename(target)
     found = corrections.read_one(path)
     return _from_entry(found, project, corrections.corrections_of(record, project, target))

@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import os
 
-# Variables that make git read another repository than the folder's own `.git`.
-_ELSEWHERE = ("GIT_DIR", "GIT_COMMON_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
-              "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE")
+from atlas_files.facts import environment
+
 _LIMIT = 20_000  # ref files looked at before giving up ("cannot tell")
 
 
 def git_dirs(root: str) -> tuple[str, str] | None:
     """(the git dir, the common dir) of the work tree at ``root``; None if ``root`` holds
     no ``.git`` (folder, or a worktree's or submodule's file) or git is pointed elsewhere."""
-    if any(os.environ.get(name) for name in _ELSEWHERE):
+    if environment.git_moved():
         return None
     dotgit = os.path.join(root, ".git")
     try:

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from atlas_files.facts import layout, timeutil
 from atlas_files.facts.errors import DamagedFile
-from atlas_files.facts.names import ENTRY_ID_PATTERN, check_name, is_name
+from atlas_files.facts.names import check_name, is_name
 from atlas_files.storage import frontmatter, fsio, jsonfile
 
 if TYPE_CHECKING:
@@ -41,13 +40,6 @@ if TYPE_CHECKING:
 OPEN, ENDED = "open", "ended"
 ROW_LIMIT = 8 << 20  # a row lists one number per topic and lease: far below this
 HEAD_BYTES = 64 * 1024  # a version's or an entry's front matter is a few hundred bytes
-_ENTRY_FILE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
-
-
-def generation_filename(generation: int) -> str:
-    """A lease generation's file name (the rule of ``leases.store``, repeated here so the
-    Stop hook need not import the lease machinery; a test holds the two together)."""
-    return f"g{generation:08d}.json"
 
 
 # Plain classes, not dataclasses: the Stop hook imports this module at every turn end, and
@@ -385,11 +377,10 @@ def lease_names(leases: str, prefix: str = "") -> list[str]:
 
 def newest_generation(where: str) -> int:
     try:
-        names = [n for n in os.listdir(where) if n.startswith("g") and n.endswith(".json")]
+        names = os.listdir(where)
     except (FileNotFoundError, NotADirectoryError):
         return 0
-    numbers = [int(n[1:-5]) for n in names if n[1:-5].isdigit()]
-    return max(numbers, default=0)
+    return max(filter(None, map(layout.generation_number, names)), default=0)
 
 
 def head(path: str) -> dict[str, Any] | None:
@@ -461,7 +452,7 @@ def entries_since(where: str, since: str) -> list[Write]:
     thresholds = {p: _entry_threshold(p, since) for p in ("dec", "cor")}
     for name in names:
         prefix = name[:3]
-        if prefix not in thresholds or name < thresholds[prefix] or not _ENTRY_FILE.match(name):
+        if prefix not in thresholds or name < thresholds[prefix] or not layout.is_entry_file(name):
             continue
         meta = head(os.path.join(where, name))
         if meta is None or meta.get("kind") not in ("decision", "correction", "retraction"):
@@ -479,7 +470,7 @@ def leases_since(leases: str, saw: Baseline) -> list[Write]:
         where = os.path.join(leases, resource)
         generation = saw.leases.get(resource, 0) + 1
         while True:
-            path = os.path.join(where, generation_filename(generation))
+            path = os.path.join(where, layout.generation_filename(generation))
             try:
                 raw = jsonfile.need_object(jsonfile.read(path, 1 << 20), "a generation")
             except (FileNotFoundError, NotADirectoryError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ KINDS = ("status", "artifact", "decision", "correction", "retraction", "task")
 # A file the index knows but could not read: kept so it is not read again and again.
 DAMAGED = "damaged"
 # SQLite's integers hold 18 decimal digits whatever they are.
-MAX_VERSION_DIGITS = 18
+MAX_VERSION_DIGITS = layout.VERSION_DIGITS_READ
 # File times come from a coarse clock: a change this recent is not trusted to show.
 SETTLE_NS = 2_000_000_000
 
@@ -116,16 +115,16 @@ def names_a_file(folder: Folder) -> Callable[[str], bool]:
     if folder.kind == layout.TASKS:
         return _is_task
     if folder.stream is None:
-        return entries.is_entry_file
-    pattern = re.compile(rf"^{re.escape(folder.stream.name)}\.v([0-9]{{4,}})\.md$")
+        return layout.is_entry_file
+    stream = folder.stream.name
 
     def wanted(name: str) -> bool:
-        m = pattern.match(name)
+        found = layout.version_parts(name)
         # Canonical numbers only, as the record's readers count them: v0007, v10000; and
         # none past what the index can hold (a number of 19 digits was made by hand, and
         # `atlas check` reports it).
-        return m is not None and (len(m.group(1)) == 4 or m.group(1)[0] != "0") \
-            and len(m.group(1)) <= MAX_VERSION_DIGITS
+        return found is not None and found[0] == stream \
+            and layout.is_canonical_number(found[1]) and len(found[1]) <= MAX_VERSION_DIGITS
 
     return wanted
 

@@ -12,7 +12,7 @@ import stat
 import sys
 import zlib
 
-from atlas_files.facts import privatepath
+from atlas_files.facts import environment, privatepath
 
 # Not typing's (see client.py); type checkers read any TYPE_CHECKING name as true.
 TYPE_CHECKING = False
@@ -80,7 +80,7 @@ KEYED_NAMES = ("LANG", "LANGUAGE", "TZ")
 KEYED_PREFIXES = ("PYTHON", "ATLAS_", "LC_")
 # ATLAS_* variables that atlas reads only as a command runs, in the worker, from the
 # client's environment: keyed, they would give every identity and record its own server.
-PER_COMMAND = frozenset({"ATLAS_SERVER", "ATLAS_AS", "ATLAS_RECORD", "ATLAS_PROJECT",
+PER_COMMAND = frozenset({"ATLAS_SERVER", environment.AS, environment.RECORD, environment.PROJECT,
                          "ATLAS_CHECK_JOBS", "ATLAS_MCP_TOKENS"})
 
 

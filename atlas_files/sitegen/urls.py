@@ -8,11 +8,11 @@ that exist: a reference to a version or entry that is not in the record is shown
 from __future__ import annotations
 
 import posixpath
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from atlas_files.facts.names import ENTRY_ID_PATTERN, is_entry_id
+from atlas_files.facts import layout
+from atlas_files.facts.names import is_entry_id, is_name, split_version_ref
 
 HOME = "index.md"
 ARTIFACTS = "artifacts/index.md"
@@ -21,9 +21,6 @@ LEASES = "leases.md"
 TELEMETRY = "telemetry.md"
 TAGS = "tags.md"
 
-_REF_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]{0,99})@v(?P<version>\d+)$")
-_VERSION_FILE_RE = re.compile(r"^(?P<name>[a-z0-9][a-z0-9._-]{0,99})\.v(?P<version>\d+)\.md$")
-_ENTRY_FILE_RE = re.compile(ENTRY_ID_PATTERN[:-1] + r"\.md$")
 
 
 def status_page(project: str) -> str:
@@ -87,9 +84,9 @@ class Known:
         ref = ref.strip()
         if is_entry_id(ref):
             return (DECISIONS, ref) if ref in self.entries else None
-        m = _REF_RE.match(ref)
-        if m:
-            name, version = m.group("name"), int(m.group("version"))
+        split = split_version_ref(ref)
+        if split is not None and is_name(split[0]):
+            name, version = split
             if name == "status":
                 ok = version in self.status.get(project, set())
                 return (status_page(project), version_anchor(version)) if ok else None
@@ -104,25 +101,14 @@ class Known:
         """(page, anchor) of a record-relative file path such as
         ``projects/web/artifacts/plan/plan.v0002.md``."""
         parts = [p for p in record_path.split("/") if p]
-        if len(parts) < 3 or parts[0] != "projects":
-            return None
-        project, kind, rest = parts[1], parts[2], parts[3:]
-        if kind == "artifacts" and rest:
-            topic = rest[0]
-            if len(rest) == 2:
-                m = _VERSION_FILE_RE.match(rest[1])
-                if not m or m.group("name") != topic:
-                    return None
-                return self.target(project, f"{topic}@v{int(m.group('version'))}")
-            return self.target(project, topic) if len(rest) == 1 else None
-        if kind == "status" and len(rest) == 1:
-            m = _VERSION_FILE_RE.match(rest[0])
-            if m and m.group("name") == "status":
-                return self.target(project, f"status@v{int(m.group('version'))}")
-        if kind in ("decisions", "corrections") and len(rest) == 1:
-            m = _ENTRY_FILE_RE.match(rest[0])
-            if m:
-                return self.target(project, rest[0][:-3])
+        found = layout.record_file("/".join(parts))
+        if found is not None and found.kind == layout.VERSION:
+            return self.target(found.project, f"{found.name}@v{found.number}")
+        if found is not None and found.folder in (layout.DECISIONS, layout.CORRECTIONS) \
+                and found.canonical:
+            return self.target(found.project, found.name)
+        if len(parts) == 4 and parts[0] == layout.PROJECTS and parts[2] == layout.ARTIFACTS:
+            return self.target(parts[1], parts[3])  # a topic's folder: its page
         return None
 
 

@@ -127,7 +127,7 @@ class Stream(NamedTuple):
             # A large folder (a topic of thousands of versions, written to by `put`): a
             # pattern of this stream's own name matches without the generic one's
             # backtracking and Python test per name, three times as fast.
-            return list(map(int, _own_lines(self.name).findall(joined)))
+            return list(map(int, layout.own_version_lines(self.name).findall(joined)))
         return [int(number) for name, number in layout.VERSION_LINES.findall(joined)
                 if name == self.name and layout.is_canonical_number(number)]
 
@@ -276,12 +276,6 @@ class Stream(NamedTuple):
 
 
 _OWN_PATTERN_FROM = 256
-
-
-def _own_lines(name: str) -> re.Pattern[str]:
-    """``name``'s version files with canonical numbers (layout.is_canonical_number), over
-    a listing joined by newlines."""
-    return re.compile(rf"^{re.escape(name)}\.v([0-9]{{4}}|[1-9][0-9]{{4,}})\.md$", re.M)
 
 
 def _join(names: list[str]) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,19 +27,15 @@ from typing import Any, NamedTuple
 
 from atlas_files.facts import timeutil
 from atlas_files.facts.errors import DamagedFile
-from atlas_files.facts.names import ENTRY_ID_PATTERN
+from atlas_files.facts.layout import entry_filename, is_entry_file
 from atlas_files.storage import frontmatter, fsio, schemas
 
-SUFFIX = ".md"
 PREFIXES = {"decision": "dec", "correction": "cor", "retraction": "cor",
             # Tasks and what happened to them name themselves (``publish``'s ``make_id``).
             "task": "", "task-done": "", "task-dropped": ""}
 # The schema that describes each kind of entry.
 SCHEMA_OF = {"decision": "decision", "correction": "correction", "retraction": "correction",
              "task": "task", "task-done": "task", "task-dropped": "task"}
-# A string, compiled by re on first use (and cached there): a command that lists no
-# entries does not pay for it at start-up.
-_FILE_RE = ENTRY_ID_PATTERN[:-1] + re.escape(SUFFIX) + "$"
 _PUBLISH_TRIES = 8
 # An entry holds a few fields of at most a few thousand characters each; a file far
 # larger was not written by atlas, and a reader refuses it unread.
@@ -55,14 +50,6 @@ def new_id(prefix: str, at: datetime) -> str:
     """``<prefix>-<yyyymmdd>t<hhmmss><microseconds>z-<8 hex>`` for the time ``at``."""
     stamp = at.astimezone(UTC).strftime("%Y%m%dt%H%M%S%fz")
     return f"{prefix}-{stamp}-{_random_part()}"
-
-
-def entry_filename(entry_id: str) -> str:
-    return entry_id + SUFFIX
-
-
-def is_entry_file(name: str) -> bool:
-    return bool(re.fullmatch(_FILE_RE, name))
 
 
 def digest_of_entry(meta: dict[str, Any], body: bytes) -> str:

@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from atlas_files.facts import environment
 from atlas_files.facts.errors import AtlasError, BadInput
-from atlas_files.storage import fsio
+from atlas_files.storage import fsio, worktree
 
 # Paths come back as bytes; anything that is not UTF-8 is shown, never guessed at.
 ENCODING = "utf-8"
@@ -309,8 +310,6 @@ class Where(NamedTuple):
 # ``core.bare``, includes, per-worktree config), folders owned by another user (git's
 # ``safe.directory`` check), the reftable format, or a ``.git`` git would not take for a
 # repository.
-_MOVED_BY = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
-             "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT")
 # Config words after which only git can say where the work tree is.
 _ASK_GIT_IF = ("worktree", "bare = true", "bare=true", "include")
 _SMALL = 64 * 1024
@@ -341,7 +340,7 @@ def _mine(path: str) -> bool:
 def from_files(root: str | os.PathLike[str]) -> tuple[Path, Path, Path] | None:
     """(work tree top, its git dir, the common dir) when ``root`` is the top of a work
     tree of a plain layout; None when git must be asked."""
-    if not hasattr(os, "getuid") or any(name in os.environ for name in _MOVED_BY):
+    if not hasattr(os, "getuid") or environment.git_moved():
         return None
     top = os.path.realpath(root)
     dotgit = os.path.join(top, ".git")
@@ -409,18 +408,9 @@ def _may_lie_in_git(where: Path) -> bool:
     """False when no folder from ``where`` up holds a `.git` or looks like a bare
     repository, and no variable moves git's search: git would find nothing, and asking it
     costs a process at every session start outside a repository."""
-    if any(name in os.environ for name in _MOVED_BY):
+    if environment.git_moved():
         return True
-    here = os.path.realpath(where)
-    while True:
-        if os.path.lexists(os.path.join(here, ".git")) or (
-                os.path.isfile(os.path.join(here, "HEAD"))
-                and os.path.isdir(os.path.join(here, "objects"))):
-            return True
-        parent = os.path.dirname(here)
-        if parent == here:
-            return False
-        here = parent
+    return worktree.repository_root(os.path.realpath(where), bare=True) is not None
 
 
 def toplevel(start: str | os.PathLike[str]) -> Path:

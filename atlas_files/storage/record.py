@@ -17,7 +17,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from atlas_files.facts import guide, layout
+from atlas_files.facts import environment, guide, layout
 from atlas_files.facts.errors import BadInput, NotFound, warn
 from atlas_files.facts.names import check_name
 from atlas_files.storage import config as configmod
@@ -60,14 +60,6 @@ def _is_our_readme(path: Path, title: str) -> bool:
         return False
 
 
-def _enclosing_record(root: Path) -> Path | None:
-    """The nearest folder above ``root`` that holds an atlas.yaml, if any."""
-    for folder in Path(os.path.abspath(root)).parents:
-        if (folder / layout.CONFIG_NAME).is_file():
-            return folder
-    return None
-
-
 def require_identity(identity: str | None) -> str:
     """Every write names its author; refuse before anything is touched."""
     if not identity:
@@ -78,13 +70,26 @@ def require_identity(identity: str | None) -> str:
     return check_name(identity, "identity")
 
 
-def _holds_config(folder: Path) -> bool:
+def holds_record(folder: str | os.PathLike[str]) -> bool:
     """Whether ``folder`` is a record: something not a folder is named atlas.yaml there
     (a plain file, or what Record then refuses by name: a symlink, a named pipe)."""
     try:
-        return not stat.S_ISDIR(os.lstat(folder / layout.CONFIG_NAME).st_mode)
+        return not stat.S_ISDIR(os.lstat(os.path.join(folder, layout.CONFIG_NAME)).st_mode)
     except OSError:
         return False
+
+
+def enclosing(start: str | os.PathLike[str]) -> Path | None:
+    """The nearest record at or above the folder ``start``, None if there is none."""
+    here = Path(os.path.abspath(start))
+    return next((f for f in (here, *here.parents) if holds_record(f)), None)
+
+
+def named_in_git(repo: str | os.PathLike[str], configured: str) -> Path:
+    """The record that `git config atlas.record` (``configured``) names for the
+    repository at ``repo``: relative to its root, ``~`` expanded. NotFound if no record
+    is there."""
+    return locate(Path(repo) / Path(configured).expanduser(), {})
 
 
 def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None,
@@ -93,10 +98,10 @@ def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | 
     nearest folder holding atlas.yaml at or above each of ``starts``, then the current
     folder. The one home of this rule: every front end and `atlas check` find records so."""
     environ = os.environ if env is None else env
-    explicit = path or environ.get("ATLAS_RECORD")
+    explicit = path or environment.record(None, environ)
     if explicit:
         root = Path(explicit)
-        if not _holds_config(root):
+        if not holds_record(root):
             raise NotFound(
                 f"no record at {root} (it has no {layout.CONFIG_NAME})",
                 hint="create one with `atlas init DIR`, or point to one with --record or "
@@ -104,10 +109,10 @@ def locate(path: str | os.PathLike[str] | None = None, env: Mapping[str, str] | 
             )
         return root
     here = Path.cwd()
-    for start in (*(Path(s).absolute() for s in starts), here):
-        for folder in (start, *start.parents):
-            if _holds_config(folder):
-                return folder
+    for start in (*starts, here):
+        found = enclosing(start)
+        if found is not None:
+            return found
     raise NotFound(
         f"no record here: neither {here} nor any folder above it has an {layout.CONFIG_NAME}",
         hint="pass --record PATH, set ATLAS_RECORD, or create one with `atlas init DIR`",
@@ -208,7 +213,7 @@ class Record:
             return record
         if root.exists() and not root.is_dir():
             raise BadInput(f"{root} exists and is not a folder", hint="choose another path")
-        outer = _enclosing_record(root)
+        outer = enclosing(Path(os.path.abspath(root)).parent)
         if outer is not None:
             raise BadInput(
                 f"{root} lies inside the record at {outer}: a record inside a record would "

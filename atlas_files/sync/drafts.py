@@ -23,7 +23,6 @@ import contextlib
 import functools
 import json
 import os
-import re
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -161,8 +160,7 @@ def _clear(record: Record, project: str, name: str,
         names = sorted(os.listdir(here))
     except (OSError, BadInput):
         return []  # no draft of this topic, or a folder atlas never made (a symlink)
-    pattern = re.compile(rf"{re.escape(name)}\.v([0-9]{{4,}})\..+\.md")
-    found = [(n, int(m[1])) for n in names if (m := pattern.fullmatch(n))]
+    found = [(n, v) for n in names if (v := layout.draft_version(name, n)) is not None]
     if not found:
         return []
     versions = later()

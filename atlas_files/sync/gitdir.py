@@ -14,16 +14,13 @@ import json
 import os
 from pathlib import Path
 
+from atlas_files.facts import environment
 from atlas_files.storage import fsio
 from atlas_files.storage.gitcmd import Git
 
 _LOOSE_SAMPLE = "17"
 # What git uses when gc.auto is not set.
 GC_AUTO_DEFAULT = 6700
-# Variables that add config, or move the files git reads it from.
-_CONFIG_VARIABLES = ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
-                     "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_CONFIG", "HOME",
-                     "XDG_CONFIG_HOME", "GIT_DIR", "GIT_COMMON_DIR")
 
 
 def _config_files(common_dir: Path, git_dir: Path) -> list[str]:
@@ -55,7 +52,7 @@ def _key(common_dir: Path, git_dir: Path) -> str | None:
         except OSError:
             continue
         seen.append([path, st.st_ino, st.st_mtime_ns, st.st_size])
-    return json.dumps([seen, [os.environ.get(v) for v in _CONFIG_VARIABLES]])
+    return json.dumps([seen, [os.environ.get(v) for v in environment.GIT_CONFIG]])
 
 
 def gc_auto(git: Git, common_dir: Path, git_dir: Path, cache: Path,

@@ -10,29 +10,17 @@ someone dropped in) never travels.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from atlas_files.facts import guide, layout
-from atlas_files.facts.names import ENTRY_ID_PATTERN, NAME_PATTERN
 from atlas_files.storage import fsio
 
-_NAME = NAME_PATTERN.strip("^$")
-_VERSION = re.compile(
-    rf"{layout.PROJECTS}/(?P<project>{_NAME})/"
-    rf"(?:(?P<status>{layout.STATUS})/status|{layout.ARTIFACTS}/(?P<topic>{_NAME})/(?P=topic))"
-    r"\.v(?P<number>[0-9]{4,})\.md"
-)
-_TASK = layout.TASK_FILE.pattern.removesuffix(r"\.md")
-_ENTRY = re.compile(
-    rf"{layout.PROJECTS}/(?P<project>{_NAME})/"
-    rf"(?:(?P<kind>{layout.DECISIONS}|{layout.CORRECTIONS})/(?P<id>{ENTRY_ID_PATTERN.strip('^$')})"
-    rf"|{layout.TASKS}/(?P<task>{_TASK}))\.md"
-)
-_LEASE = re.compile(rf"{layout.LEASES}/(?P<resource>{_NAME})/g(?P<number>[0-9]{{8,}})\.json")
 CONFIG_FILES = frozenset({layout.CONFIG_NAME, "README.md", guide.BESIDE_NAME, ".gitignore"})
+
+
+_HISTORY = {layout.VERSION: "version", layout.ENTRY: "entry", layout.GENERATION: "lease"}
 
 
 class Kind(NamedTuple):
@@ -67,17 +55,11 @@ class Kind(NamedTuple):
 
 
 def kind(path: str) -> Kind:
-    m = _VERSION.fullmatch(path)
-    if m:
-        if layout.is_canonical_number(m["number"]):
-            name = "status" if m["status"] else m["topic"]
-            return Kind("version", m["project"], name, int(m["number"]))
-    m = _ENTRY.fullmatch(path)
-    if m:
-        return Kind("entry", m["project"], m["id"] or m["task"])
-    m = _LEASE.fullmatch(path)
-    if m:
-        return Kind("lease", "", m["resource"], int(m["number"]))
+    found = layout.record_file(path)
+    # `plan.v7.md` is no version readers see, `notes.md` among the decisions no entry:
+    # neither travels.
+    if found is not None and found.canonical and found.kind in _HISTORY:
+        return Kind(_HISTORY[found.kind], found.project, found.name, found.number)
     if path in CONFIG_FILES:
         return Kind("config")
     return Kind("other")
@@ -87,12 +69,11 @@ def draft_path(path: str, identity: str) -> str:
     """Where a colliding version (or entry) is kept, relative to the record's root:
     ``.atlas-drafts/<project>/<topic>/<name>.v0004.<identity>.md``."""
     k = kind(path)
-    base = path.rsplit("/", 1)[-1]
-    stem, _, ext = base.rpartition(".")
+    draft = layout.draft_filename(path.rsplit("/", 1)[-1], identity)
     if k.what == "version":
-        return f"{layout.DRAFTS}/{k.project}/{k.name}/{stem}.{identity}.{ext}"
+        return f"{layout.DRAFTS}/{k.project}/{k.name}/{draft}"
     if k.what == "entry":
-        return f"{layout.DRAFTS}/{k.project}/{path.split('/')[2]}/{stem}.{identity}.{ext}"
+        return f"{layout.DRAFTS}/{k.project}/{path.split('/')[2]}/{draft}"
     return f"{layout.DRAFTS}/other/{path.replace('/', '~')}.{identity}"
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from support.git import git, git_env
 from support.runner import child_env, run_atlas
 
+from atlas_files.facts import layout
 from atlas_files.protocol import artifacts, corrections, decisions
-from atlas_files.storage import entries
 from atlas_files.storage.fsio import TEMP_PREFIX
 from atlas_files.storage.record import Record
 
@@ -52,7 +52,7 @@ def test_eight_processes_times_one_hundred_decisions_keep_all_800(record: Record
     folder = record.root / "projects" / "web" / "decisions"
     names = os.listdir(folder)
     assert not [n for n in names if n.startswith(TEMP_PREFIX)]
-    files = [n for n in names if entries.is_entry_file(n)]
+    files = [n for n in names if layout.is_entry_file(n)]
     assert len(printed) == 800 and len(set(printed)) == 800
     assert len(files) == 800 and {n[:-3] for n in files} == set(printed)
 

@@ -4,7 +4,6 @@ session's own writes are found in the record (no bookkeeping in the writers)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,7 +11,6 @@ from atlas_files.api import Worker, core, decisions, leases, ritual, status
 from atlas_files.api import checks as check_api
 from atlas_files.facts.errors import DamagedFile
 from atlas_files.protocol import sessions
-from atlas_files.protocol.leases import store
 from atlas_files.storage import schemas
 from atlas_files.storage.record import Record
 
@@ -97,6 +95,3 @@ def test_entries_written_before_the_session_began_are_not_counted(record: Record
     assert sessions.writes_since(record, row) == []
 
 
-def test_the_generation_file_rule_is_the_lease_stores(tmp_path: Path) -> None:
-    for n in (1, 42, 99_999_999, 100_000_000):
-        assert sessions.generation_filename(n) == store.generation_filename(n)

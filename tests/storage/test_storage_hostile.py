@@ -17,10 +17,11 @@ from typing import Any
 import pytest
 from support.runner import atlas_command, child_env, run_atlas, snapshot
 
+from atlas_files.facts import layout
 from atlas_files.facts.errors import AtlasWarning, BadInput, DamagedFile
 from atlas_files.facts.names import is_entry_id
 from atlas_files.protocol import artifacts
-from atlas_files.storage import documents, entries, frontmatter, schemas
+from atlas_files.storage import documents, frontmatter, schemas
 from atlas_files.storage.record import Record
 
 # Nine levels of nine: about 600 bytes of YAML that expand to 387 million strings.
@@ -240,7 +241,7 @@ def test_names_with_a_trailing_newline_are_refused(record: Record, tmp_path: Pat
     assert code == 2 and "bad project name" in err
     assert snapshot(record.root) == before
     assert not is_entry_id("dec-20261129t110512123456z-1a2b3c4d\n")
-    assert not entries.is_entry_file("dec-20261129t110512123456z-1a2b3c4d.md\n")
+    assert not layout.is_entry_file("dec-20261129t110512123456z-1a2b3c4d.md\n")
 
 
 def test_the_schemas_refuse_a_trailing_newline(record: Record) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from atlas_files.facts import timeutil
 from atlas_files.facts.errors import BadInput, DamagedFile
+from atlas_files.facts.layout import generation_filename, generation_number
 from atlas_files.facts.names import check_name, quote
 from atlas_files.protocol.leases import paths as leasepaths
 from atlas_files.storage import fsio, jsonfile, volclock
@@ -29,9 +29,6 @@ if TYPE_CHECKING:
     from atlas_files.storage.record import Record
 
 ACTIONS = ("claim", "renew", "release", "break")
-# Eight digits keep a default listing in generation order for any lease a person will
-# meet; the number is parsed as an integer, so g100000000 still reads correctly.
-GENERATION_RE = re.compile(r"^g(\d{8,})\.json$")
 KIND = "lease"
 # A generation is a few hundred bytes; a file far larger was not written by atlas and is
 # refused unread.
@@ -42,10 +39,6 @@ GENERATION_LIMIT = 1 << 20
 # a reader of a thousand leases (the commit guard) parses each string once. Datetimes are
 # immutable, so sharing them is safe.
 parse_time = lru_cache(maxsize=8192)(timeutil.parse_time)
-
-
-def generation_filename(generation: int) -> str:
-    return f"g{generation:08d}.json"
 
 
 class Generation(NamedTuple):
@@ -160,9 +153,9 @@ def _parse_listing(where: Path, names: list[str]) -> list[tuple[int, str]]:
     found = []
     debris = False
     for name in names:
-        m = GENERATION_RE.fullmatch(name)
-        if m:
-            found.append((int(m.group(1)), name))
+        number = generation_number(name)
+        if number is not None:
+            found.append((number, name))
         elif fsio.is_temp(name):
             debris = True
     if debris:
@@ -197,9 +190,9 @@ def newest_name(where: Path | str) -> tuple[int, str] | None:
     if min(names).startswith("."):
         fsio.clean_debris(Path(where))
     top = max(names)
-    m = GENERATION_RE.fullmatch(top)
-    if m and top < _LAST_EIGHT_DIGITS:
-        return int(m.group(1)), top
+    number = generation_number(top)
+    if number is not None and top < _LAST_EIGHT_DIGITS:
+        return number, top
     listing = _parse_listing(Path(where), names)  # a stray file, or past 10^8 changes
     return listing[-1] if listing else None
 
@@ -227,10 +220,10 @@ def parse(path: Path, data: bytes, resource: str | None = None) -> Generation:
         raise _damaged(path, str(exc)) from None
     if not isinstance(raw, dict):
         raise _damaged(path, "not a JSON object")
-    m = GENERATION_RE.fullmatch(path.name)
+    named = generation_number(path.name)
     number = raw.get("generation")
     if not isinstance(number, int) or isinstance(number, bool) or (
-            m and int(m.group(1)) != number):
+            named is not None and named != number):
         raise _damaged(path, "its generation does not match its file name")
     if raw.get("action") not in ACTIONS:
         raise _damaged(path, f"action should be one of {', '.join(ACTIONS)}")

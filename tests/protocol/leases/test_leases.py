@@ -16,9 +16,9 @@ from support.runner import Result, snapshot
 
 from atlas_files.facts import timeutil
 from atlas_files.facts.errors import BadInput, LeaseHeld
+from atlas_files.facts.layout import generation_number
 from atlas_files.facts.names import is_name
 from atlas_files.protocol import leases
-from atlas_files.protocol.leases.store import GENERATION_RE
 from atlas_files.storage import config as configmod
 from atlas_files.storage import fsio, schemas
 from atlas_files.storage.record import Record
@@ -39,7 +39,7 @@ def _set_config(record: Record, **changes: object) -> Record:
 
 def _generation_files(record: Record, resource: str) -> list[Path]:
     folder = record.leases_dir / resource
-    return sorted(p for p in folder.iterdir() if GENERATION_RE.match(p.name))
+    return sorted(p for p in folder.iterdir() if generation_number(p.name) is not None)
 
 
 def test_claim_then_another_is_refused_with_exit_4_naming_holder_why_and_time_left(

@@ -18,8 +18,8 @@ from support.runner import Result, snapshot
 
 from atlas_files.facts import timeutil
 from atlas_files.facts.errors import AtlasError, LeaseHeld
+from atlas_files.facts.layout import generation_number
 from atlas_files.protocol import leases
-from atlas_files.protocol.leases.store import GENERATION_RE
 from atlas_files.storage import fsio, schemas
 from atlas_files.storage.record import Record
 
@@ -87,8 +87,8 @@ def test_32_processes_50_rounds_exactly_one_winner_no_overlap(
     assert [w["released_as"] for w in ordered] == [2 * n + 2 for n in range(ROUNDS)]
     folder = record.leases_dir / RESOURCE
     names = sorted(os.listdir(folder))
-    assert [int(GENERATION_RE.match(n).group(1)) for n in names  # type: ignore[union-attr]
-            ] == list(range(1, 2 * ROUNDS + 1)), "no temp debris, no gap, no repeat"
+    assert [generation_number(n) for n in names] == list(range(1, 2 * ROUNDS + 1)), \
+        "no temp debris, no gap, no repeat"
 
     # Replay every holder's interval on the monotonic clock: no two overlap.
     intervals = sorted((w["start"], w["end"], w["who"]) for w in wins)
