@@ -14,10 +14,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from atlas_files.harness import toolhooks
+from atlas_files.harness import base
+from atlas_files.harness.registry import NAMES, load
+from atlas_files.hooks import tools as toolhooks
 from atlas_files.storage.record import Record
 
-HARNESSES = toolhooks.HARNESSES
+HARNESSES = NAMES
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda children: st.lists(children, max_size=4)
@@ -43,7 +45,7 @@ events = st.fixed_dictionaries(
 @given(harness=st.sampled_from(HARNESSES), event=events)
 def test_edit_targets_never_fails_and_gives_absolute_paths(harness: str,
                                                            event: dict[str, Any]) -> None:
-    for path in toolhooks.edit_targets(harness, event):
+    for path in base.edit_targets(load(harness), event):
         assert os.path.isabs(path) and "\0" not in path
 
 
@@ -87,8 +89,8 @@ def test_the_hooks_always_answer_one_document(place: Path, harness: str, data: b
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lead=st.text(alphabet=toolhooks.CODEX_SPACE.replace("\n", ""), min_size=1, max_size=4),
-       trail=st.text(alphabet=toolhooks.CODEX_SPACE.replace("\n", ""), max_size=3),
+@given(lead=st.text(alphabet=base.CODEX_SPACE.replace("\n", ""), min_size=1, max_size=4),
+       trail=st.text(alphabet=base.CODEX_SPACE.replace("\n", ""), max_size=3),
        header=st.sampled_from(["Update File", "Delete File", "Add File"]),
        before=st.lists(st.sampled_from(["", "@@", " context", "*** Update File: src/a.py",
                                         "+x"]), max_size=3))
@@ -102,8 +104,8 @@ def test_an_indented_codex_patch_header_is_guarded_as_codex_reads_it(
     rel = "projects/web/status/status.v0001.md"
     patch = "\n".join(["*** Begin Patch", *before, f"{lead}*** {header}: {rel}{trail}",
                        "@@", "-a", "+b", "*** End Patch"])
-    assert str(place / rel) in toolhooks.edit_targets(
-        "codex", {"tool_name": "apply_patch", "tool_input": {"command": patch},
+    assert str(place / rel) in base.edit_targets(
+        load("codex"), {"tool_name": "apply_patch", "tool_input": {"command": patch},
                   "cwd": str(place)})
     event = {"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "cwd": str(place),
              "tool_input": {"command": patch}}
