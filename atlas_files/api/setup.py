@@ -68,7 +68,7 @@ class SetupResult:
 
 def record_for_hooks(folder: Path) -> Path | None:
     """The record a hook of a session in ``folder`` finds, as the hooks look for it
-    (sessionhooks: $ATLAS_RECORD, else the nearest atlas.yaml at or above the session's
+    (hooks.session: $ATLAS_RECORD, else the nearest atlas.yaml at or above the session's
     folder), judged by this process's environment; None where it finds none, so every
     session there starts without the record."""
     try:

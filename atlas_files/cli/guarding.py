@@ -16,7 +16,7 @@ from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.facts.errors import BadInput, NotFound
 from atlas_files.harness.registry import CHOICES, NAMES
-from atlas_files.hooks import tools as toolhooks
+from atlas_files.hooks import tools as tool_hooks
 
 
 @click.command()
@@ -42,7 +42,7 @@ def guard(ctx: Invocation, paths: tuple[str, ...], hook: str | None, as_json: bo
     advisory.
     """
     if hook is not None:
-        toolhooks.guard_hook(hook, ctx.record_path, ctx.identity, ctx.project)
+        tool_hooks.guard_hook(hook, ctx.record_path, ctx.identity, ctx.project)
         return
     if not paths:
         raise BadInput("name the files an edit would change",
@@ -84,7 +84,7 @@ def news(ctx: Invocation, hook: str | None, as_json: bool) -> None:
     counting what it cut; by hand it looks now.
     """
     if hook is not None:
-        toolhooks.news_hook(hook, ctx.record_path, ctx.identity, ctx.project)
+        tool_hooks.news_hook(hook, ctx.record_path, ctx.identity, ctx.project)
         return
     from atlas_files.api.news import after_tool  # noqa: PLC0415
 

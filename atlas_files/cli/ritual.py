@@ -19,7 +19,7 @@ from atlas_files.facts import timeutil
 from atlas_files.facts.errors import BadInput
 from atlas_files.facts.text import field
 from atlas_files.harness.registry import CHOICES, NAMES
-from atlas_files.hooks import session as sessionhooks
+from atlas_files.hooks import session as session_hooks
 
 
 @click.command()
@@ -53,7 +53,7 @@ def begin(ctx: Invocation, max_chars: int, hook: str | None, as_json: bool) -> N
 
 def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
     # The same answer as the entry point's fast path gives (see atlas_files.launch).
-    sessionhooks.start_hook(harness, ctx.record_path, ctx.identity, ctx.project,
+    session_hooks.start_hook(harness, ctx.record_path, ctx.identity, ctx.project,
                          max_chars=max_chars)
 
 
@@ -138,4 +138,4 @@ def _end_lines(result: ritual.Ending) -> list[str]:
 
 def _end_hook(ctx: Invocation, harness: str) -> None:
     # The same answer as the entry point's fast path gives (see atlas_files.launch).
-    sessionhooks.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)
+    session_hooks.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)

@@ -19,6 +19,20 @@ Four hooks, each an `atlas VERB --hook H` command line:
   a person, or refuses it.
 * ``news`` after a tool ran (or before a prompt): hands the model what changed.
 
+What the tool-call hooks answer, side by side (each harness's module says why):
+
+=========  ====================================  ==========================================
+harness    stop for a person / refuse            context for the model
+=========  ====================================  ==========================================
+claude     ``hookSpecificOutput``                ``hookSpecificOutput.additionalContext``
+           ``permissionDecision`` ask / deny,    (PreToolUse and PostToolUse)
+           ``permissionDecisionReason``
+codex      ``permissionDecision`` deny           the same ``additionalContext``
+gemini     ``decision`` deny, ``reason``         AfterTool's ``additionalContext`` only
+cursor     ``permission`` ask / deny,            postToolUse's ``additional_context``
+           ``user_message``, ``agent_message``   only, as for Gemini
+=========  ====================================  ==========================================
+
 The agent's own shell: Claude Code hands a session-start hook a file (``CLAUDE_ENV_FILE``)
 whose ``export`` lines it runs before each of the agent's shell commands; Codex names the
 same kind of file ``CODEX_ENV_FILE`` in versions that have it. ``export_to_shell`` writes

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from atlas_files.harness import base
 from atlas_files.harness.registry import NAMES, load
-from atlas_files.hooks import tools as toolhooks
+from atlas_files.hooks import tools
 from atlas_files.storage.record import Record
 
 HARNESSES = NAMES
@@ -76,7 +76,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
        data=st.binary(max_size=200) | events.map(lambda e: json.dumps(e).encode()))
 def test_the_hooks_always_answer_one_document(place: Path, harness: str, data: bytes,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    for fn in (toolhooks.guard_hook, toolhooks.news_hook):
+    for fn in (tools.guard_hook, tools.news_hook):
         out, err = _answer(fn, harness, data, place, monkeypatch)
         assert "Traceback" not in err
         if not out.strip():
@@ -109,6 +109,6 @@ def test_an_indented_codex_patch_header_is_guarded_as_codex_reads_it(
                   "cwd": str(place)})
     event = {"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "cwd": str(place),
              "tool_input": {"command": patch}}
-    out, err = _answer(toolhooks.guard_hook, "codex", json.dumps(event).encode(), place,
+    out, err = _answer(tools.guard_hook, "codex", json.dumps(event).encode(), place,
                        monkeypatch)
     assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny", (out, err)
