@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.hookevents import events
 
 from atlas_files.harness import base
 from atlas_files.harness.registry import NAMES, load
@@ -20,33 +20,6 @@ from atlas_files.hooks import tools
 from atlas_files.storage.record import Record
 
 HARNESSES = NAMES
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=12), children, max_size=4),
-    max_leaves=20)
-tool_names = st.sampled_from(["Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch",
-                              "write_file", "replace", "Bash", "Delete", "Read"]) | st.text()
-paths = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40) | \
-    st.sampled_from(["src/a.py", "/etc/passwd", "../x", "~/x", "", ".", "a\0b",
-                     "projects/web/status/status.v0001.md"])
-events = st.fixed_dictionaries(
-    {"tool_name": tool_names,
-     "tool_input": st.fixed_dictionaries({}, optional={
-         "file_path": paths | json_values, "notebook_path": paths,
-         "command": st.text() | st.builds(
-             lambda ps: "*** Begin Patch\n" + "".join(f"*** Update File: {p}\n" for p in ps)
-             + "*** End Patch", st.lists(paths, max_size=3)) | json_values}) | json_values},
-    optional={"cwd": paths | json_values, "workspace_roots": json_values,
-              "hook_event_name": st.text() | json_values,
-              "tool_response": json_values})
-
-
-@given(harness=st.sampled_from(HARNESSES), event=events)
-def test_edit_targets_never_fails_and_gives_absolute_paths(harness: str,
-                                                           event: dict[str, Any]) -> None:
-    for path in base.edit_targets(load(harness), event):
-        assert os.path.isabs(path) and "\0" not in path
 
 
 def _answer(fn: Any, harness: str, data: bytes, cwd: Path,
