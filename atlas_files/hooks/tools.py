@@ -77,8 +77,9 @@ def _guard(harness: Harness, event: dict[str, Any], record_path: str | None,
     elif harness.pre_context_ok:
         base.out(harness.pre_context(text))
     else:
-        # Gemini CLI and Cursor take no context before a tool: the next post-tool hook
-        # hands it over (kept); without a session row to keep it in, the person is told.
+        # A pre-tool hook that takes no context (Gemini CLI's, Cursor's): the next
+        # post-tool hook hands it over (kept); without a session row to keep it in, the
+        # person is told.
         base.out(harness.pre_allow(None if kept else verdict.of(editguard.TOLD)[0].what))
 
 
