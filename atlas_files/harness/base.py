@@ -73,9 +73,9 @@ def _specific(event: str, **fields: Any) -> str:
 
 
 class Harness:
-    """One agent harness as atlas's hooks meet it. The class's own answers are those of
-    Claude Code, whose protocol the others follow most closely; a harness's module
-    overrides what differs."""
+    """One agent harness as atlas's hooks meet it. The class's own answers are those most
+    harnesses share (Claude Code's documents, whose protocol the others follow most
+    closely, and ``{}`` to go on); a harness's module overrides what differs."""
 
     name: ClassVar[str]
     # Where `atlas setup` writes the hooks: (folder, file) in the project.
