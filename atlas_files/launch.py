@@ -54,10 +54,10 @@ def split_globals(args: Sequence[str]) -> tuple[dict[str, str | None], list[str]
 
 # The hooks answered here, before click: verb -> (module, function). Each runs around
 # every turn or tool call of an agent, so each must cost little more than Python's start.
-FAST_HOOKS = {"begin": ("atlas_files.harness.sessionhooks", "start_hook"),
-              "end": ("atlas_files.harness.sessionhooks", "stop_hook"),
-              "guard": ("atlas_files.harness.toolhooks", "guard_hook"),
-              "news": ("atlas_files.harness.toolhooks", "news_hook")}
+FAST_HOOKS = {"begin": ("atlas_files.hooks.session", "start_hook"),
+              "end": ("atlas_files.hooks.session", "stop_hook"),
+              "guard": ("atlas_files.hooks.tools", "guard_hook"),
+              "news": ("atlas_files.hooks.tools", "news_hook")}
 
 
 def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
@@ -72,11 +72,10 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
     # Here, not at the top: the command server's client (server/client.py) runs without
     # json and typing.
     from atlas_files.facts import environment  # noqa: PLC0415
-    from atlas_files.harness import hookio, toolhooks  # noqa: PLC0415
+    from atlas_files.harness.registry import HARNESSES  # noqa: PLC0415
     if len(rest) == 2 and rest[1].startswith("--hook="):
         rest = [rest[0], "--hook", rest[1].partition("=")[2]]
-    harnesses = hookio.HARNESSES if rest[0] in ("begin", "end") else toolhooks.HARNESSES
-    if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in harnesses:
+    if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in HARNESSES:
         return None
     for key, variable in environment.GLOBALS.items():
         if key not in found:

@@ -23,6 +23,9 @@ class Layer(NamedTuple):
 LAYERS: tuple[Layer, ...] = (
     Layer("facts", "names, limits and rules that need nothing but the standard library",
                    ("facts", "layers")),
+    Layer("harnesses", "the agent harnesses' hook protocol, one module per harness, and the "
+                       "table of them",
+                       ("harness",)),
     Layer("storage", "the record's files (and git's) read and written safely",
                      ("storage",)),
     Layer("link checker", "the links check of MkDocs sites, a product of its own, and what it "
@@ -40,7 +43,7 @@ LAYERS: tuple[Layer, ...] = (
                  ("api",)),
     Layer("front ends", "what parses, calls one API function and renders: the harness hooks, "
                         "the CLI, the MCP server, the command server, the entry point",
-                        ("harness", "cli", "mcp", "server", "__main__", "launch")),
+                        ("hooks", "cli", "mcp", "server", "__main__", "launch")),
 )
 
 # The only modules kept loose at the top of the package: every other module lives in the

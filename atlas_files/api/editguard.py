@@ -1,6 +1,6 @@
 """The edit guard: what an agent's next edit would run into, asked before every edit.
 
-A harness's pre-tool hook (`atlas guard --hook H`, see ``toolhooks``) asks this for
+A harness's pre-tool hook (`atlas guard --hook H`, see ``hooks.tools``) asks this for
 each file an edit would change; `atlas guard PATH...` asks it by hand. For each file:
 
 * **A file of the record itself** (a published version, the status stream, a decision

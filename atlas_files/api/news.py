@@ -1,6 +1,6 @@
 """News while a session works: what changed since it began, or since it last heard.
 
-A harness's post-tool hook (`atlas news --hook H`, see ``toolhooks``) asks this after
+A harness's post-tool hook (`atlas news --hook H`, see ``hooks.tools``) asks this after
 every tool call, and it looks at most once every ``news.every`` (atlas.yaml): the rest of
 the time it costs one read of the session row. It tells only what concerns the session,
 and only once:

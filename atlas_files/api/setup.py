@@ -22,39 +22,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from atlas_files.api import codextrust
 from atlas_files.facts import environment
 from atlas_files.facts.errors import BadInput, NotFound, warn
 from atlas_files.facts.names import check_name
+from atlas_files.harness import registry
+from atlas_files.harness.base import VERBS, Harness
 from atlas_files.storage import fsio
 from atlas_files.storage.record import locate
 
-HARNESSES = ("claude", "codex", "gemini", "cursor")
+# Every harness of the table (atlas_files.harness.registry): what setup writes for each is
+# its module's (settings file, events, tool hooks, entries).
+HARNESSES = registry.NAMES
 TARGETS = (*HARNESSES, "agents-md")
-SETTINGS = {"claude": (".claude", "settings.json"), "codex": (".codex", "hooks.json"),
-            "gemini": (".gemini", "settings.json"), "cursor": (".cursor", "hooks.json")}
-# The harness's event at session start, and the one after each turn of the agent.
-EVENTS = {"claude": ("SessionStart", "Stop"), "codex": ("SessionStart", "Stop"),
-          "gemini": ("SessionStart", "AfterAgent"), "cursor": ("sessionStart", "stop")}
-# Cursor's stop may send the block's reason back as a follow-up this many times in a row.
-CURSOR_LOOP_LIMIT = 5
-# The edit-time hooks (docs/sessions.md): before each file edit `atlas guard --hook H`,
-# after each tool call `atlas news --hook H`; (event, verb, the matcher of its group).
-TOOL_HOOKS: dict[str, tuple[tuple[str, str, str | None], ...]] = {
-    "claude": (("PreToolUse", "guard", "Edit|Write|MultiEdit|NotebookEdit"),
-               ("PostToolUse", "news", None)),
-    # Codex names a file edit apply_patch (Edit and Write are its matcher aliases), or,
-    # for a model it offers no apply_patch tool, Bash: the patch fed to apply_patch
-    # through its shell (the guard reads the patch there too; other commands cost it a
-    # look at the command line).
-    "codex": (("PreToolUse", "guard", "Bash|apply_patch|Edit|Write"),
-              ("PostToolUse", "news", None)),
-    "gemini": (("BeforeTool", "guard", "write_file|replace"), ("AfterTool", "news", None)),
-    # Cursor's preToolUse for every tool: the guard picks out its file tools itself.
-    "cursor": (("preToolUse", "guard", None), ("postToolUse", "news", None)),
-}
-OURS = re.compile(r"^atlas(?: --as [a-z0-9][a-z0-9._-]{0,99})? (begin|end|guard|news) --hook "
-                  r"(claude|codex|gemini|cursor)$")
+OURS = re.compile(rf"^atlas(?: --as [a-z0-9][a-z0-9._-]{{0,99}})? ({'|'.join(VERBS)}) --hook "
+                  rf"({'|'.join(HARNESSES)})$")
 BEGIN_MARK = "<!-- atlas-files:begin (written by `atlas setup`; `atlas setup agents-md " \
              "--remove` takes it out) -->"
 END_MARK = "<!-- atlas-files:end -->"
@@ -88,7 +69,7 @@ class SetupResult:
 
 def record_for_hooks(folder: Path) -> Path | None:
     """The record a hook of a session in ``folder`` finds, as the hooks look for it
-    (sessionhooks: $ATLAS_RECORD, else the nearest atlas.yaml at or above the session's
+    (hooks.session: $ATLAS_RECORD, else the nearest atlas.yaml at or above the session's
     folder), judged by this process's environment; None where it finds none, so every
     session there starts without the record."""
     try:
@@ -116,27 +97,9 @@ def hook_command(harness: str, verb: str, identity: str | None) -> str:
     return f"atlas {who}{verb} --hook {harness}"
 
 
-def _handler(harness: str, verb: str, identity: str | None) -> dict[str, Any]:
-    """One hook entry in the harness's own form (Claude and Codex count timeouts in
-    seconds, Gemini in milliseconds; Gemini names its hooks)."""
-    seconds = 30 if verb == "begin" else 10
-    if harness == "cursor":  # a flat entry: no type, no group
-        flat: dict[str, Any] = {"command": hook_command(harness, verb, identity),
-                                "timeout": seconds}
-        return flat | ({"loop_limit": CURSOR_LOOP_LIMIT} if verb == "end" else {})
-    entry: dict[str, Any] = {"type": "command",
-                             "command": hook_command(harness, verb, identity)}
-    if harness == "gemini":
-        entry = {"name": f"atlas-{verb}", **entry, "timeout": seconds * 1000}
-    else:
-        entry["timeout"] = seconds
-    if harness == "codex":
-        entry["statusMessage"] = {
-            "begin": "atlas: reading the record",
-            "end": "atlas: checking the status was written",
-            "guard": "atlas: checking the edit against leases and recent commits",
-            "news": "atlas: news from the record"}[verb]
-    return entry
+def _handler(harness: Harness, verb: str, identity: str | None) -> dict[str, Any]:
+    """One hook entry in the harness's own form."""
+    return harness.handler(verb, hook_command(harness.name, verb, identity))
 
 
 def _is_ours(hook: Any) -> str | None:
@@ -161,56 +124,48 @@ def _shape(data: Any, path: Path) -> dict[str, Any]:
     return data
 
 
-def merge_hooks(data: dict[str, Any], harness: str, identity: str | None) -> dict[str, Any]:
+def merge_hooks(data: dict[str, Any], name: str, identity: str | None) -> dict[str, Any]:
     """``data`` with our hook entries in it: an entry of ours for the same event is
     updated in place (a new identity), never added twice."""
-    if harness == "cursor":
-        data.setdefault("version", 1)
+    harness = registry.load(name)
+    for key, value in harness.settings_base().items():
+        data.setdefault(key, value)
     hooks = data.setdefault("hooks", {})
     wanted_hooks: list[tuple[str, str, dict[str, Any], str | None]] = [
-        (event, verb, _handler(harness, verb, identity), None)
-        for event, verb in zip(EVENTS[harness], ("begin", "end"), strict=True)]
-    wanted_hooks += [(event, verb, _handler(harness, verb, identity), matcher)
-                     for event, verb, matcher in TOOL_HOOKS[harness]]
-    if harness == "gemini":
-        _gemini_shell(hooks, identity, wanted_hooks)
+        (event, verb, _handler(harness, verb, identity), matcher)
+        for event, verb, matcher in harness.hooks()]
+    if harness.shell_tool:
+        _shell_tool(harness, hooks, identity, wanted_hooks)
     for event, verb, wanted, matcher in wanted_hooks:
         groups = hooks.setdefault(event, [])
-        if harness == "cursor":
-            mine = [i for i, entry in enumerate(groups) if _is_ours(entry) == verb]
-            if mine:
-                groups[mine[0]] = {**groups[mine[0]], "command": wanted["command"]}
-            else:
-                groups.append(wanted)
-            continue
         found = False
-        for group in groups:
+        for i, group in enumerate(groups):
+            if _is_ours(group) == verb and not found:  # a flat entry (Cursor's)
+                groups[i] = {**group, "command": wanted["command"]}
+                found = True
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(handlers, list):
                 continue
-            for i, hook in enumerate(handlers):
+            for j, hook in enumerate(handlers):
                 if _is_ours(hook) == verb and not found:
-                    handlers[i] = {**hook, "command": wanted["command"]}
+                    handlers[j] = {**hook, "command": wanted["command"]}
                     found = True
         if not found:
-            groups.append({"matcher": matcher, "hooks": [wanted]} if matcher
-                          else {"hooks": [wanted]})
+            groups.append(harness.new_group(wanted, matcher))
     return data
 
 
-# Gemini CLI gives a hook no way to set the agent's shell environment; its BeforeTool
-# hook may rewrite a tool's input. With an identity, `atlas begin --hook gemini` also runs
-# before each shell command and hands an atlas command the identity and the record.
-GEMINI_SHELL = ("BeforeTool", "run_shell_command")
-
-
-def _gemini_shell(hooks: dict[str, Any], identity: str | None,
-                  wanted: list[tuple[str, str, dict[str, Any], str | None]]) -> None:
-    event, matcher = GEMINI_SHELL
+def _shell_tool(harness: Harness, hooks: dict[str, Any], identity: str | None,
+                wanted: list[tuple[str, str, dict[str, Any], str | None]]) -> None:
+    """Where a harness's hook may rewrite a shell command but not set the shell's
+    environment (``Harness.shell_tool``): with an identity, `atlas begin --hook H` also
+    runs before each shell command and hands an atlas command the identity and the
+    record; without one, that hook goes."""
+    assert harness.shell_tool is not None
+    event, matcher = harness.shell_tool
     if identity:
-        entry = {**_handler("gemini", "begin", identity), "name": "atlas-identity",
-                 "timeout": 10000}
-        wanted.append((event, "begin", entry, matcher))
+        wanted.append((event, "begin", harness.shell_handler(
+            hook_command(harness.name, "begin", identity)), matcher))
     elif event in hooks:  # no identity to hand over any more
         hooks[event] = remove_hooks({"hooks": {event: hooks[event]}}).get(
             "hooks", {}).get(event, [])
@@ -303,7 +258,7 @@ def _write(path: Path, real: Path, text: str | None, existed: bool) -> Change:
 
 
 def settings_path(directory: Path, harness: str) -> Path:
-    folder, name = SETTINGS[harness]
+    folder, name = registry.load(harness).settings
     return directory / folder / name
 
 
@@ -334,9 +289,8 @@ def _read_text(path: Path, real: Path) -> tuple[str, bool]:
 
 
 # Codex gives a hook no way to set the agent's shell environment (0.171), but its config
-# does: `shell_environment_policy.set` in the project's .codex/config.toml, read in a
-# project the person trusts, as the hooks are.
-CODEX_CONFIG = (".codex", "config.toml")
+# does (``Harness.shell_config``): `shell_environment_policy.set` in the project's
+# .codex/config.toml, read in a project the person trusts, as the hooks are.
 TOML_BEGIN = "# atlas-files:begin (written by `atlas setup codex`; `--remove` takes it out)"
 TOML_END = "# atlas-files:end"
 
@@ -450,12 +404,13 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
           trust: bool = False, record: str | None = None) -> SetupResult:
     """Wire ``target`` (claude, codex, gemini, cursor, agents-md) into ``directory``;
     ``remove`` takes out what setup wrote there for it. ``trust`` (codex only) then asks
-    Codex to record the person's trust in the two hooks (api.codextrust). Hooks that
+    Codex to record the person's trust in the hooks (harness.codextrust). Hooks that
     will find no record (record_for_hooks) are written and warned of, naming ``record``
     (the one setup was pointed at, if any) as the ATLAS_RECORD to set."""
     if target not in TARGETS:
         raise BadInput(f"unknown harness {target!r}", hint=f"one of {', '.join(TARGETS)}")
-    if trust and (target != "codex" or remove):
+    harness = registry.load(target) if target in HARNESSES else None
+    if trust and (harness is None or not harness.trusts_hooks or remove):
         raise BadInput("--trust is for `setup codex`: Codex is the harness that keeps a "
                        "trust record per hook", hint="leave --trust out")
     if identity is not None:
@@ -464,10 +419,10 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
     if not root.is_dir():
         raise BadInput(f"{root} is not a folder", hint="pass --dir with an existing folder")
     # Every file is checked before any is written: a refusal leaves the project as it was.
-    settings = settings_path(root, target) if target in HARNESSES else None
+    settings = settings_path(root, target) if harness else None
     marked = [root / "AGENTS.md", root / "CLAUDE.md"] if target == "agents-md" or not remove \
         else []
-    shell = root.joinpath(*CODEX_CONFIG) if target == "codex" else None
+    shell = root.joinpath(*harness.shell_config) if harness and harness.shell_config else None
     # A CLAUDE.md that links to AGENTS.md is AGENTS.md: left as it is, never written through.
     claude = root / "CLAUDE.md"
     same = claude in marked and os.path.islink(claude) and not os.path.islink(
@@ -482,8 +437,8 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
                          else (None, None))
     if settings is not None:
         changes.append(_settings(settings, real[settings], target, identity, remove))
-        if not remove:
-            notes.append(NOTES[target])
+        if harness and not remove:
+            notes.append(harness.setup_note)
     if write_shell is not None:
         changes.append(write_shell())
         notes += [note] if note else []
@@ -500,36 +455,10 @@ def setup(target: str, *, directory: str | os.PathLike[str] = ".",
         found = record_for_hooks(root)
         if found is None:
             warn(no_record_for_hooks(root, record))
-    if trust:
-        events = codextrust.trust_hooks(root, _is_ours)
-        notes = [n for n in notes if n != NOTES["codex"]]
+    if trust and harness:
+        events = harness.trust(root, _is_ours)
+        notes = [n for n in notes if n != harness.setup_note]
         notes.append(f"Codex now trusts the atlas hooks ({', '.join(events)}) by their "
                      "current hash, in your ~/.codex/config.toml; after they change (setup "
                      "with another --as) run setup --trust again")
     return SetupResult(target, identity, remove, tuple(changes), tuple(notes), found)
-
-
-NOTES = {
-    "claude": "Claude Code runs the hooks from .claude/settings.json; a teammate with another "
-              "identity sets ATLAS_AS instead of sharing --as",
-    "codex": "Codex runs these hooks only in a trusted project, and only once a person has "
-             "trusted each hook (by its content, so again after every change): trust the "
-             "project (`codex exec --trust` once here, or [projects.\"<this folder>\"] "
-             "trust_level = \"trusted\" in ~/.codex/config.toml), then trust the atlas hooks: "
-             "run this setup again with --trust, or open `codex` here and trust them in "
-             "/hooks. Until then `codex exec` skips them without a "
-             "word; for unattended runs of hooks you have read, `codex exec "
-             "--dangerously-bypass-hook-trust` runs them for that run only",
-    "cursor": "Cursor runs .cursor/hooks.json in this project (in a trusted workspace): "
-              "session start, stop, the edit guard (preToolUse) and the news hook "
-              "(postToolUse); its stop hook sends the "
-              "reason back as your next message at most loop_limit (5) times in a row. "
-              "No hook can set the agent's shell environment there: the briefing tells the "
-              "agent to pass --as",
-    "gemini": "Gemini CLI runs a project's hooks only in a folder you trusted (it asks; "
-              "GEMINI_CLI_TRUST_WORKSPACE=true for unattended runs) and names them at start. "
-              "With --as, a BeforeTool hook on its shell tool puts ATLAS_AS before each "
-              "command that runs atlas (no hook can set the shell's environment there). "
-              "It reads GEMINI.md, "
-              "not AGENTS.md, unless context.fileName names AGENTS.md",
-}

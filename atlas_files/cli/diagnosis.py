@@ -29,6 +29,7 @@ from atlas_files.check import validators
 from atlas_files.facts import environment, layout
 from atlas_files.facts.errors import AtlasError, BrokenInstall, NotFound
 from atlas_files.facts.timeutil import parse_duration
+from atlas_files.harness import registry
 from atlas_files.protocol import volume
 from atlas_files.protocol.volume import DEGRADED, OK, UNSAFE, Check
 from atlas_files.server import wire
@@ -180,8 +181,8 @@ def _atlas_program(command: str) -> str | None:
 def hooks_check(record: Record | None) -> Check:
     settings: dict[Path, list[str]] = {}
     for folder in _hook_folders(record):
-        for sub, name in setup_api.SETTINGS.values():
-            path = folder / sub / name
+        for harness in registry.every():
+            path = folder.joinpath(*harness.settings)
             try:
                 # A clone may carry its settings as a symlink to anything (/dev/zero): no
                 # harness hook of ours is ever installed through one (setup refuses).

@@ -1,7 +1,7 @@
 """`atlas guard` and `atlas news`: the edit-time hooks, or the same questions by hand.
 
 With ``--hook H`` each speaks harness H's tool-call hook protocol
-(``atlas_files.harness.toolhooks``;
+(``atlas_files.hooks.tools``;
 the entry point answers that exact command line itself, before click loads).
 """
 
@@ -15,14 +15,13 @@ import click
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
 from atlas_files.facts.errors import BadInput, NotFound
-from atlas_files.harness import toolhooks
-
-_HOOK_HELP = "claude|codex|gemini|cursor"
+from atlas_files.harness.registry import CHOICES, NAMES
+from atlas_files.hooks import tools as tool_hooks
 
 
 @click.command()
 @click.argument("paths", nargs=-1, metavar="[PATH]...")
-@click.option("--hook", type=click.Choice(toolhooks.HARNESSES), metavar=_HOOK_HELP,
+@click.option("--hook", type=click.Choice(NAMES), metavar=CHOICES,
               help="Run as that harness's pre-tool hook for its file-editing tools (JSON "
               "in, JSON out): refuse, stop for a person, or add context.")
 @json_option
@@ -43,7 +42,7 @@ def guard(ctx: Invocation, paths: tuple[str, ...], hook: str | None, as_json: bo
     advisory.
     """
     if hook is not None:
-        toolhooks.guard_hook(hook, ctx.record_path, ctx.identity, ctx.project)
+        tool_hooks.guard_hook(hook, ctx.record_path, ctx.identity, ctx.project)
         return
     if not paths:
         raise BadInput("name the files an edit would change",
@@ -69,7 +68,7 @@ def guard(ctx: Invocation, paths: tuple[str, ...], hook: str | None, as_json: bo
 
 
 @click.command()
-@click.option("--hook", type=click.Choice(toolhooks.HARNESSES), metavar=_HOOK_HELP,
+@click.option("--hook", type=click.Choice(NAMES), metavar=CHOICES,
               help="Run as that harness's post-tool (or prompt-submit) hook: at most once "
               "every `news.every`, say what is new as context.")
 @json_option
@@ -85,7 +84,7 @@ def news(ctx: Invocation, hook: str | None, as_json: bool) -> None:
     counting what it cut; by hand it looks now.
     """
     if hook is not None:
-        toolhooks.news_hook(hook, ctx.record_path, ctx.identity, ctx.project)
+        tool_hooks.news_hook(hook, ctx.record_path, ctx.identity, ctx.project)
         return
     from atlas_files.api.news import after_tool  # noqa: PLC0415
 

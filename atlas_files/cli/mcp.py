@@ -13,7 +13,7 @@ from atlas_files.cli.app import Invocation, json_option
 from atlas_files.cli.render import emit_json
 from atlas_files.facts.errors import BadInput, NotFound
 from atlas_files.facts.names import check_name
-from atlas_files.harness import hookio
+from atlas_files.harness import base as harness_base
 from atlas_files.mcp import tokens, transports
 from atlas_files.mcp.app import Served
 from atlas_files.mcp.oauthstore import Store, iso, state_path
@@ -94,7 +94,7 @@ def mcp(ctx: click.Context, read_only: bool, address: str | None,
         if oauth:
             raise BadInput("--oauth serves over HTTP", hint="add --http HOST:PORT and --tokens")
         # A Claude Code plugin's server gets the identity configured for the plugin.
-        identity = hookio.identity(worker.identity)
+        identity = harness_base.identity(worker.identity)
         if not identity:
             raise BadInput("over stdio the server acts as one identity, and none was given",
                            hint="pass --as NAME (before `mcp`) or set ATLAS_AS=NAME")

@@ -1,6 +1,6 @@
 """`atlas begin` and `atlas end`: the session ritual, by hand or from a harness's hooks.
 
-With ``--hook H`` the command speaks harness H's hook protocol (``atlas_files.harness.hookio``):
+With ``--hook H`` the command speaks harness H's hook protocol (``atlas_files.harness``):
 JSON on
 stdin, JSON only on stdout, exit 0. A hook never breaks the harness: outside a record it
 does nothing, and a failure is said on stderr and lets the session go on.
@@ -18,7 +18,8 @@ from atlas_files.cli.render import emit_json, print_warning, read_body
 from atlas_files.facts import timeutil
 from atlas_files.facts.errors import BadInput
 from atlas_files.facts.text import field
-from atlas_files.harness import hookio, sessionhooks
+from atlas_files.harness.registry import CHOICES, NAMES
+from atlas_files.hooks import session as session_hooks
 
 
 @click.command()
@@ -26,7 +27,7 @@ from atlas_files.harness import hookio, sessionhooks
               show_default=True,
               metavar="N", help="The briefing's size at most; what is cut is counted and "
               "named, with the command that lists it.")
-@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini|cursor",
+@click.option("--hook", type=click.Choice(NAMES), metavar=CHOICES,
               help="Run as that harness's session-start hook (JSON in, JSON out).")
 @json_option
 @pass_ctx
@@ -52,7 +53,7 @@ def begin(ctx: Invocation, max_chars: int, hook: str | None, as_json: bool) -> N
 
 def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
     # The same answer as the entry point's fast path gives (see atlas_files.launch).
-    sessionhooks.start_hook(harness, ctx.record_path, ctx.identity, ctx.project,
+    session_hooks.start_hook(harness, ctx.record_path, ctx.identity, ctx.project,
                          max_chars=max_chars)
 
 
@@ -63,7 +64,7 @@ def _begin_hook(ctx: Invocation, harness: str, max_chars: int) -> None:
 @click.option("--summary", metavar="TEXT", help="One line saying what changed (with a status).")
 @click.option("--release-leases", is_flag=True,
               help="Release the leases you hold, once the session ends.")
-@click.option("--hook", type=click.Choice(hookio.HARNESSES), metavar="claude|codex|gemini|cursor",
+@click.option("--hook", type=click.Choice(NAMES), metavar=CHOICES,
               help="Run as that harness's turn-end (Stop) hook: block a stop after writes "
               "without a status.")
 @json_option
@@ -137,4 +138,4 @@ def _end_lines(result: ritual.Ending) -> list[str]:
 
 def _end_hook(ctx: Invocation, harness: str) -> None:
     # The same answer as the entry point's fast path gives (see atlas_files.launch).
-    sessionhooks.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)
+    session_hooks.stop_hook(harness, ctx.record_path, ctx.identity, ctx.project)

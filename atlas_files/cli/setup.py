@@ -10,8 +10,7 @@ from atlas_files.cli.render import emit_json
 
 
 @click.command()
-@click.argument("target", type=click.Choice(api.TARGETS),
-                metavar="claude|codex|gemini|cursor|agents-md")
+@click.argument("target", type=click.Choice(api.TARGETS), metavar="|".join(api.TARGETS))
 @click.option("--as", "identity", metavar="NAME",
               help="The identity the hooks act as (default: the global --as; none: the "
               "hooks use $ATLAS_AS).")

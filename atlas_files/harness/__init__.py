@@ -1,1 +1,1 @@
-"""The harness hooks: what each agent harness sends a hook and what it answers."""
+"""The agent harnesses: one protocol (base.py), one module per harness (registry.py)."""

@@ -95,7 +95,7 @@ LOCAL = {
     "guard.guard": "the edit-time guard of a harness: answers at once from this clone",
     "editguard.check_edit": "refreshes a record that syncs itself (sync.refresh, at most "
                             "once per fetch_every) and fetches the code repository: "
-                            "test_guard_hooks.py",
+                            "tests/hooks/test_tools.py",
     "editguard.find_record": "finds a record by the files of an edit; reads no record",
     "editguard.inside": "compares two paths",
     "editguard.record_file": "judges a path inside the record; reads nothing",
@@ -103,7 +103,6 @@ LOCAL = {
     "editguard.repository_root": "finds a code repository; no record",
     "news.after_tool": "the post-tool hook: what changed, from this clone, as begin's "
                        "briefing already fetched",
-    "codextrust.trust_hooks": "writes the person's Codex config; no record",
     "setup.inside": "compares two paths",
     "setup.settings_path": "a path; reads nothing",
     "versions.body_to_write": "reads a body the caller gave; no record",

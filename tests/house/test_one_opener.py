@@ -54,7 +54,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     "item 2's)",
     ("protocol/gitrefs.py", "git_dirs", "open"): GIT + " (a .git file's gitdir: line; the "
     "planted-repository boundary is issue 39 item 2's)",
-    ("harness/hookio.py", "export_to_shell", "open"): "the file the harness names in "
+    ("harness/base.py", "export_to_shell", "open"): "the file the harness names in "
     "CLAUDE_ENV_FILE/CODEX_ENV_FILE for its agent's shell, appended to on purpose",
     ("layers.py", "summary", ".read_text"): "a developer tool over atlas's own source",
     ("layers.py", "write", ".read_text"): "a developer tool over atlas's own docs",

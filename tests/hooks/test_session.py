@@ -333,3 +333,12 @@ def test_gemini_shell_commands_get_the_identity(started: Record) -> None:
                            capture_output=True, text=True)
     assert shown.stdout.strip() == f"bob|{started.root}"
     assert sessions.read(started, "bob") is not None  # the session row stayed as it was
+
+
+@pytest.mark.parametrize("verb", ["begin", "end"])
+def test_a_session_folder_no_path_can_name_lets_the_session_go_on(record: Record,
+                                                                   verb: str) -> None:
+    """A cwd holding a NUL byte names no folder: the hook answers "go on" as it does
+    outside a record, never a traceback where Codex wants a JSON object."""
+    out = hook(record, verb, "codex", codex_event(record.root, "Stop") | {"cwd": "a\0b"})
+    assert (out.returncode, out.stdout.strip()) == (0, "{}"), out.stderr

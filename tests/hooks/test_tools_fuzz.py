@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,38 +12,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from support.hookevents import events
 
-from atlas_files.harness import toolhooks
+from atlas_files.harness import base
+from atlas_files.harness.registry import NAMES, load
+from atlas_files.hooks import tools
 from atlas_files.storage.record import Record
 
-HARNESSES = toolhooks.HARNESSES
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=12), children, max_size=4),
-    max_leaves=20)
-tool_names = st.sampled_from(["Edit", "Write", "MultiEdit", "NotebookEdit", "apply_patch",
-                              "write_file", "replace", "Bash", "Delete", "Read"]) | st.text()
-paths = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=40) | \
-    st.sampled_from(["src/a.py", "/etc/passwd", "../x", "~/x", "", ".", "a\0b",
-                     "projects/web/status/status.v0001.md"])
-events = st.fixed_dictionaries(
-    {"tool_name": tool_names,
-     "tool_input": st.fixed_dictionaries({}, optional={
-         "file_path": paths | json_values, "notebook_path": paths,
-         "command": st.text() | st.builds(
-             lambda ps: "*** Begin Patch\n" + "".join(f"*** Update File: {p}\n" for p in ps)
-             + "*** End Patch", st.lists(paths, max_size=3)) | json_values}) | json_values},
-    optional={"cwd": paths | json_values, "workspace_roots": json_values,
-              "hook_event_name": st.text() | json_values,
-              "tool_response": json_values})
-
-
-@given(harness=st.sampled_from(HARNESSES), event=events)
-def test_edit_targets_never_fails_and_gives_absolute_paths(harness: str,
-                                                           event: dict[str, Any]) -> None:
-    for path in toolhooks.edit_targets(harness, event):
-        assert os.path.isabs(path) and "\0" not in path
+HARNESSES = NAMES
 
 
 def _answer(fn: Any, harness: str, data: bytes, cwd: Path,
@@ -74,7 +49,7 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
        data=st.binary(max_size=200) | events.map(lambda e: json.dumps(e).encode()))
 def test_the_hooks_always_answer_one_document(place: Path, harness: str, data: bytes,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    for fn in (toolhooks.guard_hook, toolhooks.news_hook):
+    for fn in (tools.guard_hook, tools.news_hook):
         out, err = _answer(fn, harness, data, place, monkeypatch)
         assert "Traceback" not in err
         if not out.strip():
@@ -87,8 +62,8 @@ def test_the_hooks_always_answer_one_document(place: Path, harness: str, data: b
 
 @settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lead=st.text(alphabet=toolhooks.CODEX_SPACE.replace("\n", ""), min_size=1, max_size=4),
-       trail=st.text(alphabet=toolhooks.CODEX_SPACE.replace("\n", ""), max_size=3),
+@given(lead=st.text(alphabet=base.CODEX_SPACE.replace("\n", ""), min_size=1, max_size=4),
+       trail=st.text(alphabet=base.CODEX_SPACE.replace("\n", ""), max_size=3),
        header=st.sampled_from(["Update File", "Delete File", "Add File"]),
        before=st.lists(st.sampled_from(["", "@@", " context", "*** Update File: src/a.py",
                                         "+x"]), max_size=3))
@@ -102,11 +77,11 @@ def test_an_indented_codex_patch_header_is_guarded_as_codex_reads_it(
     rel = "projects/web/status/status.v0001.md"
     patch = "\n".join(["*** Begin Patch", *before, f"{lead}*** {header}: {rel}{trail}",
                        "@@", "-a", "+b", "*** End Patch"])
-    assert str(place / rel) in toolhooks.edit_targets(
-        "codex", {"tool_name": "apply_patch", "tool_input": {"command": patch},
+    assert str(place / rel) in base.edit_targets(
+        load("codex"), {"tool_name": "apply_patch", "tool_input": {"command": patch},
                   "cwd": str(place)})
     event = {"hook_event_name": "PreToolUse", "tool_name": "apply_patch", "cwd": str(place),
              "tool_input": {"command": patch}}
-    out, err = _answer(toolhooks.guard_hook, "codex", json.dumps(event).encode(), place,
+    out, err = _answer(tools.guard_hook, "codex", json.dumps(event).encode(), place,
                        monkeypatch)
     assert json.loads(out)["hookSpecificOutput"]["permissionDecision"] == "deny", (out, err)
