@@ -101,7 +101,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("sync/repo.py", "_url_in_file", ".read_text"): GIT + " (config)",
     ("sync/repo.py", "_read_refs", ".read_bytes"): GIT + " (a loose ref)",
     ("sync/repo.py", "_packed_refs", ".read_bytes"): GIT + " (packed-refs)",
-    ("protocol/tasks.py", "_EntryReader._load", "open"): USER,
+    ("protocol/tasks.py", "_CacheFile.load", "open"): USER,
     ("storage/usercache.py", "write_json", "open"): USER,
     ("storage/volclock.py", "_sample", "os.open"): PROBE,
     ("protocol/volume.py", "mount_of", "open"): "/proc/self/mountinfo",
