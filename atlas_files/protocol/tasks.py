@@ -387,8 +387,8 @@ class _CacheFile:
 
 class _EntryReader:
     """Reads the entries of one tasks folder through this user's cache: an entry whose
-    file has the inode, size and modification time the cache noted is taken as read.
-    Entries are never written in place, and an edit by hand changes the modification time
+    file has the inode, size, modification and change times the cache noted is taken as
+    read. Entries are never written in place, and an edit by hand changes the change time
     (and mostly the size), so it is read again; a file that changed less than RACY_S
     before is read every time. The cache only ever saves time."""
 
@@ -412,11 +412,13 @@ class _EntryReader:
         except OSError as exc:
             raise fsio.damage(Path(path), exc, "entry") from None
         row = self.cached.get(name)
-        # The common case, an entry read before, is one stat and three compares.
+        # The common case, an entry read before, is one stat and four compares. The change
+        # time too: an edit whose modification time was put back still moves it.
         if row is not None and row[0] == st.st_ino and row[1] == st.st_size \
-                and row[2] == st.st_mtime_ns and len(row) == 6 and isinstance(row[4], dict):
-            return _Read(str(row[3]), str(row[4].get("kind")), row[4], path, row[5])
-        stamp = [st.st_ino, st.st_size, st.st_mtime_ns]
+                and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns and len(row) == 7 \
+                and isinstance(row[5], dict):
+            return _Read(str(row[4]), str(row[5].get("kind")), row[5], path, row[6])
+        stamp = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
         entry = entries.read_entry(Path(path))
         if entry.id != name[:-3]:
             raise DamagedFile(f"{path}: it holds the entry {entry.id}, not {name[:-3]}")
