@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from atlas_files import __version__
 from atlas_files.facts import layout, timeutil
@@ -51,6 +51,8 @@ MAX_WHY = 4000
 MAX_AFTER = 50
 STATES = ("ready", "claimed", "blocked", "done", "dropped")
 ENDINGS = {"done": "task-done", "dropped": "task-dropped"}
+_T = TypeVar("_T")
+_new = tuple.__new__
 # How long a finish holds the task's lease: only while its entry is written.
 _FINISH_S = 60.0
 _ID_CHARS = frozenset(layout.TASK_ID_ALPHABET)
@@ -292,8 +294,8 @@ def _grouped(found: Iterable[tuple[str, str, str]]) -> dict[str, list[tuple[str,
 def _name_endings(names: _Names) -> dict[str, Ending]:
     """A task ended when an ending's file is there: its name says which (the first by
     time counts), so every reader agrees on the state without opening it."""
-    return {task_id: Ending(found[0][1][:-3], task_id, found[0][0], None, "", "", None, "")
-            for task_id, found in names.endings.items()}
+    return {task_id: _new(Ending, (found[0][1][:-3], task_id, found[0][0], None, "", "", None,
+                                   "")) for task_id, found in names.endings.items()}
 
 
 def read_board(record: Record, project: str, *, full: bool = True) -> Board:
@@ -313,9 +315,9 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
     # an open one waits for.
     endings = _name_endings(names)
     # Open tasks and ended ones are cached apart: a board of open tasks reads only theirs.
-    open_read = _EntryReader(where, "open")
-    tasks = _read_tasks(open_read, project, task_files,
-                        [i for i in task_files if i not in endings], bad)
+    open_read = _TaskReader(where, "open", project)
+    tasks = _read_tasks(open_read, task_files, [i for i in task_files if i not in endings],
+                        bad)
     open_read.save({task_files[i] for i in tasks})
     detailed: Iterable[str] = endings
     waited = [i for i in task_files if i in endings]
@@ -323,12 +325,12 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
         detailed = {d for t in tasks.values() for d in t.after if d in endings}
         waited = [d for d in detailed if d in task_files]
     if waited:
-        ended_read = _EntryReader(where, "ended")
-        tasks.update(_read_tasks(ended_read, project, task_files, waited, bad))
+        ended_read = _TaskReader(where, "ended", project)
+        tasks.update(_read_tasks(ended_read, task_files, waited, bad))
         tasks = dict(sorted(tasks.items()))
         ended_read.save(None if not full else {task_files[i] for i in waited})
     if detailed:
-        details = _EntryReader(where, "endings")
+        details = _EndingReader(where, "endings")
         for task_id in detailed:
             action, name = ending_files[task_id][0]
             try:
@@ -339,15 +341,12 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
     return Board(project, tasks, endings, tuple(bad), names.stamp)
 
 
-def _read_tasks(read: _EntryReader, project: str, files: dict[str, str],
-                ids: Iterable[str], bad: list[Unreadable]) -> dict[str, Task]:
+def _read_tasks(read: _TaskReader, files: dict[str, str], ids: Iterable[str],
+                bad: list[Unreadable]) -> dict[str, Task]:
     out = {}
     for task_id in ids:
         try:
-            entry = read(files[task_id])
-            if entry.kind != "task":
-                raise DamagedFile(f"{entry.path}: it is a {entry.kind} entry, not a task")
-            out[task_id] = _task(entry, project)
+            out[task_id] = read(files[task_id])
         except (DamagedFile, OSError) as exc:
             bad.append(Unreadable(os.path.join(read.base, files[task_id]), str(exc)))
     return out
@@ -385,12 +384,13 @@ class _CacheFile:
                                  {"atlas": __version__, "folder": self.real, **data})
 
 
-class _EntryReader:
+class _EntryReader(Generic[_T]):
     """Reads the entries of one tasks folder through this user's cache: an entry whose
     file has the inode, size, modification and change times the cache noted is taken as
     read. Entries are never written in place, and an edit by hand changes the change time
     (and mostly the size), so it is read again; a file that changed less than RACY_S
-    before is read every time. The cache only ever saves time."""
+    before is read every time. The cache only ever saves time. What a row keeps of an
+    entry is the subclass's (``_row``, ``_from_row``)."""
 
     def __init__(self, where: Path, kind: str) -> None:
         self.where = where
@@ -403,7 +403,16 @@ class _EntryReader:
         self.changed = False
         self.racy_ns = time.time_ns() - RACY_S * 1e9
 
-    def __call__(self, name: str) -> _Read:
+    def _convert(self, entry: entries.Entry) -> _T:
+        raise NotImplementedError
+
+    def _row(self, value: _T) -> list[Any]:
+        raise NotImplementedError
+
+    def _from_row(self, row: list[Any], name: str, path: str) -> _T:
+        raise NotImplementedError
+
+    def __call__(self, name: str) -> _T:
         path = f"{self.base}{os.sep}{name}"
         try:
             st = os.lstat(path)
@@ -415,18 +424,20 @@ class _EntryReader:
         # The common case, an entry read before, is one stat and four compares. The change
         # time too: an edit whose modification time was put back still moves it.
         if row is not None and row[0] == st.st_ino and row[1] == st.st_size \
-                and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns and len(row) == 7 \
-                and isinstance(row[5], dict):
-            return _Read(str(row[4]), str(row[5].get("kind")), row[5], path, row[6])
-        stamp = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+                and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns:
+            try:
+                return self._from_row(row, name, path)
+            except (IndexError, TypeError, ValueError):
+                pass  # a row of another shape: the file is read
         entry = entries.read_entry(Path(path))
         if entry.id != name[:-3]:
             raise DamagedFile(f"{path}: it holds the entry {entry.id}, not {name[:-3]}")
+        value = self._convert(entry)
         if st.st_mtime_ns < self.racy_ns and not entry.body:
-            meta = {k: v for k, v in entry.meta.items() if k != "digest"}
-            self.kept[name] = [*stamp, entry.id, meta, entry.digest_ok]
+            self.kept[name] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                               *self._row(value)]
             self.changed = True
-        return _Read.of(entry)
+        return value
 
     def save(self, names: set[str] | None) -> None:
         """Note what was read. ``names``: the files of this kind in the folder now (rows
@@ -438,6 +449,49 @@ class _EntryReader:
             rows = {k: v for k, v in rows.items() if k in names}
         if self.changed or len(rows) != len(self.cached):
             self.file.save({"entries": rows})
+
+
+class _EndingReader(_EntryReader[_Read]):
+    """Endings, kept as their front matter."""
+
+    def _convert(self, entry: entries.Entry) -> _Read:
+        return _Read.of(entry)
+
+    def _row(self, value: _Read) -> list[Any]:
+        return [value.id, {k: v for k, v in value.meta.items() if k != "digest"},
+                value.digest_ok]
+
+    def _from_row(self, row: list[Any], name: str, path: str) -> _Read:
+        meta = row[5]
+        if len(row) != 7 or not isinstance(meta, dict):
+            raise ValueError(name)
+        return _Read(str(row[4]), str(meta.get("kind")), meta, path, row[6])
+
+
+class _TaskReader(_EntryReader[Task]):
+    """Tasks of one project, kept as a Task's fields: a list of them parses and builds
+    faster than front matter, and a queue lists thousands."""
+
+    def __init__(self, where: Path, kind: str, project: str) -> None:
+        super().__init__(where, kind)
+        self.project = project
+
+    def _convert(self, entry: entries.Entry) -> Task:
+        if entry.kind != "task":
+            raise DamagedFile(f"{entry.path}: it is a {entry.kind} entry, not a task")
+        return _task(_Read.of(entry), self.project)
+
+    def _row(self, value: Task) -> list[Any]:
+        return [value.title, value.why, value.author, value.created_at, list(value.after),
+                list(value.paths), value.digest_ok]
+
+    def _from_row(self, row: list[Any], name: str, path: str) -> Task:
+        if len(row) != 11:
+            raise ValueError(name)
+        # tuple.__new__: a named tuple's own constructor, run for each of thousands of
+        # rows, takes twice as long for the same fields in the same order.
+        return _new(Task, (name[:-3], self.project, row[4], row[5], row[6], row[7],
+                           tuple(row[8]), tuple(row[9]), path, row[10]))
 
 
 def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease]:
@@ -686,13 +740,13 @@ def next_task(record: Record, project: str, *, holder: str | None, duration_s: f
     open_ids = [i for i in names.tasks if i not in endings]
     claims = _claims(record, open_ids, timeutil.now())
     board = Board(project, {}, endings, (), names.stamp)
-    read = _EntryReader(where, "open")
+    read = _TaskReader(where, "open", project)
     try:
         for task_id in open_ids:
             claim_now = claims.get(task_id)
             if claim_now is not None and (claim_now.held or claim_now.damaged):
                 continue
-            found = _read_tasks(read, project, names.tasks, [task_id], [])
+            found = _read_tasks(read, names.tasks, [task_id], [])
             if not found:
                 continue  # unreadable: `task ls` names it
             task = board.tasks[task_id] = found[task_id]

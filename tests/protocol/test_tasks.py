@@ -593,6 +593,15 @@ def test_a_cached_listing_sees_a_task_file_added_removed_or_damaged_by_hand_at_o
     r = atlas("task", "ls", "--ready", "--json")
     assert [t["title"] for t in r.json()["tasks"]] == ["by hand"]
     assert [Path(u["path"]).name for u in r.json()["unreadable"]] == [damaged.name]
+    # A damaged cache costs a reading of the folder, nothing more.
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "atlas-files" / "tasks"
+    kinds = set()
+    for kept in cache.iterdir():
+        kinds.add(kept.name.split(".")[1])
+        kept.write_text('{"entries": {"x": [1]}, "stamp": [' if "names" in kept.name else "[1")
+    assert {"names", "open"} <= kinds
+    r = atlas("task", "ls", "--ready", "--json")
+    assert [t["title"] for t in r.json()["tasks"]] == ["by hand"]
 
 
 def test_next_sees_an_ending_written_by_hand_at_once(atlas: Atlas, record: Record) -> None:
