@@ -90,8 +90,10 @@ def speed(root: Path, n: int, done_every: int, rounds: int, targets: tuple[float
     print(f"{n:,} tasks ({done:,} done), median of {rounds} interleaved runs:")
     for name, (wall, cpu) in times.items():
         target = targets[1] if name.endswith("served") else targets[0]
+        # Judged in both: on a shared machine the wall time moves with the others' work.
         verdict = "" if name == "click+yaml" else \
-            f"  target <= {target}x: {'OK' if wall / floor <= target else 'MISSED'}"
+            f"  target <= {target}x: wall {'OK' if wall / floor <= target else 'MISSED'}, " \
+            f"CPU {'OK' if cpu / floor_cpu <= target else 'MISSED'}"
         print(f"  {name:<28} {wall * 1000:7.1f} ms x{wall / floor:5.2f} of click+yaml   "
               f"CPU {cpu * 1000:6.1f} ms x{cpu / floor_cpu:5.2f}{verdict}")
 
