@@ -219,8 +219,15 @@ def run(args: list[str]) -> None:
         gc.enable()
         hook(harness, **request)
         sys.exit(0)
+    if split is not None and split[1][:1] == ["task"]:
+        # `task ls` and `task next`, which agents run at every turn, are answered without
+        # click (fast/tasks.py); any other command line of `task` goes on to the CLI.
+        fast = importlib.import_module("atlas_files.fast.tasks")
+        task_request = fast.parse(*split)
+        if task_request is not None:
+            gc.enable()
+            fast.run(task_request)
     cli_main: Callable[[list[str]], None] = importlib.import_module("atlas_files.cli").main
-    split = split_globals(args)  # `atlas server start` management: never through a server
     if split is not None and split[1]:
         # The command's module, loaded now so that its import is part of start-up; click
         # finds it imported. A name that is no command is left to click to refuse.

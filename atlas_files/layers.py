@@ -42,8 +42,9 @@ LAYERS: tuple[Layer, ...] = (
                  "to_json() is the command's --json document; sync happens here",
                  ("api",)),
     Layer("front ends", "what parses, calls one API function and renders: the harness hooks, "
-                        "the CLI, the MCP server, the command server, the entry point",
-                        ("hooks", "cli", "mcp", "server", "__main__", "launch")),
+                        "the commands answered before click, the CLI, the MCP server, the "
+                        "command server, the entry point",
+                        ("hooks", "fast", "cli", "mcp", "server", "__main__", "launch")),
 )
 
 # The only modules kept loose at the top of the package: every other module lives in the

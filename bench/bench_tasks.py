@@ -38,9 +38,10 @@ def seed(root: Path, n: int, done_every: int = 0) -> Record:
     """A record with ``n`` tasks written as `atlas task add` writes them (fields, digest,
     read-only files), without a fsync each, so that 10,000 take seconds; every
     ``done_every``-th task (if any) also has a done entry. The files are dated an hour
-    back, as a queue's tasks mostly are: a reader keeps no entry younger than two minutes
-    in its cache (atlas_files/protocol/tasks.py), so a queue written in the same second would be
-    read whole at every command."""
+    back, and so is the folder (its names were last changed then), as a queue's tasks mostly
+    are: a reader keeps no entry or listing younger than two minutes in its cache
+    (atlas_files/protocol/tasks.py), so a queue written in the same second would be read
+    whole at every command."""
     record = Record.init(root, ["web"])
     folder = record.project_dir("web") / layout.TASKS
     folder.mkdir()
@@ -63,7 +64,7 @@ def seed(root: Path, n: int, done_every: int = 0) -> Record:
             end["digest"] = entries.digest_of_entry(end, b"")
             (folder / f"{end_id}.md").write_bytes(frontmatter.render(end, b""))
     hour_ago = time.time() - 3600
-    for path in folder.iterdir():
+    for path in [*folder.iterdir(), folder]:
         os.utime(path, (hour_ago, hour_ago))
     return record
 
@@ -89,8 +90,10 @@ def speed(root: Path, n: int, done_every: int, rounds: int, targets: tuple[float
     print(f"{n:,} tasks ({done:,} done), median of {rounds} interleaved runs:")
     for name, (wall, cpu) in times.items():
         target = targets[1] if name.endswith("served") else targets[0]
+        # Judged in both: on a shared machine the wall time moves with the others' work.
         verdict = "" if name == "click+yaml" else \
-            f"  target <= {target}x: {'OK' if wall / floor <= target else 'MISSED'}"
+            f"  target <= {target}x: wall {'OK' if wall / floor <= target else 'MISSED'}, " \
+            f"CPU {'OK' if cpu / floor_cpu <= target else 'MISSED'}"
         print(f"  {name:<28} {wall * 1000:7.1f} ms x{wall / floor:5.2f} of click+yaml   "
               f"CPU {cpu * 1000:6.1f} ms x{cpu / floor_cpu:5.2f}{verdict}")
 

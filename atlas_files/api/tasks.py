@@ -8,8 +8,7 @@ every lease is.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from atlas_files.api import Worker, reads, writes
 from atlas_files.facts.errors import LeaseHeld
@@ -20,8 +19,9 @@ __all__ = ["ADVISORY", "TaskList", "TaskPicked", "TaskView", "add", "claim", "do
            "ls", "next_", "release", "show"]
 
 
-@dataclass(frozen=True)
-class TaskView:
+# Named tuples rather than dataclasses: `task ls` and `task next` start before click, and
+# the dataclasses module would import inspect into both.
+class TaskView(NamedTuple):
     """One task as it stands, with its history when shown."""
 
     state: TaskState
@@ -34,8 +34,7 @@ class TaskView:
         return out
 
 
-@dataclass(frozen=True)
-class TaskPicked:
+class TaskPicked(NamedTuple):
     """What `task next` took, or None when nothing was ready."""
 
     state: TaskState | None
@@ -44,8 +43,7 @@ class TaskPicked:
         return {"task": self.state.to_json() if self.state else None}
 
 
-@dataclass(frozen=True)
-class TaskList:
+class TaskList(NamedTuple):
     project: str
     tasks: tuple[TaskState, ...]
     unreadable: tuple[Unreadable, ...] = ()

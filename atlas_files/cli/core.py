@@ -9,8 +9,7 @@ import click
 
 from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
-from atlas_files.cli.render import emit_json, print_warning, read_body
-from atlas_files.cli.terminal import echo_body
+from atlas_files.cli.render import echo_body, emit_json, print_warning, read_body
 from atlas_files.cli.versions import (
     age,
     header,

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
 
 import click
 
 from atlas_files.facts.errors import BadInput
-from atlas_files.facts.text import decode_body, escape_controls
+from atlas_files.facts.text import decode_body
+from atlas_files.fast.output import emit_json
 from atlas_files.storage import bodies
 from atlas_files.storage.documents import FRONT_MATTER_ALLOWANCE
 
-
-def emit_json(data: Any) -> None:
-    """One JSON document on stdout. json.dumps escapes C0 controls but passes DEL, C1
-    controls, bidi overrides and lone surrogates raw; ``escape_controls`` writes those as
-    ``\\uXXXX``, which is the same value in JSON, so the document is safe on a terminal
-    wherever it is printed from (the filter of ``main`` is not the only way in)."""
-    click.echo(escape_controls(json.dumps(data, indent=2, ensure_ascii=False, default=str)))
+__all__ = ["echo_body", "emit_json", "print_warning", "read_body"]
 
 
 def print_warning(message: str) -> None:
@@ -52,3 +45,16 @@ def _read_body(file: str | None, limit: int) -> str:
         return decode_body(bodies.read_stdin(limit, slack=FRONT_MATTER_ALLOWANCE),
                            "the text on stdin")
     return decode_body(bodies.read_file(file, limit, slack=FRONT_MATTER_ALLOWANCE), file)
+
+
+def echo_body(body: str, *, exact: bool) -> None:
+    """Print a stored body, ending in a newline. ``exact`` (`--body-only`) into a pipe or
+    file writes its bytes untouched, so `atlas get NAME --body-only > FILE` is the stored
+    text; to a terminal it is filtered like everything else."""
+    if exact and not sys.stdout.isatty():
+        data = body.encode("utf-8", "surrogateescape")
+        # bytes: click writes them to the binary stream beneath, unfiltered and without
+        # stripping the ANSI codes it strips from text sent to a pipe.
+        click.echo(data if body.endswith("\n") else data + b"\n", nl=False)
+    else:
+        click.echo(body, nl=not body.endswith("\n"))

@@ -11,7 +11,7 @@ import click
 from atlas_files.api import site as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx
 from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.cli.terminal import unfiltered
+from atlas_files.fast.terminal import unfiltered
 
 _STAGES = {"write": "writing pages", "build": "building the site"}
 

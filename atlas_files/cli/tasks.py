@@ -7,10 +7,7 @@ import click
 from atlas_files.api import tasks as api
 from atlas_files.api.tasks import ADVISORY
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
-from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.facts import timeutil
-from atlas_files.facts.text import escape_controls
-from atlas_files.protocol.tasks import TaskState
+from atlas_files.fast.tasks import line, report, show_list
 
 TASK_HELP = f"""Work items: a ready queue of tasks whose claims are leases.
 
@@ -26,41 +23,6 @@ holds it (naming who and until when).
 """
 
 WHEN = "DURATION"
-
-
-def _line(text: str | None) -> str:
-    """Record text on one line: a title or why never starts a line of atlas's own."""
-    return escape_controls(" ".join((text or "").split()))
-
-
-def describe(st: TaskState) -> str:
-    head = f"{st.id}  {st.state:<8} {_line(st.task.title)}"
-    if st.state == "claimed":
-        left = timeutil.format_duration(st.expires_in_s or 0)
-        head += f"  [{st.holder}, {left} left]"
-    elif st.state == "blocked":
-        head += "  [waits for " + ", ".join(b.id for b in st.blocked_by) + "]"
-    elif st.ended is not None:
-        head += f"  [by {st.ended.author} at {st.ended.at}]"
-    return head
-
-
-def _report(st: TaskState | None, as_json: bool, json_doc: object) -> None:
-    if as_json:
-        emit_json(json_doc)
-        return
-    if st is None:
-        click.echo("no task is ready")
-        return
-    click.echo(describe(st))
-    if st.task.why:
-        click.echo(f"    why: {_line(st.task.why)}")
-    if st.task.paths:
-        click.echo(f"    paths: {', '.join(st.task.paths)}")
-    for b in st.blocked_by:
-        click.echo(f"    blocked by {b.id} ({_line(b.title)}): {_line(b.why)}")
-    if st.ended is not None and st.ended.why:
-        click.echo(f"    {st.ended.action}: {_line(st.ended.why)}")
 
 
 @click.group(help=TASK_HELP)
@@ -83,7 +45,7 @@ def add(ctx: Invocation, title: str, why: str | None, after: tuple[str, ...],
         paths: tuple[str, ...], as_json: bool) -> None:
     """Add a task titled TITLE (one line); prints its id."""
     view = api.add(ctx.worker, title, why, after, paths)
-    _report(view.state, as_json, view.to_json())
+    report(view.state, as_json, view.to_json())
 
 
 @task.command("ls")
@@ -94,16 +56,7 @@ def add(ctx: Invocation, title: str, why: str | None, after: tuple[str, ...],
 @pass_ctx
 def ls(ctx: Invocation, ready: bool, all_: bool, mine: bool, as_json: bool) -> None:
     """The project's tasks, oldest first: by default every one not done or dropped."""
-    found = api.ls(ctx.worker, ready=ready, all_=all_, mine=mine)
-    for bad in found.unreadable:
-        print_warning(f"unreadable task file: {bad.message}")
-    if as_json:
-        emit_json(found.to_json())
-        return
-    if not found.tasks:
-        click.echo("no tasks" + (" ready" if ready else ""))
-    else:  # one write: a queue can be thousands of lines
-        click.echo("\n".join(describe(st) for st in found.tasks))
+    show_list(api.ls(ctx.worker, ready=ready, all_=all_, mine=mine), ready, as_json)
 
 
 @task.command("show")
@@ -113,11 +66,11 @@ def ls(ctx: Invocation, ready: bool, all_: bool, mine: bool, as_json: bool) -> N
 def show(ctx: Invocation, task_id: str, as_json: bool) -> None:
     """The task ID with its history: each claim, renewal, release, expiry and entry."""
     view = api.show(ctx.worker, task_id)
-    _report(view.state, as_json, view.to_json())
+    report(view.state, as_json, view.to_json())
     if not as_json:
         for row in view.history or ():
             who = row.get("who") or "?"
-            more = f" ({_line(row['why'])})" if row.get("why") else ""
+            more = f" ({line(row['why'])})" if row.get("why") else ""
             gen = f" generation {row['generation']}" if row.get("generation") else ""
             click.echo(f"  {row['at']}  {row['action']:<8} {who}{gen}{more}")
 
@@ -134,7 +87,7 @@ def claim(ctx: Invocation, task_id: str, duration: str, as_json: bool) -> None:
     """Claim the task ID. Exit 4 if another holds it, 3 if it is done or dropped, 2 if it
     is blocked (the message names what blocks it)."""
     view = api.claim(ctx.worker, task_id, duration)
-    _report(view.state, as_json, view.to_json())
+    report(view.state, as_json, view.to_json())
 
 
 @task.command("next")
@@ -147,7 +100,7 @@ def next_(ctx: Invocation, duration: str, as_json: bool) -> None:
     """Claim the oldest ready task (the next one if another claimer wins the race). With
     nothing ready: exit 0, and `{"task": null}` with --json."""
     picked = api.next_(ctx.worker, duration)
-    _report(picked.state, as_json, picked.to_json())
+    report(picked.state, as_json, picked.to_json())
 
 
 @task.command("done")
@@ -162,7 +115,7 @@ def done(ctx: Invocation, task_id: str, why: str | None, link: str | None,
     """Mark the task ID done (by its holder, or by anyone while it is unclaimed; exit 4
     while another holds it, 3 if it was done or dropped already)."""
     view = api.done(ctx.worker, task_id, why, link)
-    _report(view.state, as_json, view.to_json())
+    report(view.state, as_json, view.to_json())
 
 
 @task.command("drop")
@@ -175,7 +128,7 @@ def done(ctx: Invocation, task_id: str, why: str | None, link: str | None,
 def drop(ctx: Invocation, task_id: str, why: str, link: str | None, as_json: bool) -> None:
     """Drop the task ID: it will not be done; tasks waiting for it stay blocked, saying so."""
     view = api.drop(ctx.worker, task_id, why, link)
-    _report(view.state, as_json, view.to_json())
+    report(view.state, as_json, view.to_json())
 
 
 @task.command("release")
@@ -187,4 +140,4 @@ def release(ctx: Invocation, task_id: str, as_json: bool) -> None:
     """Give your claim on the task ID back: it is ready for the next taker (exit 4 while
     another holds it)."""
     view = api.release(ctx.worker, task_id)
-    _report(view.state, as_json, view.to_json())
+    report(view.state, as_json, view.to_json())

@@ -54,8 +54,7 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         shapes.WRITTEN, True),
     "get": (  # *
         "Read topic `name` (latest, or `version`): body, author, age, links, corrections, "
-        f"retraction, proposal state. Marks that version read for {_YOU}: put then expects "
-        "it.",
+        "retraction, proposal state. Marks that version read for you: put then expects it.",
         shapes.TOPIC, False),
     "put": (  # *
         "Write the next version of topic `name`; earlier versions stay. `proposal`: "
@@ -64,13 +63,13 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "feed": (  # *
         "What is new to you: each status and topic of every project newer than the version "
         "you last read. Marks nothing read unless `mark_read`; then all listed are marked "
-        f"read for {_YOU}.",
+        "read for you.",
         shapes.FEED, False),
     "lease": (  # *
         "Leases on shared machines, GPUs, datasets. action list: all, with GPU telemetry; "
         "show: a resource's history; machines: each machine's last telemetry row (load, "
-        "never intent; stale rows marked); claim (duration, why, optional `paths`: repository "
-        "globs, so a commit guard warns others), renew, release; break: take over from a "
+        "never intent; stale rows marked); claim (duration, why, optional `paths`: globs "
+        "a commit guard warns others off), renew, release; break: take over from a "
         "holder that is gone (why). Held by another: the result starts `held:`. "
         f"`generation` makes a change conditional. {ADVISORY}",
         shapes.LEASE, True),
@@ -101,8 +100,8 @@ SPECS: dict[str, tuple[str, dict[str, Any], bool]] = {
         shapes.CORRECTION, True),
     "search": (
         "Full text over status, topics, decisions, corrections and retractions, best match "
-        "first, each with kind, name, version or id, author, age, snippet and marks "
-        "(relation, corrected, retracted, superseded, proposal). Reads nothing as read.",
+        "first: kind, name, version or id, author, age, snippet, marks (corrected, "
+        "retracted, superseded, ...). Marks nothing read.",
         shapes.SEARCH, False),
     "check": (
         "Check the record for what hand edits got wrong: findings with code and hint.",

@@ -14,21 +14,21 @@ _TYPES = {"s": "string", "i": "integer", "n": "number", "b": "boolean", "a": "ar
           "o": "object"}
 
 
-def shape(required: str, optional: str = "") -> dict[str, Any]:
+def shape(keys: str, more: str = "") -> dict[str, Any]:
     """A JSON schema for an object from ``"name:s version:i retracted:o?"``: each word is a
     key and its type (s string, i integer, n number, b boolean, a array, o object; ``?``
-    also allows null). Keys in ``required`` must be present; those in ``optional`` may be."""
+    also allows null). ``keys``: those every answer of the tool has; ``more``: those some
+    answers have. Every key is a property and none is listed as required: a ``required``
+    list would name each key a second time, in every tool, and the keys' presence is the
+    tool's tests' to hold to the CLI's documents (tests/mcp/test_mcp_json.py)."""
     props: dict[str, Any] = {}
-    for word in f"{required} {optional}".split():
+    for word in f"{keys} {more}".split():
         key, _, code = word.partition(":")
         kind = {"type": _TYPES[code.rstrip("?")]}
         # anyOf rather than a list of types: clients that map schemas onto one-type
         # dialects (the MCP Inspector's portability check names them) read it.
         props[key] = {"anyOf": [kind, {"type": "null"}]} if code.endswith("?") else kind
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    if required.split():
-        schema["required"] = [w.partition(":")[0] for w in required.split()]
-    return schema
+    return {"type": "object", "properties": props}
 
 
 _VERSION = ("name:s version:i author:s? written_at:s? based_on:i? summary:s body:s "

@@ -118,8 +118,8 @@ class Toolbox:
         return await self.call(ritual.begin)
 
     async def end(self, status: Annotated[str | None, Field(
-            description="where things stand now, what is next, what is open; written as "
-            "the next status version first (omit it if you already wrote the status)")] = None,
+            description="where things stand, what is next, what is open: the next status "
+            "version (omit it if you wrote the status already)")] = None,
             summary: Summary = None,
             release_leases: Annotated[bool, Field(
                 description="give back every lease you still hold")] = False,

@@ -24,11 +24,12 @@ from __future__ import annotations
 import binascii
 import json
 import os
+import stat
 import time
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
 
 from atlas_files import __version__
 from atlas_files.facts import layout, timeutil
@@ -50,6 +51,8 @@ MAX_WHY = 4000
 MAX_AFTER = 50
 STATES = ("ready", "claimed", "blocked", "done", "dropped")
 ENDINGS = {"done": "task-done", "dropped": "task-dropped"}
+_T = TypeVar("_T")
+_new = tuple.__new__
 # How long a finish holds the task's lease: only while its entry is written.
 _FINISH_S = 60.0
 _ID_CHARS = frozenset(layout.TASK_ID_ALPHABET)
@@ -210,12 +213,89 @@ class Board(NamedTuple):
     """A project's tasks as read from its folder, oldest first, with their endings (the
     first one by time counts) and the files that could not be read. A board read
     without ``full`` leaves out the tasks that ended (and reads no ending but those of
-    the tasks an open one waits for)."""
+    the tasks an open one waits for). ``stamp``: the folder's, when its listing was old
+    enough to trust (``_Names``)."""
 
     project: str
     tasks: dict[str, Task]
     endings: dict[str, Ending]
     unreadable: tuple[Unreadable, ...]
+    stamp: tuple[int, ...] | None = None
+
+
+# A file or folder changed less than this long ago is read again every time, since a
+# coarse or skewed clock could give a second change the same time stamp.
+RACY_S = 120.0
+
+
+class _Names(NamedTuple):
+    """A tasks folder's file names by what each says: each task's file, and each task's
+    endings (action, file), oldest first. ``stamp``: the folder's device, inode,
+    modification and change times when listed, None if it changed within RACY_S."""
+
+    tasks: dict[str, str]
+    endings: dict[str, list[tuple[str, str]]]
+    stamp: tuple[int, ...] | None
+
+
+def _folder_stamp(where: Path) -> tuple[tuple[int, ...], bool]:
+    """The folder's stamp, and whether it is old enough to trust; listdir's errors. Only
+    the modification time need be old: a name added in the same tick as an earlier one
+    could leave it as it was, while a change after a chmod or a `touch` of the folder
+    moves a modification time that lies further back."""
+    st = os.stat(where)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(20, "Not a directory", str(where))
+    return ((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns),
+            st.st_mtime_ns < time.time_ns() - int(RACY_S * 1e9))
+
+
+def _names(where: Path) -> _Names:
+    """The folder's names, listed, or from this user's cache while the folder's stamp is
+    the one they were listed under: a file added, removed or renamed in the folder moves
+    its modification time, so the cache only ever saves the listing's time."""
+    stamp, trusted = _folder_stamp(where)
+    cache = _CacheFile(where, "names")
+    raw = cache.load() if trusted else None
+    if raw is not None and raw.get("stamp") == list(stamp):
+        try:
+            if not all(isinstance(i, str) for i in raw["tasks"]):
+                raise TypeError("a task id")
+            return _Names({i: f"{i}.md" for i in raw["tasks"]},
+                          _grouped((t, a, n) for t, a, n in raw["endings"]), stamp)
+        except (KeyError, TypeError, ValueError):
+            pass  # a damaged cache file: listed again below
+    task_files: dict[str, str] = {}
+    found: list[tuple[str, str, str]] = []
+    match = layout.TASK_FILE.fullmatch
+    for name in sorted(os.listdir(where)):
+        m = match(name)
+        if m is None:
+            continue
+        task_id, action, _ = m.groups()
+        if action:
+            found.append((task_id, action, name))
+        else:
+            task_files[task_id] = name
+    if trusted:
+        cache.save({"stamp": list(stamp), "tasks": list(task_files), "endings": found})
+    return _Names(task_files, _grouped(found), stamp if trusted else None)
+
+
+def _grouped(found: Iterable[tuple[str, str, str]]) -> dict[str, list[tuple[str, str]]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for task_id, action, name in found:
+        if not (isinstance(action, str) and isinstance(name, str)):
+            raise TypeError(name)
+        out.setdefault(task_id, []).append((action, name))
+    return out
+
+
+def _name_endings(names: _Names) -> dict[str, Ending]:
+    """A task ended when an ending's file is there: its name says which (the first by
+    time counts), so every reader agrees on the state without opening it."""
+    return {task_id: _new(Ending, (found[0][1][:-3], task_id, found[0][0], None, "", "", None,
+                                   "")) for task_id, found in names.endings.items()}
 
 
 def read_board(record: Record, project: str, *, full: bool = True) -> Board:
@@ -223,34 +303,21 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
     ``full``: every task and ending; else only what an open task's state needs."""
     where = folder(record, project)
     try:
-        names = sorted(os.listdir(where))
+        names = _names(where)
     except FileNotFoundError:
-        names = []
+        names = _Names({}, {}, None)
     except NotADirectoryError:
         return Board(project, {}, {}, (Unreadable(str(where),
                                                   entries.not_a_folder(where).message),))
-    task_files: dict[str, str] = {}
-    ending_files: dict[str, list[tuple[str, str]]] = {}
-    match = layout.TASK_FILE.fullmatch
-    for name in names:
-        m = match(name)
-        if m is None:
-            continue
-        task_id, action, _ = m.groups()
-        if action:
-            ending_files.setdefault(task_id, []).append((action, name))
-        else:
-            task_files[task_id] = name
+    task_files, ending_files = names.tasks, names.endings
     bad: list[Unreadable] = []
-    # A task ended when an ending's file is there: its name says which (the first by
-    # time counts), so every reader agrees on the state without opening it. Its details
-    # (who, when, why) are read for a full board, and for the tasks an open one waits for.
-    endings = {task_id: Ending(found[0][1][:-3], task_id, found[0][0], None, "", "", None,
-                               "") for task_id, found in ending_files.items()}
+    # An ending's details (who, when, why) are read for a full board, and for the tasks
+    # an open one waits for.
+    endings = _name_endings(names)
     # Open tasks and ended ones are cached apart: a board of open tasks reads only theirs.
-    open_read = _EntryReader(where, "open")
-    tasks = _read_tasks(open_read, project, task_files,
-                        [i for i in task_files if i not in endings], bad)
+    open_read = _TaskReader(where, "open", project)
+    tasks = _read_tasks(open_read, task_files, [i for i in task_files if i not in endings],
+                        bad)
     open_read.save({task_files[i] for i in tasks})
     detailed: Iterable[str] = endings
     waited = [i for i in task_files if i in endings]
@@ -258,12 +325,12 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
         detailed = {d for t in tasks.values() for d in t.after if d in endings}
         waited = [d for d in detailed if d in task_files]
     if waited:
-        ended_read = _EntryReader(where, "ended")
-        tasks.update(_read_tasks(ended_read, project, task_files, waited, bad))
+        ended_read = _TaskReader(where, "ended", project)
+        tasks.update(_read_tasks(ended_read, task_files, waited, bad))
         tasks = dict(sorted(tasks.items()))
         ended_read.save(None if not full else {task_files[i] for i in waited})
     if detailed:
-        details = _EntryReader(where, "endings")
+        details = _EndingReader(where, "endings")
         for task_id in detailed:
             action, name = ending_files[task_id][0]
             try:
@@ -271,61 +338,81 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
             except (DamagedFile, OSError) as exc:
                 bad.append(Unreadable(os.path.join(details.base, name), str(exc)))
         details.save(None if not full else {ending_files[i][0][1] for i in endings})
-    return Board(project, tasks, endings, tuple(bad))
+    return Board(project, tasks, endings, tuple(bad), names.stamp)
 
 
-def _read_tasks(read: _EntryReader, project: str, files: dict[str, str],
-                ids: Iterable[str], bad: list[Unreadable]) -> dict[str, Task]:
+def _read_tasks(read: _TaskReader, files: dict[str, str], ids: Iterable[str],
+                bad: list[Unreadable]) -> dict[str, Task]:
     out = {}
     for task_id in ids:
         try:
-            entry = read(files[task_id])
-            if entry.kind != "task":
-                raise DamagedFile(f"{entry.path}: it is a {entry.kind} entry, not a task")
-            out[task_id] = _task(entry, project)
+            out[task_id] = read(files[task_id])
         except (DamagedFile, OSError) as exc:
             bad.append(Unreadable(os.path.join(read.base, files[task_id]), str(exc)))
     return out
 
 
-class _EntryReader:
-    """Reads the entries of one tasks folder through this user's cache (usercache): an
-    entry whose file has the inode, size and change time the cache noted is taken as
-    read. Entries are never written in place, and an edit by hand changes the
-    modification time (and mostly the size), so it is read again; a file that changed
-    less than RACY_S before is read every time, as a coarse clock could give a second
-    change the same time. The cache only ever saves time."""
+class _CacheFile:
+    """One file of this user's cache (usercache) about one tasks folder: ``kind`` says
+    what it holds. Any failure to read or write it only costs the time of reading the
+    folder itself."""
 
-    RACY_S = 120.0
+    def __init__(self, where: Path, kind: str) -> None:
+        self.real = os.path.realpath(where)
+        self.folder = usercache.folder("tasks")
+        tag = binascii.crc32(self.real.encode("utf-8", "surrogateescape"))
+        self.path = os.path.join(self.folder, f"{tag:08x}.{kind}.json") \
+            if self.folder else None
+
+    def load(self) -> dict[str, Any] | None:
+        """What was saved for this folder by this version of atlas, else None."""
+        if self.path is None or not usercache.private(self.folder or ""):
+            return None
+        try:
+            with open(self.path, encoding="utf-8") as fh:
+                raw = json.load(fh)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(raw, dict) or raw.get("atlas") != __version__ \
+                or raw.get("folder") != self.real:
+            return None
+        return raw
+
+    def save(self, data: dict[str, Any]) -> None:
+        if self.path and self.folder:
+            usercache.write_json(self.folder, self.path,
+                                 {"atlas": __version__, "folder": self.real, **data})
+
+
+class _EntryReader(Generic[_T]):
+    """Reads the entries of one tasks folder through this user's cache: an entry whose
+    file has the inode, size, modification and change times the cache noted is taken as
+    read. Entries are never written in place, and an edit by hand changes the change time
+    (and mostly the size), so it is read again; a file that changed less than RACY_S
+    before is read every time. The cache only ever saves time. What a row keeps of an
+    entry is the subclass's (``_row``, ``_from_row``)."""
 
     def __init__(self, where: Path, kind: str) -> None:
         self.where = where
         self.base = str(where)
-        self.real = os.path.realpath(where)
-        self.cache_dir = usercache.folder("tasks")
-        tag = binascii.crc32(self.real.encode("utf-8", "surrogateescape"))
-        self.index = os.path.join(self.cache_dir, f"{tag:08x}.{kind}.json") \
-            if self.cache_dir else None
-        self.cached = self._load()
+        self.file = _CacheFile(where, kind)
+        raw = self.file.load()
+        found = raw.get("entries") if raw is not None else None
+        self.cached: dict[str, list[Any]] = found if isinstance(found, dict) else {}
         self.kept: dict[str, list[Any]] = {}
         self.changed = False
-        self.racy_ns = time.time_ns() - self.RACY_S * 1e9
+        self.racy_ns = time.time_ns() - RACY_S * 1e9
 
-    def _load(self) -> dict[str, list[Any]]:
-        if self.index is None or not usercache.private(self.cache_dir or ""):
-            return {}
-        try:
-            with open(self.index, encoding="utf-8") as fh:
-                raw = json.load(fh)
-        except (OSError, ValueError, RecursionError):
-            return {}
-        if not isinstance(raw, dict) or raw.get("atlas") != __version__ \
-                or raw.get("folder") != self.real or not isinstance(raw.get("entries"), dict):
-            return {}
-        found: dict[str, list[Any]] = raw["entries"]
-        return found
+    def _convert(self, entry: entries.Entry) -> _T:
+        raise NotImplementedError
 
-    def __call__(self, name: str) -> _Read:
+    def _row(self, value: _T) -> list[Any]:
+        raise NotImplementedError
+
+    def _from_row(self, row: list[Any], name: str, path: str) -> _T:
+        raise NotImplementedError
+
+    def __call__(self, name: str) -> _T:
         path = f"{self.base}{os.sep}{name}"
         try:
             st = os.lstat(path)
@@ -334,19 +421,23 @@ class _EntryReader:
         except OSError as exc:
             raise fsio.damage(Path(path), exc, "entry") from None
         row = self.cached.get(name)
-        # The common case, an entry read before, is one stat and three compares.
+        # The common case, an entry read before, is one stat and four compares. The change
+        # time too: an edit whose modification time was put back still moves it.
         if row is not None and row[0] == st.st_ino and row[1] == st.st_size \
-                and row[2] == st.st_mtime_ns and len(row) == 6 and isinstance(row[4], dict):
-            return _Read(str(row[3]), str(row[4].get("kind")), row[4], path, row[5])
-        stamp = [st.st_ino, st.st_size, st.st_mtime_ns]
+                and row[2] == st.st_mtime_ns and row[3] == st.st_ctime_ns:
+            try:
+                return self._from_row(row, name, path)
+            except (IndexError, TypeError, ValueError):
+                pass  # a row of another shape: the file is read
         entry = entries.read_entry(Path(path))
         if entry.id != name[:-3]:
             raise DamagedFile(f"{path}: it holds the entry {entry.id}, not {name[:-3]}")
+        value = self._convert(entry)
         if st.st_mtime_ns < self.racy_ns and not entry.body:
-            meta = {k: v for k, v in entry.meta.items() if k != "digest"}
-            self.kept[name] = [*stamp, entry.id, meta, entry.digest_ok]
+            self.kept[name] = [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                               *self._row(value)]
             self.changed = True
-        return _Read.of(entry)
+        return value
 
     def save(self, names: set[str] | None) -> None:
         """Note what was read. ``names``: the files of this kind in the folder now (rows
@@ -356,9 +447,51 @@ class _EntryReader:
         rows = {**self.cached, **self.kept}
         if names is not None:
             rows = {k: v for k, v in rows.items() if k in names}
-        if self.index and self.cache_dir and (self.changed or len(rows) != len(self.cached)):
-            usercache.write_json(self.cache_dir, self.index,
-                                 {"atlas": __version__, "folder": self.real, "entries": rows})
+        if self.changed or len(rows) != len(self.cached):
+            self.file.save({"entries": rows})
+
+
+class _EndingReader(_EntryReader[_Read]):
+    """Endings, kept as their front matter."""
+
+    def _convert(self, entry: entries.Entry) -> _Read:
+        return _Read.of(entry)
+
+    def _row(self, value: _Read) -> list[Any]:
+        return [value.id, {k: v for k, v in value.meta.items() if k != "digest"},
+                value.digest_ok]
+
+    def _from_row(self, row: list[Any], name: str, path: str) -> _Read:
+        meta = row[5]
+        if len(row) != 7 or not isinstance(meta, dict):
+            raise ValueError(name)
+        return _Read(str(row[4]), str(meta.get("kind")), meta, path, row[6])
+
+
+class _TaskReader(_EntryReader[Task]):
+    """Tasks of one project, kept as a Task's fields: a list of them parses and builds
+    faster than front matter, and a queue lists thousands."""
+
+    def __init__(self, where: Path, kind: str, project: str) -> None:
+        super().__init__(where, kind)
+        self.project = project
+
+    def _convert(self, entry: entries.Entry) -> Task:
+        if entry.kind != "task":
+            raise DamagedFile(f"{entry.path}: it is a {entry.kind} entry, not a task")
+        return _task(_Read.of(entry), self.project)
+
+    def _row(self, value: Task) -> list[Any]:
+        return [value.title, value.why, value.author, value.created_at, list(value.after),
+                list(value.paths), value.digest_ok]
+
+    def _from_row(self, row: list[Any], name: str, path: str) -> Task:
+        if len(row) != 11:
+            raise ValueError(name)
+        # tuple.__new__: a named tuple's own constructor, run for each of thousands of
+        # rows, takes twice as long for the same fields in the same order.
+        return _new(Task, (name[:-3], self.project, row[4], row[5], row[6], row[7],
+                           tuple(row[8]), tuple(row[9]), path, row[10]))
 
 
 def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease]:
@@ -523,10 +656,13 @@ def _blocked(st: TaskState) -> BadInput:
                     hint="nothing was claimed; `atlas task next` takes a ready task")
 
 
-def _ended_since(record: Record, project: str, task_id: str) -> Ending | None:
-    """An ending of ``task_id`` written since the board was read (one listing)."""
-    where = folder(record, project)
+def _ended_since(record: Record, board: Board, task_id: str) -> Ending | None:
+    """An ending of ``task_id`` written since the board was read: none while the folder
+    keeps the stamp it was listed under (one stat), else one listing."""
+    where = folder(record, board.project)
     try:
+        if board.stamp is not None and _folder_stamp(where) == (board.stamp, True):
+            return None
         names = sorted(n for n in os.listdir(where) if n.startswith(task_id + "."))
     except OSError:
         return None
@@ -556,7 +692,7 @@ def _take(record: Record, board: Board, st: TaskState, holder: str, duration_s: 
         if now.state == "claimed":
             raise _held(now) from None
         raise
-    ending = _ended_since(record, board.project, task.id)
+    ending = _ended_since(record, board, task.id)
     if ending is not None:
         _let_go(record, task.id, holder)
         raise _stop(TaskState(task, ending.action, ended=ending))
@@ -590,17 +726,43 @@ def claim(record: Record, project: str, task_ref: str, *, holder: str | None,
 
 def next_task(record: Record, project: str, *, holder: str | None, duration_s: float,
               given: str | None = None) -> TaskState | None:
-    """Claim the oldest ready task; on a lost race, the next one. None if none is ready."""
+    """Claim the oldest ready task; on a lost race, the next one. None if none is ready.
+    Tasks are read oldest first only until one is ready: whether a task waits is told by
+    the names of its dependencies' endings, so the queue behind it is never opened."""
     holder = require_identity(holder)
     leases.check_duration(record, duration_s, given)
-    board = read_board(record, project, full=False)
-    for st in states(record, board):
-        if st.state != "ready":
-            continue
-        try:
-            return _take(record, board, st, holder, duration_s, given)
-        except (LeaseHeld, VersionConflict):
-            continue
+    where = folder(record, project)
+    try:
+        names = _names(where)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    endings = _name_endings(names)
+    open_ids = [i for i in names.tasks if i not in endings]
+    claims = _claims(record, open_ids, timeutil.now())
+    board = Board(project, {}, endings, (), names.stamp)
+    read = _TaskReader(where, "open", project)
+    try:
+        for task_id in open_ids:
+            claim_now = claims.get(task_id)
+            if claim_now is not None and (claim_now.held or claim_now.damaged):
+                continue
+            found = _read_tasks(read, names.tasks, [task_id], [])
+            if not found:
+                continue  # unreadable: `task ls` names it
+            task = board.tasks[task_id] = found[task_id]
+            # Only readiness counts here: a waited-for task that is not done blocks, read
+            # or not.
+            deps: dict[str, tuple[Task | None, Ending | None]] = {
+                d: (None, endings.get(d)) for d in task.after}
+            st = state_of(task, None, claim_now, deps)
+            if st.state != "ready":
+                continue
+            try:
+                return _take(record, board, st, holder, duration_s, given)
+            except (LeaseHeld, VersionConflict):
+                continue
+    finally:
+        read.save(None)
     return None
 
 

@@ -41,7 +41,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("check/validators.py", "load", ".read_text"): PACKAGE_DATA,
     ("linkcheck/sitetheme.py", "_theme_dirs", "open"): "an installed theme's own "
     "mkdocs_theme.yml, found through its entry point in site-packages, read bounded",
-    ("cli/entry.py", "_quiet_broken_pipe", "os.open"): "os.devnull",
+    ("fast/output.py", "quiet_broken_pipe", "os.open"): "os.devnull",
     ("cli/demo/play.py", "run_fresh", ".write_text"): "the demo's own marker in the "
     "folder `atlas demo` made (never a record it did not make)",
     ("cli/demo/check.py", "scene", ".write_bytes"): "the demo record `atlas demo` made "
@@ -101,7 +101,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("sync/repo.py", "_url_in_file", ".read_text"): GIT + " (config)",
     ("sync/repo.py", "_read_refs", ".read_bytes"): GIT + " (a loose ref)",
     ("sync/repo.py", "_packed_refs", ".read_bytes"): GIT + " (packed-refs)",
-    ("protocol/tasks.py", "_EntryReader._load", "open"): USER,
+    ("protocol/tasks.py", "_CacheFile.load", "open"): USER,
     ("storage/usercache.py", "write_json", "open"): USER,
     ("storage/volclock.py", "_sample", "os.open"): PROBE,
     ("protocol/volume.py", "mount_of", "open"): "/proc/self/mountinfo",

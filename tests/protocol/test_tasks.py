@@ -547,3 +547,80 @@ def test_a_task_whose_claim_is_damaged_is_never_offered_as_ready(
     assert got.returncode == 0 and got.json()["task"]["id"] == other
     assert atlas("task", "next", "--for", "1h", "--json", identity="dave").json() == \
         {"task": None}
+
+
+def _date_back(*paths: Path) -> None:
+    hour_ago = time.time() - 3600
+    for path in paths:
+        os.utime(path, (hour_ago, hour_ago))
+
+
+def test_a_cached_listing_sees_a_task_file_added_removed_or_damaged_by_hand_at_once(
+    atlas: Atlas, record: Record,
+) -> None:
+    """The folder's listing and its entries are cached once they are older than the
+    racy window; whatever a hand does to the folder shows at the next command, even with
+    the times put back as they were."""
+    first, second = _add(atlas, "first"), _add(atlas, "second")
+    folder = record.project_dir("web") / layout.TASKS
+    _date_back(*folder.iterdir(), folder)
+
+    def ready() -> list[str]:
+        r = atlas("task", "ls", "--ready", "--json")
+        assert r.returncode == 0, r.stderr
+        return [t["title"] for t in r.json()["tasks"]]
+
+    assert ready() == ["first", "second"]
+    assert ready() == ["first", "second"]  # now from the cache
+    added = folder / f"{second[:-1]}z.md"
+    added.write_text((folder / f"{second}.md").read_text()
+                     .replace(second, added.name[:-3]).replace('"second"', '"by hand"'))
+    _date_back(added, folder)
+    assert ready() == ["first", "second", "by hand"]
+    (folder / f"{second}.md").unlink()
+    _date_back(folder)
+    assert ready() == ["first", "by hand"]
+    damaged = folder / f"{first}.md"
+    was = damaged.stat()
+    damaged.chmod(0o644)
+    text = damaged.read_text()
+    damaged.write_text(text.replace('"first"', '"FIRST"'))  # same size, in place,
+    os.utime(damaged, ns=(was.st_atime_ns, was.st_mtime_ns))  # and the same times
+    r = atlas("task", "ls", "--ready", "--json")
+    assert [t["title"] for t in r.json()["tasks"]] == ["FIRST", "by hand"]
+    damaged.write_text("not front matter\n" + text[len("not front matter\n"):])
+    _date_back(damaged, folder)
+    r = atlas("task", "ls", "--ready", "--json")
+    assert [t["title"] for t in r.json()["tasks"]] == ["by hand"]
+    assert [Path(u["path"]).name for u in r.json()["unreadable"]] == [damaged.name]
+    # A damaged cache costs a reading of the folder, nothing more.
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "atlas-files" / "tasks"
+    kinds = set()
+    for kept in cache.iterdir():
+        kinds.add(kept.name.split(".")[1])
+        kept.write_text('{"entries": {"x": [1]}, "stamp": [' if "names" in kept.name else "[1")
+    assert {"names", "open"} <= kinds
+    r = atlas("task", "ls", "--ready", "--json")
+    assert [t["title"] for t in r.json()["tasks"]] == ["by hand"]
+
+
+def test_next_sees_an_ending_written_by_hand_at_once(atlas: Atlas, record: Record) -> None:
+    """`task next` reads the queue oldest first from the cached listing: an ending put
+    beside a task by hand (or by a sync) is seen by the next claim."""
+    first, second = _add(atlas, "first"), _add(atlas, "second")
+    third = _add(atlas, "third", "--after", second)
+    folder = record.project_dir("web") / layout.TASKS
+    _date_back(*folder.iterdir(), folder)
+    assert atlas("task", "ls", "--ready", "--json").returncode == 0  # the cache is written
+    ending = folder / f"{first}.done.{'1' * 16}.md"
+    ending.write_text(f'---\nid: "{ending.name[:-3]}"\nkind: "task-done"\n'
+                      f'task: "{first}"\nauthor: "carol"\n---\n')
+    _date_back(ending, folder)
+    got = atlas("task", "next", "--for", "1h", "--json", identity="bob").json()["task"]
+    assert got["id"] == second
+    (folder / f"{second}.done.{'2' * 16}.md").write_text(
+        f'---\nid: "{second}.done.{"2" * 16}"\nkind: "task-done"\ntask: "{second}"\n'
+        'author: "carol"\n---\n')
+    _date_back(folder)
+    got = atlas("task", "next", "--for", "1h", "--json", identity="dave").json()["task"]
+    assert got["id"] == third

@@ -10,7 +10,8 @@ quote) pass through ``escape_controls`` whatever printed them.
 The filter is on whether or not the stream is a terminal: a pipe often ends in one
 (`atlas ls | head`, a CI log, `less -R`). The exact bytes are for programs, which get
 them from ``--json`` (valid JSON with the same values) or from `atlas get NAME
---body-only` into a pipe or file (``echo_body``); stored files are never changed.
+--body-only` into a pipe or file (``echo_body`` of cli/render.py); stored files are never
+changed.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ from __future__ import annotations
 import codecs
 import sys
 from typing import Any, TextIO
-
-import click
 
 from atlas_files.facts.text import escape_controls
 
@@ -83,16 +82,3 @@ def unfiltered(stream: TextIO) -> TextIO:
     """The stream beneath the filter, for output of our own that must stay as it is (a
     progress bar's carriage returns and cursor codes); never for stored text."""
     return stream.unfiltered if isinstance(stream, EscapingStream) else stream
-
-
-def echo_body(body: str, *, exact: bool) -> None:
-    """Print a stored body, ending in a newline. ``exact`` (`--body-only`) into a pipe or
-    file writes its bytes untouched, so `atlas get NAME --body-only > FILE` is the stored
-    text; to a terminal it is filtered like everything else."""
-    if exact and not sys.stdout.isatty():
-        data = body.encode("utf-8", "surrogateescape")
-        # bytes: click writes them to the binary stream beneath, unfiltered and without
-        # stripping the ANSI codes it strips from text sent to a pipe.
-        click.echo(data if body.endswith("\n") else data + b"\n", nl=False)
-    else:
-        click.echo(body, nl=not body.endswith("\n"))
