@@ -128,7 +128,7 @@ class SiteLinks:
         if code is not None and site.hooks:
             from atlas_files.linkcheck.sitehooks import SiteHooks  # noqa: PLC0415 - imports MkDocs
 
-            self.hooks = SiteHooks(site, self._problem, self._hook_pages)
+            self.hooks = SiteHooks(site, self._problem, self._hook_pages, code)
         self.plugins = Plugins(site, self._problem, self.hooks is not None and self.hooks.ready)
         self.macros = Macros(site, code) if "macros" in site.plugins else None
         self._macros_batched = False
