@@ -168,3 +168,21 @@ def test_the_kept_answers_live_in_the_users_cache_not_the_repository(root: Path,
     assert "HOOK_HEADING" in reads
     assert not any("ran.txt" in name for name in reads)  # written, never read
     assert not list(root.rglob("*.json"))
+
+
+def test_a_warm_check_imports_neither_mkdocs_nor_jinja_nor_the_sites_code(
+        root: Path, tmp_path: Path) -> None:
+    _accept(root, tmp_path)
+    _check(root, tmp_path)
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "PYTHONPROFILEIMPORTTIME": "1"}
+    done = run_atlas("check", "--links-only", "--json", str(root / "docs"), env=env,
+                     process=True)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "atlas_files.linkcheck.sitelinks" in imported  # the trace is the check's
+    # Nor the theme's entry points: every link of the site lands in docs_dir.
+    assert not {m for m in imported if m.split(".")[0] in ("mkdocs", "jinja2", "markdown",
+                                                           "hooks", "main")
+                or m == "importlib.metadata"}, imported
+    assert len((root / "ran.txt").read_text().splitlines()) == 3  # the first check's alone
