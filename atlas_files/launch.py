@@ -1,4 +1,5 @@
-"""The `atlas` command's entry point: the hooks' fast path, else the whole CLI.
+"""The `atlas` command's entry point: the hooks' and the links check's fast paths, else
+the whole CLI.
 
 `atlas begin --hook H` runs at the start of every agent session, `atlas end --hook H`
 after every turn, `atlas guard --hook H` before every edit and `atlas news --hook H` after
@@ -8,6 +9,12 @@ line is exactly one of them (global options --record, --as, --project or -p, the
 table are imported. Any other command line, one of these with anything added (--help,
 --max-chars, a typo), goes to the full CLI, whose `begin --hook`, `end --hook`, `guard
 --hook` and `news --hook` run the same functions.
+
+So does `atlas check --links-only` (with `--staged`, `--json` and paths at most, and no
+global option), the pre-commit hook's command: click is a fifth of a warm links check of
+a small site. It calls the same library function and prints the same lines as the CLI;
+where that function raises or warns, the full CLI runs the command again and says it
+its own way, so only the time differs.
 """
 
 from __future__ import annotations
@@ -80,6 +87,56 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
     found["verb"] = rest[0]
     found["harness"] = rest[2]
     return found
+
+
+# The options of `atlas check` its fast path takes (any other goes to the full CLI).
+CHECK_FLAGS = ("--links-only", "--staged", "--json")
+
+
+def parse_check(args: Sequence[str]) -> tuple[list[str], bool, bool] | None:
+    """(paths, --staged, --json) of an `atlas check --links-only` command line that the
+    fast path answers (see the module's docstring); None for anything else."""
+    if args[:1] != ["check"] or os.environ.get(ENVIRONMENT["record_path"]) is not None \
+            or (sys.stdout.encoding or "").lower() not in ("utf-8", "utf8"):
+        return None
+    # Options before the paths, as click parses a group's: past the first path, an
+    # option is a path too.
+    count = next((i for i, a in enumerate(args[1:]) if a not in CHECK_FLAGS), len(args) - 1)
+    flags, paths = args[1:1 + count], list(args[1 + count:])
+    if "--links-only" not in flags or paths[:1] == ["accept"] \
+            or any(p.startswith("-") or not p for p in paths):
+        return None  # a subcommand, an option of the full CLI's, or `--`
+    return paths, "--staged" in flags, "--json" in flags
+
+
+def check_links(paths: list[str], staged: bool, as_json: bool) -> None:
+    """`atlas check --links-only` without click: exits, unless the check raised or warned
+    (then it returns, and the full CLI runs it again to say so)."""
+    import json  # noqa: PLC0415 - only on this path
+    import warnings  # noqa: PLC0415
+
+    from atlas_files.api import checks  # noqa: PLC0415
+    from atlas_files.facts.text import escape_controls  # noqa: PLC0415
+
+    try:
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            report = checks.check(None, paths, mode="links", staged=staged)
+    except Exception:  # noqa: BLE001 - the full CLI says what went wrong, its way
+        return
+    if said:
+        return
+    if as_json:  # as cli.render.emit_json writes it
+        text = json.dumps(report.to_json(), indent=2, ensure_ascii=False, default=str)
+    else:
+        text = "\n".join([*(f.shown() for f in report.findings), report.summary()])
+    try:
+        sys.stdout.write(escape_controls(text) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left (`| head`): no error of ours, as in the CLI
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)
+    sys.exit(0 if report.ok else 1)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -216,6 +273,10 @@ def run(args: list[str]) -> None:
         gc.enable()
         hook(harness, **request)
         sys.exit(0)
+    links = parse_check(args)
+    if links is not None:
+        gc.enable()
+        check_links(*links)
     cli_main: Callable[[list[str]], None] = importlib.import_module("atlas_files.cli").main
     split = split_globals(args)  # `atlas server start` management: never through a server
     if split is not None and split[1]:
