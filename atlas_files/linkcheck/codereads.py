@@ -14,7 +14,9 @@ while all of that is as it was, so the child that runs the code notes it as it g
   ``__pycache__`` files follow their sources, which are accepted by digest;
 - every environment variable it reads, with its value (None: unset);
 - anything it did whose result no file records (it started a program, opened a
-  connection, or read the whole environment): then the answer is not kept at all.
+  connection, or read the whole environment), or a read of what the check may not read
+  whole (a link out of the repository, a file past 16 MiB): then the answer is not kept
+  at all.
 
 ``holds`` reads a kept list back in the parent and says whether every file, folder and
 variable is still what it was. Nothing here trusts the child more than the code it runs:
@@ -33,7 +35,8 @@ from typing import Any
 from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.filesources import DiskSource
 
-_MAX_READ = 16 << 20  # bytes of a file digested: a larger one is as good as changed
+_MAX_READ = 16 << 20  # bytes of a file digested
+UNKNOWN = "unknown"  # a file there that the check may not read whole: nothing to keep by
 _LISTS = ("os.listdir", "os.scandir")
 # Events whose result no file of the repository records.
 _OUTSIDE = ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
@@ -127,8 +130,10 @@ class Recorder:
             if self.outside:
                 return None
             self._on = False
-            return [*(["file", p, file_digest(p, self.within)] for p in sorted(self.files)),
-                    *(["dir", p, listing_digest(p)] for p in sorted(self.dirs)),
+            read = [["file", p, file_digest(p, self.within)] for p in sorted(self.files)]
+            if any(digest == UNKNOWN for _, _, digest in read):
+                return None
+            return [*read, *(["dir", p, listing_digest(p)] for p in sorted(self.dirs)),
                     *(["env", k, v] for k, v in sorted(self.vars.items()))]
         finally:
             self.files, self.dirs, self.vars, self.outside = set(files), set(dirs), \
@@ -145,12 +150,14 @@ def recorder() -> Recorder:
 
 
 def file_digest(path: str, within: Boundary) -> str | None:
-    """The SHA-256 of a regular file of the repository (None: missing, or not one)."""
+    """The SHA-256 of a regular file of the repository; None where nothing is there;
+    UNKNOWN for what the check may not read whole (a folder, a link out of the
+    repository, a file past ``_MAX_READ``): an answer that read it is not kept."""
     try:
         data, size = DiskSource(within=within).read_limited(Path(path), _MAX_READ + 1)
     except OSError:
-        return None
-    return hashlib.sha256(data).hexdigest() if size <= _MAX_READ else "too large"
+        return UNKNOWN if os.path.lexists(path) else None
+    return hashlib.sha256(data).hexdigest() if size <= _MAX_READ else UNKNOWN
 
 
 def listing_digest(path: str) -> str | None:

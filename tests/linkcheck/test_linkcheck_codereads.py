@@ -156,6 +156,20 @@ def test_an_answer_made_with_a_program_is_never_kept(root: Path, tmp_path: Path)
     assert _check(root, tmp_path)[1] == BOTH  # the hook's, every time; the macro's kept
 
 
+def test_an_answer_made_from_a_file_the_check_may_not_read_is_never_kept(
+        root: Path, tmp_path: Path) -> None:
+    # data.txt leads out of the repository: what it holds cannot be watched from here.
+    outside = tmp_path / "outside.txt"
+    outside.write_text("From data\n")
+    (root / "data.txt").unlink()
+    (root / "data.txt").symlink_to(outside)
+    _accept(root, tmp_path)
+    assert _check(root, tmp_path) == ({"other.md#from-env"}, [*BOTH, "macro"])
+    outside.write_text("Elsewhere\n")
+    assert _check(root, tmp_path) == (
+        {"#from-data", "other.md#from-data", "index.md#from-data", "other.md#from-env"}, BOTH)
+
+
 def test_the_kept_answers_live_in_the_users_cache_not_the_repository(root: Path,
                                                                    tmp_path: Path) -> None:
     _accept(root, tmp_path)
