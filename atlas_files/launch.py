@@ -1,4 +1,5 @@
-"""The `atlas` command's entry point: the hooks' fast path, else the whole CLI.
+"""The `atlas` command's entry point: the hooks' fast path, the commands of fast/, else
+the whole CLI.
 
 `atlas begin --hook H` runs at the start of every agent session, `atlas end --hook H`
 after every turn, `atlas guard --hook H` before every edit and `atlas news --hook H` after
@@ -8,6 +9,10 @@ line is exactly one of them (global options --record, --as, --project or -p, the
 table are imported. Any other command line, one of these with anything added (--help,
 --max-chars, a typo), goes to the full CLI, whose `begin --hook`, `end --hook`, `guard
 --hook` and `news --hook` run the same functions.
+
+So are `atlas task ls`, `atlas task next` (fast/tasks.py) and the links pre-commit
+hook's `atlas check --links-only` (fast/check.py), each only on exactly its own command
+lines and through the same library functions and output as the CLI.
 """
 
 from __future__ import annotations
@@ -83,6 +88,11 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
     found["verb"] = rest[0]
     found["harness"] = rest[2]
     return found
+
+
+# The commands answered before click when the command line is exactly theirs: first
+# word -> the module whose parse() takes it and whose run() answers it (fast/).
+FAST_COMMANDS = {"task": "atlas_files.fast.tasks", "check": "atlas_files.fast.check"}
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -219,14 +229,16 @@ def run(args: list[str]) -> None:
         gc.enable()
         hook(harness, **request)
         sys.exit(0)
-    if split is not None and split[1][:1] == ["task"]:
-        # `task ls` and `task next`, which agents run at every turn, are answered without
-        # click (fast/tasks.py); any other command line of `task` goes on to the CLI.
-        fast = importlib.import_module("atlas_files.fast.tasks")
-        task_request = fast.parse(*split)
-        if task_request is not None:
+    # Commands agents and pre-commit run over and over, answered without click when the
+    # command line is exactly theirs (fast/); any other goes on to the CLI.
+    fast = FAST_COMMANDS.get(split[1][0]) if split is not None and split[1] else None
+    if fast is not None:
+        assert split is not None
+        answering = importlib.import_module(fast)
+        request = answering.parse(*split)
+        if request is not None:
             gc.enable()
-            fast.run(task_request)
+            answering.run(request)  # exits, or returns for the CLI to say it its way
     cli_main: Callable[[list[str]], None] = importlib.import_module("atlas_files.cli").main
     if split is not None and split[1]:
         # The command's module, loaded now so that its import is part of start-up; click

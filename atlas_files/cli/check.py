@@ -14,8 +14,7 @@ from atlas_files.facts.errors import BadInput
 
 
 def _print(finding: Any) -> None:
-    click.echo(finding.line_text())
-    click.echo(f"    {finding.severity}; hint: {finding.hint}")
+    click.echo(finding.shown())
 
 
 class _CheckGroup(click.Group):
@@ -89,17 +88,8 @@ def check(ctx: Invocation, paths: tuple[str, ...], staged: bool, fix: bool, link
     else:
         for line in report.fixed:
             click.echo(f"fixed: {line}")
-        click.echo(_summary(report))
+        click.echo(report.summary())
     sys.exit(0 if report.ok else 1)
-
-
-def _summary(report: Any) -> str:
-    files = f"{report.files} file{'' if report.files == 1 else 's'}"
-    if not report.findings:
-        return f"atlas check: no findings in {files}"
-    e, w = report.errors, report.warnings
-    return (f"atlas check: {e} error{'' if e == 1 else 's'}, {w} warning{'' if w == 1 else 's'} "
-            f"in {files}")
 
 
 @check.command("accept")

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from atlas_files.api import Worker
 from atlas_files.api import tasks as api
-from atlas_files.facts import timeutil
+from atlas_files.facts import environment, timeutil
 from atlas_files.facts.errors import AtlasWarning
 from atlas_files.facts.names import check_name
 from atlas_files.facts.text import escape_controls
@@ -25,9 +25,6 @@ from atlas_files.fast import output, terminal
 from atlas_files.protocol.tasks import TaskState
 from atlas_files.storage.record import Record
 
-# The global options' environment variables, as the full CLI reads them.
-ENVIRONMENT = {"record_path": "ATLAS_RECORD", "identity": "ATLAS_AS",
-               "project": "ATLAS_PROJECT"}
 _LS_FLAGS = {"--ready": "ready", "--all": "all_", "--mine": "mine", "--json": "as_json"}
 
 
@@ -49,7 +46,7 @@ def parse(found: dict[str, str | None], rest: list[str]) -> Request | None:
     if len(rest) < 2 or rest[0] != "task" or rest[1] not in ("ls", "next"):
         return None
     given = {key: found[key] if key in found else os.environ.get(variable) or None
-             for key, variable in ENVIRONMENT.items()}
+             for key, variable in environment.GLOBALS.items()}
     flags: set[str] = set()
     duration: str | None = None
     sync: bool | None = None

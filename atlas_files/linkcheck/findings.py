@@ -138,6 +138,10 @@ class Finding:
     def line_text(self) -> str:
         return f"{self.path}:{self.line}: {self.code} {self.message}"
 
+    def shown(self) -> str:
+        """The finding as `atlas check` prints it: its line, then its severity and hint."""
+        return f"{self.line_text()}\n    {self.severity}; hint: {self.hint}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "path": self.path, "line": self.line, "code": self.code,
@@ -203,6 +207,15 @@ class Report:
     @property
     def ok(self) -> bool:
         return self.errors == 0
+
+    def summary(self) -> str:
+        """The last line `atlas check` prints."""
+        files = f"{self.files} file{'' if self.files == 1 else 's'}"
+        if not self.findings:
+            return f"atlas check: no findings in {files}"
+        e, w = self.errors, self.warnings
+        return (f"atlas check: {e} error{'' if e == 1 else 's'}, {w} "
+                f"warning{'' if w == 1 else 's'} in {files}")
 
     def to_json(self) -> dict[str, Any]:
         return {

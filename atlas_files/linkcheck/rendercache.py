@@ -43,6 +43,7 @@ from typing import Any
 from atlas_files import __version__
 from atlas_files.facts import renderlimit
 from atlas_files.linkcheck.boundary import Boundary
+from atlas_files.linkcheck.codereads import Checker
 from atlas_files.linkcheck.filesources import DiskSource
 from atlas_files.linkcheck.siteconfig import SiteConfig
 from atlas_files.linkcheck.siteplan import Planned, Rendered, autorefs, emoji, trusted
@@ -173,6 +174,7 @@ class RenderCache:
         self.path = None if where is None else where / f"{self.site_key}-{setup[:32]}.json"
         self.setup = setup
         self._within = Boundary(map(Path, site.readable))
+        self._reads = Checker(self._within)
         self.problems: list[tuple[str, str]] | None = None  # said as the renderer was made
         self._pages: dict[str, dict[str, Any]] = {}
         self._used: set[str] = set()
@@ -238,9 +240,13 @@ class RenderCache:
 
     def _holds(self, entry: dict[str, Any]) -> bool:
         """Whether every file ``entry`` included is the same and every one it looked for
-        in vain is still missing. KeyError, TypeError or ValueError for a damaged entry."""
+        in vain is still missing, and (for what the site's own code gave) everything
+        that code read is as it was (codereads.py). KeyError, TypeError or ValueError
+        for a damaged entry."""
+        reads = entry.get("reads")
         return all(not os.path.exists(p) for p in entry["missing"]) and all(
-            _sha(path, self._within) == sha for path, sha in entry["included"])
+            _sha(path, self._within) == sha for path, sha in entry["included"]) and (
+            reads is None or self._reads.holds(reads))
 
     def put(self, uri: str, text: str, rendered: Rendered,
             included: Iterable[tuple[str, str | None]], bases: list[str]) -> None:

@@ -54,7 +54,12 @@ from atlas_files.linkcheck.siteplan import (
     refusal,
     unresolved_message,
 )
-from atlas_files.linkcheck.siteplugins import PAGE_SYNTAX, Cause, Plugins
+from atlas_files.linkcheck.siteplugins import (
+    PAGE_SYNTAX,
+    Cause,
+    Plugins,
+    changes_what_is_judged,
+)
 from atlas_files.linkcheck.siterender import Renderings
 from atlas_files.linkcheck.sitetheme import Theme, theme
 
@@ -125,10 +130,10 @@ class SiteLinks:
         # The user's word (an acceptance of theirs, or --run-site-hooks), never mkdocs.yml's.
         code = self._accepted_code(run_hooks)
         self.hooks = None
-        if code is not None and site.hooks:
+        if code is not None and any(changes_what_is_judged(site, h) for h in site.hooks):
             from atlas_files.linkcheck.sitehooks import SiteHooks  # noqa: PLC0415 - imports MkDocs
 
-            self.hooks = SiteHooks(site, self._problem, self._hook_pages)
+            self.hooks = SiteHooks(site, self._problem, self._hook_pages, code)
         self.plugins = Plugins(site, self._problem, self.hooks is not None and self.hooks.ready)
         self.macros = Macros(site, code) if "macros" in site.plugins else None
         self._macros_batched = False

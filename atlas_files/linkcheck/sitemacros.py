@@ -25,6 +25,11 @@ for byte the same and every template it looked for in vain is still missing. So 
 check (a pre-commit hook's) forks no child for pages that did not change. A page that ran
 out of its time is remembered so (``ran_out``) and not expanded again while it stays the
 same; one that ran out of memory, or that the run's budget left unexpanded, is not kept.
+Where the repository's accepted macros module ran, the digests of its files are in the
+key too, and an expansion holds only while every file of the repository the module read
+(in ``define_env`` and while the page was expanded), every folder it listed and every
+environment variable it read is as it was (codereads.py); one made while the module
+started a program or opened a connection is not kept.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any
 
 from atlas_files import __version__
 from atlas_files.facts import renderlimit
-from atlas_files.linkcheck import rendercache, renderpool
+from atlas_files.linkcheck import codereads, rendercache, renderpool
 from atlas_files.linkcheck.boundary import Boundary
 from atlas_files.linkcheck.filesources import DiskSource
 from atlas_files.linkcheck.siteconfig import SiteConfig, Unresolved, read_file, safe_load
@@ -159,15 +164,16 @@ class Macros:
                     kept.put_ran_out(key, answer.seconds)
                 continue
             try:
-                done, why, included, missing, keep = answer  # type: ignore[misc]
+                done, why, included, missing, keep, reads = answer  # type: ignore[misc]
             except (ValueError, TypeError):
-                done, why, included, missing, keep = (
+                done, why, included, missing, keep, reads = (
                     None, "it was not expanded (the check's "
                     f"{seconds * _RUN_PAGES:g} s for expanding pages ran out first, or its "
-                    "expansion ran out of memory)", (), (), False)
+                    "expansion ran out of memory)", (), (), False, None)
             self._done[uri] = (done, why)
-            if keep and kept is not None:
-                kept.put_expansion(key, (done, why), included, missing)
+            # What the repository's code gave holds only with what it read (codereads.py).
+            if keep and kept is not None and (self.code is None or reads is not None):
+                kept.put_expansion(key, (done, why), included, missing, reads)
         if kept is not None:
             kept.save()
 
@@ -180,6 +186,7 @@ class Macros:
                 "variables": self.variables, "include_dir": str(self.include_dir),
                 "code": self.has_code, "runs": self.code,
                 "module": rendercache.stamp(__file__),
+                "reads": rendercache.stamp(codereads.__file__),
             }, sort_keys=True, default=str)
             setup = "m" + hashlib.sha256(described.encode()).hexdigest()
             self._kept = ExpansionCache(self.site, setup) \
@@ -237,11 +244,14 @@ class Macros:
             cache_size=0)
         variables = dict(self.variables)
         failed = None
-        if self.code is not None:
+        recorder = codereads.recorder() if self.code is not None else None
+        if recorder is not None:
+            recorder.start(self.site.repository, self.site.readable)
             try:
                 self._run_module(env, variables)
             except Exception as exc:  # noqa: BLE001 - the repository's code
                 failed = f"its macros module raised {type(exc).__name__} ({exc})"[:200]
+        mark = recorder.mark() if recorder is not None else None
         known = set(variables) | set(env.globals)
 
         def expand(uri: str, text: str, front: dict[str, Any]) -> tuple[Any, ...]:
@@ -249,7 +259,7 @@ class Macros:
             missing.clear()
             keep = True
             if failed is not None:
-                return (None, failed, [], [], False)
+                return (None, failed, [], [], False, None)
             try:
                 tree = env.parse(text)
                 unknown = sorted(meta.find_undeclared_variables(tree) - known - set(front))
@@ -274,7 +284,9 @@ class Macros:
                 keep = False
             except Exception as exc:  # noqa: BLE001 - the sandbox's refusals, a bad filter...
                 answer = (None, f"it cannot be expanded here ({type(exc).__name__})")
-            return (*answer, list(included), list(missing), keep)
+            reads = recorder.since(mark) if recorder is not None and mark is not None \
+                else None
+            return (*answer, list(included), list(missing), keep, reads)
 
         return expand
 
@@ -388,8 +400,9 @@ class ExpansionCache(rendercache.RenderCache):
         return done, why
 
     def put_expansion(self, key: str, answer: tuple[str | None, str | None],
-                      included: Any, missing: Any) -> None:
-        """Keep ``answer`` with the templates it included (path, digest) and missed."""
+                      included: Any, missing: Any, reads: Any = None) -> None:
+        """Keep ``answer`` with the templates it included (path, digest) and missed, and
+        what the repository's code read to give it (codereads.py; None: no code ran)."""
         try:
             kept_included = [[str(p), str(sha)] for p, sha in included]
             kept_missing = [str(p) for p in missing]
@@ -397,5 +410,7 @@ class ExpansionCache(rendercache.RenderCache):
             return
         self._pages[key] = {"text": answer[0], "why": answer[1], "missing": kept_missing,
                             "included": kept_included}
+        if reads is not None:
+            self._pages[key]["reads"] = reads
         self._used.add(key)
         self._dirty = True

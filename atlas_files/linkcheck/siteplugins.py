@@ -88,6 +88,14 @@ def _plugin_line(site: SiteConfig, name: str) -> int:
     return site.line_of(name)
 
 
+def changes_what_is_judged(site: SiteConfig, hook: Path) -> bool:
+    """Whether hook file ``hook`` may change what MkDocs' link validation sees: it defines
+    an event that comes before it, or its events cannot be read. One whose events all
+    come later (``on_post_build``...) need not run for a check."""
+    events = _events(site, hook)
+    return events is None or any(e in PAGE_EVENTS or e in FILE_EVENTS for e in events)
+
+
 def _events(site: SiteConfig, hook: Path) -> tuple[str, ...] | None:
     """The events hook file ``hook`` defines, read from its source (None: not read)."""
     try:

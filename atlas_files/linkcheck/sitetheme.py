@@ -19,7 +19,6 @@ missing file that a theme could provide cannot be checked from source.
 from __future__ import annotations
 
 import fnmatch
-import importlib.metadata
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -108,8 +107,12 @@ def _theme_dirs(name: Any, left_out: list[str]) -> list[Path] | str:
 def _installed(name: str) -> Path | None:
     """The folder of theme ``name``'s module, as its ``mkdocs.themes`` entry point names
     it (the last one, as MkDocs takes it), found without importing anything."""
+    # Here, not at the top: a check whose links all land in docs_dir never asks for the
+    # theme, and importlib.metadata's import is a tenth of a warm check of a small site.
+    from importlib import metadata  # noqa: PLC0415
+
     try:
-        points = [p for p in importlib.metadata.entry_points(group="mkdocs.themes")
+        points = [p for p in metadata.entry_points(group="mkdocs.themes")
                   if p.name == name]
     except Exception:  # noqa: BLE001 - a broken install's metadata: as if none
         return None

@@ -226,3 +226,19 @@ def test_an_accepted_hook_renders_the_themes_templates_as_built(tmp_path: Path) 
     api.accept_site_code(root)
     errors, warnings = _judged(check_links([docs], base=root), docs)
     assert errors == {("index.md", "#nope")} and warnings == [], warnings
+
+
+def test_an_accepted_hook_whose_events_all_come_after_the_validation_is_not_run(
+        tmp_path: Path) -> None:
+    # As mkdocstrings-python's hook: it writes a schema once the site is built.
+    root = tmp_path / "site"
+    docs = site(root, text=yaml.safe_dump({
+        "site_name": "t", "validation": STRICT, "hooks": ["hooks.py"]}),
+        pages={"index.md": "# I\n\n[a](#i) [b](#nope)\n"})
+    (root / "hooks.py").write_text(
+        "from pathlib import Path\n\nPath(__file__).with_name('hook-ran').touch()\n\n\n"
+        "def on_post_build(config, **kwargs):\n    pass\n")
+    api.accept_site_code(root)
+    errors, warnings = _judged(check_links([docs], base=root), docs)
+    assert errors == {("index.md", "#nope")} and warnings == [], warnings
+    assert _ran(root) == []  # not even imported
