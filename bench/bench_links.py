@@ -93,7 +93,9 @@ STRICT = {"links": {"not_found": "warn", "anchors": "warn", "unrecognized_links"
                     "absolute_links": "info"}}
 WARNING_RE = re.compile(r"Doc file '(?P<page>[^']+)' contains (?:a link|an unrecognized "
                         r"relative link) '(?P<link>.*?)'(?:, but| ?, it was left)")
-QUOTED_RE = re.compile(r"'(.*?)'(?::| cannot)")
+# The link an error names: "broken link 'L': ...", "link 'L' cannot be checked...", "link
+# 'L' names no file of the site..." (an unrecognized link, as MkDocs calls it).
+QUOTED_RE = re.compile(r"'(.*?)'(?::| cannot| names no file)")
 NEVER_RUN = {"mkdocs-click", "mkdocs_click", "markdown_exec", "plantuml_markdown"}
 # Plugins a --plugins build leaves out: they reach the network (privacy, social's fonts,
 # git-committers' API, intersphinx and mkdocstrings' inventories are dropped from its
