@@ -1,7 +1,8 @@
 """atlas-files: a plain-files record for workers who never meet.
 
-The Python API lives in :mod:`atlas_files.storage.record` (``Record``); the ``atlas`` command is a
-thin layer over it.
+The Python API is :mod:`atlas_files.api` (``Worker`` and one function per command, as
+the README shows); the ``atlas`` command, the MCP server and the hooks are thin layers
+over it.
 """
 
 from __future__ import annotations
