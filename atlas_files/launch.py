@@ -10,9 +10,10 @@ table are imported. Any other command line, one of these with anything added (--
 --max-chars, a typo), goes to the full CLI, whose `begin --hook`, `end --hook`, `guard
 --hook` and `news --hook` run the same functions.
 
-So are `atlas task ls`, `atlas task next` (fast/tasks.py) and the links pre-commit
-hook's `atlas check --links-only` (fast/check.py), each only on exactly its own command
-lines and through the same library functions and output as the CLI.
+So are `atlas status show` (fast/status.py), `atlas task ls`, `atlas task next`
+(fast/tasks.py) and the links pre-commit hook's `atlas check --links-only`
+(fast/check.py), each only on exactly its own command lines and through the same library
+functions and output as the CLI.
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
 
 # The commands answered before click when the command line is exactly theirs: first
 # word -> the module whose parse() takes it and whose run() answers it (fast/).
-FAST_COMMANDS = {"task": "atlas_files.fast.tasks", "check": "atlas_files.fast.check"}
+FAST_COMMANDS = {"task": "atlas_files.fast.tasks", "check": "atlas_files.fast.check",
+                 "status": "atlas_files.fast.status"}
 
 
 def main(argv: Sequence[str] | None = None) -> None:

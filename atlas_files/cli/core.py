@@ -10,15 +10,9 @@ import click
 from atlas_files.api import core
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import echo_body, emit_json, print_warning, read_body
-from atlas_files.cli.versions import (
-    age,
-    header,
-    list_marks,
-    print_diff,
-    print_versions,
-    warn_digest,
-)
+from atlas_files.cli.versions import list_marks, print_diff, print_versions
 from atlas_files.facts import timeutil
+from atlas_files.fast.versions import age, header, warn_digest
 from atlas_files.protocol.feed import FeedItem, NotMarked
 
 

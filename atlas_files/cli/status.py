@@ -7,7 +7,8 @@ import click
 from atlas_files.api import status as api
 from atlas_files.cli.app import Invocation, json_option, pass_ctx, sync_option
 from atlas_files.cli.render import emit_json, print_warning, read_body
-from atlas_files.cli.versions import header, print_diff, print_versions, warn_digest
+from atlas_files.cli.versions import print_diff, print_versions
+from atlas_files.fast.status import show
 
 
 @click.group()
@@ -24,18 +25,7 @@ def status() -> None:
 @pass_ctx
 def status_show(ctx: Invocation, version: int | None, as_json: bool) -> None:
     """Show the project's current status, led by its version, author and age."""
-    view = api.status_show(ctx.worker, version)
-    if as_json:
-        emit_json(view.to_json())
-        return
-    if view.doc is None:
-        click.echo(f"project {view.project} has no status yet; write the first with "
-                   "`atlas status write`")
-        return
-    warn_digest(view.doc)
-    click.echo("\n".join(header(f"status of {view.project}:", view.doc, view.marks)))
-    click.echo("")
-    click.echo(view.doc.body, nl=not view.doc.body.endswith("\n"))
+    show(api.status_show(ctx.worker, version), as_json)
 
 
 @status.command("write")

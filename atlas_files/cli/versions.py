@@ -1,42 +1,16 @@
-"""How versions are shown on a terminal: the header line, marks, lists and diffs; shared
-by the status and topic commands."""
+"""How versions are shown on a terminal: marks, lists and diffs, shared by the status and
+topic commands (the header line and the digest warning are in fast/versions.py, which
+`status show` answered before click shares)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 import click
 
 from atlas_files.api.versions import DiffView, VersionList
-from atlas_files.cli.render import emit_json, print_warning
-from atlas_files.facts import timeutil
-
-
-def age(written_at: str, at: datetime | None = None) -> str:
-    """How long ago ``written_at`` was; a table passes one ``at`` for all its rows."""
-    return timeutil.age_of(written_at, at)
-
-
-def header(label: str, doc: Any, marks: dict[str, Any]) -> list[str]:
-    based = "the first version" if doc.based_on == 0 else f"based on v{doc.based_on}"
-    lines = [f"{label} v{doc.version}, written {age(doc.written_at)} by {doc.author} "
-             f"({doc.written_at}), {based}"]
-    if doc.summary:
-        lines.append(f"summary: {doc.summary}")
-    if doc.proposal:
-        accepted = marks.get("accepted_by")
-        lines.append(f"ACCEPTED by decision {accepted}" if accepted else
-                     "PROPOSAL: not accepted by any decision yet")
-    retracted = marks.get("retracted")
-    if retracted:
-        lines.append(f"RETRACTED by {retracted['author']} ({retracted['id']}): "
-                     f"{retracted['why']}")
-    for r in marks.get("retractions", [])[1:]:
-        lines.append(f"also retracted by {r['author']} ({r['id']}): {r['why']}")
-    for c in marks.get("corrected_by", []):
-        lines.append(f"CORRECTED by {c['author']} ({c['id']}): {c['what']}")
-    return lines
+from atlas_files.cli.render import emit_json
+from atlas_files.fast.versions import age
 
 
 def list_marks(marks: dict[str, Any]) -> str:
@@ -52,12 +26,6 @@ def list_marks(marks: dict[str, Any]) -> str:
     if authors:
         words.append(f"[CORRECTED by {', '.join(authors)}]")
     return "".join(f"  {w}" for w in words)
-
-
-def warn_digest(doc: Any) -> None:
-    if doc.digest_ok is False:
-        print_warning(f"{doc.path} was edited in place: its body no longer matches its digest "
-                      "(versions are immutable; run `atlas check`)")
 
 
 def print_diff(view: DiffView, as_json: bool) -> None:
@@ -79,3 +47,4 @@ def print_versions(listing: VersionList, as_json: bool) -> None:
                   for u in listing.unreadable})
     if lines:
         click.echo("\n".join(lines[v] for v in sorted(lines, reverse=True)))
+

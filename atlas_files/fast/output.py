@@ -1,5 +1,5 @@
 """What every command prints and how it fails, without click: the full CLI
-(cli/entry.py) and the commands answered before click is imported (fast/tasks.py) share it.
+(cli/entry.py) and the commands answered before click is imported (fast/) share it.
 
 A failure is one or two plain lines on stderr (``atlas: error: ...``, ``atlas: hint:
 ...``) and its exit code; with ``--json`` also one document on stdout, ``{"error":
