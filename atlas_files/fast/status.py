@@ -12,17 +12,13 @@ codes.
 from __future__ import annotations
 
 import os
-import warnings
 from typing import NamedTuple
 
-from atlas_files.api import Worker
 from atlas_files.api import status as api
 from atlas_files.facts import environment
-from atlas_files.facts.errors import AtlasWarning
-from atlas_files.facts.names import check_name
-from atlas_files.fast import output, terminal
+from atlas_files.fast import output
+from atlas_files.fast.answer import answer
 from atlas_files.fast.versions import header, warn_digest
-from atlas_files.storage.record import Record
 
 
 class Request(NamedTuple):
@@ -68,25 +64,9 @@ def parse(found: dict[str, str | None], rest: list[str]) -> Request | None:
 
 def run(request: Request) -> None:
     """Answer ``request`` as the full CLI would, and exit."""
-    saved = terminal.install()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", AtlasWarning)
-            warnings.showwarning = output.show_warning
-            opened: list[Worker] = []
-
-            def command() -> None:
-                if request.identity:
-                    check_name(request.identity, "identity")
-                worker = Worker(Record.find(request.record_path), request.identity,
-                                request.project, None)
-                opened.append(worker)
-                show(api.status_show(worker, request.version), request.as_json)
-
-            output.guarded(command, request.as_json,
-                           lambda exc: opened[0].record.explain(exc) if opened else exc)
-    finally:
-        terminal.restore(saved)
+    answer(request.record_path, request.identity, request.project, None,
+           lambda worker: show(api.status_show(worker, request.version), request.as_json),
+           request.as_json)
 
 
 def show(view: api.StatusView, as_json: bool) -> None:

@@ -12,18 +12,15 @@ functions here, so both give the same output, errors and exit codes.
 from __future__ import annotations
 
 import os
-import warnings
 from typing import NamedTuple
 
 from atlas_files.api import Worker
 from atlas_files.api import tasks as api
 from atlas_files.facts import environment, timeutil
-from atlas_files.facts.errors import AtlasWarning
-from atlas_files.facts.names import check_name
 from atlas_files.facts.text import escape_controls
-from atlas_files.fast import output, terminal
+from atlas_files.fast import output
+from atlas_files.fast.answer import answer
 from atlas_files.protocol.tasks import TaskState
-from atlas_files.storage.record import Record
 
 _LS_FLAGS = {"--ready": "ready", "--all": "all_", "--mine": "mine", "--json": "as_json"}
 
@@ -78,33 +75,19 @@ def parse(found: dict[str, str | None], rest: list[str]) -> Request | None:
 def run(request: Request) -> None:
     """Answer ``request`` as the full CLI would, and exit."""
     as_json = "as_json" in request.flags
-    saved = terminal.install()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("always", AtlasWarning)
-            warnings.showwarning = output.show_warning
-            opened: list[Worker] = []
 
-            def command() -> None:
-                if request.identity:
-                    check_name(request.identity, "identity")
-                worker = Worker(Record.find(request.record_path), request.identity,
-                                request.project, request.sync)
-                opened.append(worker)
-                if request.verb == "ls":
-                    show_list(api.ls(worker, ready="ready" in request.flags,
-                                     all_="all_" in request.flags,
-                                     mine="mine" in request.flags),
-                              "ready" in request.flags, as_json)
-                else:
-                    assert request.duration is not None
-                    picked = api.next_(worker, request.duration)
-                    report(picked.state, as_json, picked.to_json())
+    def command(worker: Worker) -> None:
+        if request.verb == "ls":
+            show_list(api.ls(worker, ready="ready" in request.flags,
+                             all_="all_" in request.flags, mine="mine" in request.flags),
+                      "ready" in request.flags, as_json)
+        else:
+            assert request.duration is not None
+            picked = api.next_(worker, request.duration)
+            report(picked.state, as_json, picked.to_json())
 
-            output.guarded(command, as_json,
-                           lambda exc: opened[0].record.explain(exc) if opened else exc)
-    finally:
-        terminal.restore(saved)
+    answer(request.record_path, request.identity, request.project, request.sync, command,
+           as_json)
 
 
 # -- what both front ends print -------------------------------------------------------------
