@@ -27,6 +27,7 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -315,8 +316,6 @@ def _commit_findings(root: str, rels: Sequence[str], identity: str | None,
     moved = gitrefs.last_moved(root)
     if moved is not None and moved < cutoff - REF_SLACK_S:
         return []  # no ref moved since before the window: no commit lies in it
-    from datetime import UTC, datetime  # noqa: PLC0415
-
     from atlas_files.protocol.activity import recent  # noqa: PLC0415 - git, only when refs moved
 
     try:

@@ -35,6 +35,7 @@ started a program or opened a connection is not kept.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import resource
@@ -296,8 +297,6 @@ class Macros:
         """Import the repository's macros module (accepted: sitecode.py) as the plugin
         does, from the project's folder, and let it define its macros, filters and
         variables into ``env`` and ``variables``."""
-        import importlib  # noqa: PLC0415
-
         name = self.config.get("module_name", "main")
         name = name if isinstance(name, str) and name else "main"
         os.chdir(self.site.root)  # as `mkdocs build` runs, in the site's folder
