@@ -214,8 +214,8 @@ class Macros:
 
     def _made_expander(self) -> Callable[[str, str, dict[str, Any]], tuple[Any, ...]
                                          ]:  # pragma: no cover - child
-        from jinja2 import BaseLoader, TemplateNotFound, TemplateSyntaxError, meta  # noqa: PLC0415
-        from jinja2.sandbox import SandboxedEnvironment  # noqa: PLC0415
+        from jinja2 import BaseLoader, TemplateNotFound, TemplateSyntaxError, meta  # noqa: PLC0415 - in the child only
+        from jinja2.sandbox import SandboxedEnvironment  # noqa: PLC0415 - idem
 
         within, include_dir = self._within, self.include_dir
         included: list[tuple[str, str]] = []  # of the page being expanded
