@@ -77,8 +77,8 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
         return None
     # Here, not at the top: the command server's client (server/client.py) runs without
     # json and typing.
-    from atlas_files.facts import environment  # noqa: PLC0415
-    from atlas_files.harness.registry import HARNESSES  # noqa: PLC0415
+    from atlas_files.facts import environment  # noqa: PLC0415 - see above
+    from atlas_files.harness.registry import HARNESSES  # noqa: PLC0415 - idem
     if len(rest) == 2 and rest[1].startswith("--hook="):
         rest = [rest[0], "--hook", rest[1].partition("=")[2]]
     if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in HARNESSES:

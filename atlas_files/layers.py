@@ -77,6 +77,19 @@ def modules() -> dict[str, Path]:
     return out
 
 
+def deferred_imports(path: Path) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements inside a function of the module at ``path``, in line order:
+    each is deferred until its function runs, so each must say why
+    (tests/house/test_deferred_imports.py); bench/bench_deferred.py weighs them."""
+    found: dict[int, ast.Import | ast.ImportFrom] = {}
+    for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    found[id(node)] = node
+    return sorted(found.values(), key=lambda node: node.lineno)
+
+
 def summary(path: Path) -> str:
     """The first sentence of the module's docstring, on one line."""
     doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""

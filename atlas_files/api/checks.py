@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 from atlas_files import check as checkmod
 from atlas_files.check import Finding, Report
 from atlas_files.facts.errors import BadInput
+from atlas_files.linkcheck import siteconfig
 
-if TYPE_CHECKING:  # imported where used: a check spends nothing on them
-    from atlas_files.linkcheck import sitecode, siteconfig
+if TYPE_CHECKING:  # imported where used: a check spends nothing on it
+    from atlas_files.linkcheck import sitecode
 
 MODES = ("record", "links", "versions")
 
@@ -89,8 +90,6 @@ class SiteCode:
 
 
 def _site(path: str | os.PathLike[str] | None) -> siteconfig.SiteConfig:
-    from atlas_files.linkcheck import siteconfig  # noqa: PLC0415 - see the imports
-
     where = Path(path or ".").resolve()
     config = where if where.is_file() else siteconfig.find(where, {})
     if config is None:

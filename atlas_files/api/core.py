@@ -102,7 +102,7 @@ def init(path: str | os.PathLike[str], projects: Sequence[str] = (),
     """Create a record at ``path`` (or add projects to the one there), and measure what
     its volume gives the protocol (the volume part of `atlas doctor`, in fewer rounds)."""
     # Only init and the doctor pay for the probes' imports, not every command of this module.
-    from atlas_files.protocol import volume  # noqa: PLC0415
+    from atlas_files.protocol import volume  # noqa: PLC0415 - see above
 
     record = Record.init(path, projects, default_project)
     config = record.config

@@ -27,6 +27,7 @@ import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -265,7 +266,7 @@ def _lease_findings(record: Record, identity: str | None, rels: Sequence[str],
     if not pathleases.may_cover(items, identity, rels, now, fold=fold):
         return []
     from atlas_files.protocol.leases import view  # noqa: PLC0415 - only when a lease may cover
-    from atlas_files.protocol.leases.guard import conflicts  # noqa: PLC0415
+    from atlas_files.protocol.leases.guard import conflicts  # noqa: PLC0415 - idem
 
     problems, found = conflicts(record, identity, rels, fold=fold)
     notes += [f"{p} (not obeyed)" for p in problems]
@@ -296,7 +297,7 @@ def _lease_findings(record: Record, identity: str | None, rels: Sequence[str],
 
 def _me(root: str) -> tuple[str, str]:
     """(name, email) this clone commits as, lowercased; ("", "") if git cannot say."""
-    from atlas_files.storage import gitcmd  # noqa: PLC0415
+    from atlas_files.storage import gitcmd  # noqa: PLC0415 - only when a recent commit may matter
 
     try:
         ident = gitcmd.Git(root, read_only=True).run("var", "GIT_AUTHOR_IDENT").text
@@ -315,8 +316,6 @@ def _commit_findings(root: str, rels: Sequence[str], identity: str | None,
     moved = gitrefs.last_moved(root)
     if moved is not None and moved < cutoff - REF_SLACK_S:
         return []  # no ref moved since before the window: no commit lies in it
-    from datetime import UTC, datetime  # noqa: PLC0415
-
     from atlas_files.protocol.activity import recent  # noqa: PLC0415 - git, only when refs moved
 
     try:

@@ -79,7 +79,7 @@ class Worker:
         ``$ATLAS_AS`` and ``$ATLAS_PROJECT``."""
         # The record's modules (and YAML) are imported when a record is opened, not with
         # this package: a links check opens none (api/checks.py).
-        from atlas_files.storage.record import Record  # noqa: PLC0415
+        from atlas_files.storage.record import Record  # noqa: PLC0415 - see above
 
         environ = os.environ if env is None else env
         return cls(Record.find(record, environ), environment.identity(identity, environ),
@@ -112,7 +112,7 @@ def reads(fn: Callable[Concatenate[Worker, P], R]) -> Callable[Concatenate[Worke
             return fn(worker, *args, **kwargs)
         # Imported here: a record that does not sync never loads more than the switch,
         # and `atlas --version` not even that.
-        from atlas_files import sync  # noqa: PLC0415
+        from atlas_files import sync  # noqa: PLC0415 - see above
 
         token = _enter(worker)
         try:

@@ -80,8 +80,8 @@ def check_record(
         if not os.path.lexists(p):
             raise NotFound(f"{p} does not exist", hint="check the path")
     from atlas_files.check import machines  # noqa: PLC0415 - see the imports
-    from atlas_files.check.run import start_run  # noqa: PLC0415
-    from atlas_files.check.walk import Scope, check_tree  # noqa: PLC0415
+    from atlas_files.check.run import start_run  # noqa: PLC0415 - idem
+    from atlas_files.check.walk import Scope, check_tree  # noqa: PLC0415 - idem
 
     report = Report(base=base, on_finding=on_finding)
     within = Boundary([root_of(root)])
@@ -135,7 +135,7 @@ def _site_config(mkdocs: Path | None) -> Path | None:
 def check_versions(paths: Sequence[str | os.PathLike[str]] = (), *,
                    on_finding: OnFinding = None, base: Path | None = None) -> Report:
     """Version skips in the ``*.vN.*`` families of the files among ``paths``."""
-    from atlas_files.check.families import check_families, is_versioned  # noqa: PLC0415
+    from atlas_files.check.families import check_families, is_versioned  # noqa: PLC0415 - see the imports
 
     report = Report(base=base, on_finding=on_finding)
     given = [_abs(p) for p in paths] or [Path.cwd().resolve()]

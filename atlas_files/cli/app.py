@@ -130,8 +130,8 @@ class Invocation:
     def worker(self) -> Worker:
         # Imported here, like the command modules: `atlas --version` and `--help` need no
         # record, and the API's import (config, YAML, documents) would double their cost.
-        from atlas_files.api import Worker  # noqa: PLC0415
-        from atlas_files.storage.record import Record  # noqa: PLC0415
+        from atlas_files.api import Worker  # noqa: PLC0415 - see above
+        from atlas_files.storage.record import Record  # noqa: PLC0415 - idem
 
         return Worker(Record.find(self.record_path), self.identity, self.project, self.sync)
 

@@ -62,7 +62,7 @@ class Codex(Harness):
         """Have Codex record the person's trust in atlas's hooks of ``root``; the events
         trusted (codextrust.trust_hooks)."""
         # Here, not at the top: the hooks themselves never start a process.
-        from atlas_files.harness import codextrust  # noqa: PLC0415
+        from atlas_files.harness import codextrust  # noqa: PLC0415 - see above
 
         return codextrust.trust_hooks(root, is_ours)
 

@@ -46,7 +46,7 @@ def start_hook(name: str, record_path: str | None, identity: str | None,
         return
     # Here, not at the top: the briefing's modules are most of this hook's imports, and
     # the turn-end hook, which runs after every turn, needs none of them.
-    from atlas_files.api import ritual  # noqa: PLC0415
+    from atlas_files.api import ritual  # noqa: PLC0415 - see above
 
     start = ritual.begin_again if base.goes_on(event) else ritual.begin
     try:

@@ -27,7 +27,7 @@ NOTE = "atlas guard could not check this edit, and let it through"
 
 def _person(verdict: Any) -> str:
     """The short form a person reads in the harness's prompt."""
-    from atlas_files.api.editguard import STOPPED  # noqa: PLC0415
+    from atlas_files.api.editguard import STOPPED  # noqa: PLC0415 - loaded by _guard
 
     stops = verdict.of(STOPPED)
     lines = [field(f"{f.path}: {f.by}'s path lease {f.resource}", 200) for f in stops[:3]]
@@ -99,8 +99,8 @@ def news_hook(name: str, record_path: str | None, identity: str | None,
 
 def _news(harness: Harness, event: dict[str, Any], record_path: str | None,
           identity: str | None) -> str | None:
-    from atlas_files.api import editguard  # noqa: PLC0415
-    from atlas_files.facts.names import is_name  # noqa: PLC0415
+    from atlas_files.api import editguard  # noqa: PLC0415 - only inside a record
+    from atlas_files.facts.names import is_name  # noqa: PLC0415 - idem
 
     folder = base.folder(event)
     files = base.edit_targets(harness, event) if base.succeeded(event) else []
@@ -111,8 +111,8 @@ def _news(harness: Harness, event: dict[str, Any], record_path: str | None,
     who = environment.identity(identity)
     if root is None or not who or not is_name(who):
         return None
-    from atlas_files.facts import layout  # noqa: PLC0415
-    from atlas_files.storage import volcase  # noqa: PLC0415
+    from atlas_files.facts import layout  # noqa: PLC0415 - idem
+    from atlas_files.storage import volcase  # noqa: PLC0415 - idem
 
     record_real = os.path.realpath(root)
     folds = volcase.folds_case(record_real, layout.CONFIG_NAME)
@@ -122,8 +122,8 @@ def _news(harness: Harness, event: dict[str, Any], record_path: str | None,
         rel = editguard.inside(path, repo, folds) if repo else None
         if rel:
             edited.append(rel)
-    from atlas_files.api.news import after_tool  # noqa: PLC0415
-    from atlas_files.storage.record import Record  # noqa: PLC0415
+    from atlas_files.api.news import after_tool  # noqa: PLC0415 - idem
+    from atlas_files.storage.record import Record  # noqa: PLC0415 - idem
 
     news = after_tool(Record(root), who, edited=edited, files=real)
     return news.text if news else None

@@ -215,7 +215,7 @@ def _loader() -> type[yaml.SafeLoader]:
     imported, only when a text is parsed: a site whose mkdocs.yml this user's atlas read
     before is read from the YAML cache (``_parse``), and PyYAML's import is a large share
     of a warm check of a small site."""
-    import yaml  # noqa: PLC0415
+    import yaml  # noqa: PLC0415 - see the docstring
 
     class Loader(yaml.SafeLoader):
         def get_single_data(self) -> Any:

@@ -97,8 +97,8 @@ class SiteHooks:
     def _run(self, shares: list[list[str]], texts: Mapping[str, tuple[str, str]],
              ) -> dict[str, Any]:
         # MkDocs is atlas's own dependency: imported here, once, for every child.
-        import mkdocs.config.defaults  # noqa: PLC0415
-        import mkdocs.structure.pages  # noqa: F401, PLC0415
+        import mkdocs.config.defaults  # noqa: PLC0415 - see above
+        import mkdocs.structure.pages  # noqa: F401, PLC0415 - idem
 
         made: list[_Loaded] = []
 
@@ -253,8 +253,8 @@ class _Loaded:  # pragma: no cover - the child
         return ("page", out, codereads.recorder().since(self.mark))
 
     def _set_up(self) -> None:
-        from mkdocs.config.defaults import MkDocsConfig  # noqa: PLC0415
-        from mkdocs.structure.files import get_files  # noqa: PLC0415
+        from mkdocs.config.defaults import MkDocsConfig  # noqa: PLC0415 - in the child only
+        from mkdocs.structure.files import get_files  # noqa: PLC0415 - idem
 
         data = plain_data({k: v for k, v in self.site.data.items()
                            if k not in ("plugins", "hooks", "markdown_extensions")})
@@ -278,7 +278,7 @@ class _Loaded:  # pragma: no cover - the child
         self.files = self.config.plugins.on_files(files, config=self.config)
 
     def markdown(self, uri: str, text: str, body: str) -> str | None:
-        from mkdocs.structure.pages import Page  # noqa: PLC0415
+        from mkdocs.structure.pages import Page  # noqa: PLC0415 - idem
 
         file = self.files.get_file_from_path(uri)
         if file is None:
@@ -289,7 +289,7 @@ class _Loaded:  # pragma: no cover - the child
         source = plugins.on_page_read_source(page=page, config=self.config)
         page.markdown, page.meta = body, {}
         if isinstance(source, str) and source != text:
-            from mkdocs.utils import meta  # noqa: PLC0415
+            from mkdocs.utils import meta  # noqa: PLC0415 - idem
 
             page.markdown, page.meta = meta.get_data(source)
         out = plugins.on_page_markdown(page.markdown, page=page, config=self.config,

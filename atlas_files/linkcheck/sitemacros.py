@@ -35,6 +35,7 @@ started a program or opened a connection is not kept.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import resource
@@ -213,8 +214,8 @@ class Macros:
 
     def _made_expander(self) -> Callable[[str, str, dict[str, Any]], tuple[Any, ...]
                                          ]:  # pragma: no cover - child
-        from jinja2 import BaseLoader, TemplateNotFound, TemplateSyntaxError, meta  # noqa: PLC0415
-        from jinja2.sandbox import SandboxedEnvironment  # noqa: PLC0415
+        from jinja2 import BaseLoader, TemplateNotFound, TemplateSyntaxError, meta  # noqa: PLC0415 - in the child only
+        from jinja2.sandbox import SandboxedEnvironment  # noqa: PLC0415 - idem
 
         within, include_dir = self._within, self.include_dir
         included: list[tuple[str, str]] = []  # of the page being expanded
@@ -296,8 +297,6 @@ class Macros:
         """Import the repository's macros module (accepted: sitecode.py) as the plugin
         does, from the project's folder, and let it define its macros, filters and
         variables into ``env`` and ``variables``."""
-        import importlib  # noqa: PLC0415
-
         name = self.config.get("module_name", "main")
         name = name if isinstance(name, str) and name else "main"
         os.chdir(self.site.root)  # as `mkdocs build` runs, in the site's folder

@@ -109,7 +109,7 @@ def _installed(name: str) -> Path | None:
     it (the last one, as MkDocs takes it), found without importing anything."""
     # Here, not at the top: a check whose links all land in docs_dir never asks for the
     # theme, and importlib.metadata's import is a tenth of a warm check of a small site.
-    from importlib import metadata  # noqa: PLC0415
+    from importlib import metadata  # noqa: PLC0415 - see above
 
     try:
         points = [p for p in metadata.entry_points(group="mkdocs.themes")

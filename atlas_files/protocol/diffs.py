@@ -21,7 +21,7 @@ class Diff(NamedTuple):
 def unified_diff(old: Version | None, new: Version) -> str:
     # Imported here: at the top, difflib (with heapq) cost every command that reads a
     # version about 0.6 ms of start-up, `atlas status show` included, which never diffs.
-    import difflib  # noqa: PLC0415
+    import difflib  # noqa: PLC0415 - see above
 
     old_lines = old.body.splitlines(keepends=True) if old else []
     old_label = f"{old.name}@v{old.version}" if old else "/dev/null"

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from atlas_files import __version__
+from atlas_files.facts.errors import BadInput
+from atlas_files.facts.names import is_name
 from atlas_files.storage import usercache, volcase
 
 RACY_S = 120.0
@@ -86,9 +88,8 @@ def _peek(path: str) -> bytes | None:
 
 def _facts(resource: str, folder: str) -> Item:
     """The newest generation of the lease in ``folder``, read the quick way."""
-    from atlas_files.facts.errors import BadInput  # noqa: PLC0415 - only when a lease changed
-    from atlas_files.protocol.leases import store  # noqa: PLC0415
-    from atlas_files.protocol.leases.paths import check_globs, prefix  # noqa: PLC0415
+    from atlas_files.protocol.leases import store  # noqa: PLC0415 - only when a lease changed
+    from atlas_files.protocol.leases.paths import check_globs, prefix  # noqa: PLC0415 - idem
 
     found = store.newest_name(folder)
     if found is None:
@@ -211,8 +212,6 @@ def read(leases_dir: str) -> list[Item]:
 
 
 def _fresh(resource: str, folder: str, st: os.stat_result) -> Item:
-    from atlas_files.facts.names import is_name  # noqa: PLC0415 - see _facts
-
     if not (stat.S_ISDIR(st.st_mode) and is_name(resource)):
         return Item(resource, folder, None, BAD)
     try:

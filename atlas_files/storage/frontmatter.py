@@ -89,7 +89,7 @@ def load_yaml(text: str) -> Any:
     """
     # Imported here: the JSON-per-line form and the cached atlas.yaml (yamlcache.py)
     # spare most commands PyYAML's 13 ms.
-    import yaml  # noqa: PLC0415
+    import yaml  # noqa: PLC0415 - see above
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:

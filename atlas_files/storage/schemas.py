@@ -34,7 +34,7 @@ def validator(kind: str) -> Any:
     """A compiled validator for ``kind`` (jsonschema Draft 2020-12, formats checked)."""
     # jsonschema costs more at import than the rest of a read command together; only
     # the prober and `atlas check` validate, and only when they have a file to judge.
-    import jsonschema  # noqa: PLC0415
+    import jsonschema  # noqa: PLC0415 - see above
 
     schema = load(kind)
     cls = jsonschema.Draft202012Validator

@@ -78,7 +78,7 @@ def _say_pending(record: Record, standing: Standing) -> None:
     if pending is None or not ((cfg is not None and cfg.auto)
                                or (standing.cfg is not None and standing.cfg.auto)):
         return
-    from atlas_files.sync.accepted import HINT  # noqa: PLC0415
+    from atlas_files.sync.accepted import HINT  # noqa: PLC0415 - only a record that syncs
 
     warn(f"{pending.sentence()}: {HINT}")
 
@@ -114,8 +114,8 @@ def refresh(record: Record, identity: str | None) -> None:
         return
     # Like the engine below, the sync state loads only for a record that syncs: every
     # read command calls this, and a record that does not sync pays nothing for it.
-    from atlas_files.sync.errors import Busy  # noqa: PLC0415
-    from atlas_files.sync.state import Local  # noqa: PLC0415
+    from atlas_files.sync.errors import Busy  # noqa: PLC0415 - see above
+    from atlas_files.sync.state import Local  # noqa: PLC0415 - idem
 
     age = Local(record).fetch_age()
     if age is not None and age < cfg.fetch_every_s:
