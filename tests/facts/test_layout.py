@@ -13,8 +13,9 @@ NAMES = st.from_regex(r"[a-z0-9][a-z0-9_-]{0,20}", fullmatch=True)
 IDENTITIES = NAMES
 VERSIONS = st.integers(min_value=1, max_value=10**12)
 GENERATIONS = st.integers(min_value=1, max_value=10**12)
-ENTRY_IDS = st.from_regex(r"(dec|cor)-\d{8}t\d{12}z-[0-9a-f]{8}", fullmatch=True)
-ENTRY_IDS = ENTRY_IDS.filter(str.isascii)
+# [0-9], not \d: \d draws any Unicode digit, and filtering those out made hypothesis
+# throw away most of what it drew.
+ENTRY_IDS = st.from_regex(r"(dec|cor)-[0-9]{8}t[0-9]{12}z-[0-9a-f]{8}", fullmatch=True)
 
 
 @given(NAMES, VERSIONS)
