@@ -83,9 +83,7 @@ def parse_hook(args: Sequence[str]) -> dict[str, str | None] | None:
         rest = [rest[0], "--hook", rest[1].partition("=")[2]]
     if len(rest) != 3 or rest[1] != "--hook" or rest[2] not in HARNESSES:
         return None
-    for key, variable in environment.GLOBALS.items():
-        if key not in found:
-            found[key] = os.environ.get(variable) or None
+    found.update(environment.options(found))
     found["verb"] = rest[0]
     found["harness"] = rest[2]
     return found

@@ -50,6 +50,16 @@ def project(given: str | None = None, env: Mapping[str, str] | None = None) -> s
     return _read(PROJECT, given, env)
 
 
+def options(found: Mapping[str, str | None],
+            env: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """The global options by GLOBALS' keys: each as the command line gave it in ``found``
+    (an empty value stays None), else from its variable, as the full CLI reads them for
+    the commands answered before click."""
+    environ = os.environ if env is None else env
+    return {key: found[key] if key in found else environ.get(variable) or None
+            for key, variable in GLOBALS.items()}
+
+
 def git_moved(env: Mapping[str, str] | None = None) -> bool:
     """Whether a variable of ``GIT_MOVED`` is set (even empty: git may still read it)."""
     environ = os.environ if env is None else env

@@ -11,7 +11,6 @@ codes.
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 from atlas_files.api import status as api
@@ -56,8 +55,7 @@ def parse(found: dict[str, str | None], rest: list[str]) -> Request | None:
                 return None
             version = int(value)
         i += 1
-    given = {key: found[key] if key in found else os.environ.get(variable) or None
-             for key, variable in environment.GLOBALS.items()}
+    given = environment.options(found)
     return Request(given["record_path"], given["identity"], given["project"], version,
                    as_json)
 

@@ -11,7 +11,6 @@ functions here, so both give the same output, errors and exit codes.
 
 from __future__ import annotations
 
-import os
 from typing import NamedTuple
 
 from atlas_files.api import Worker
@@ -42,8 +41,7 @@ def parse(found: dict[str, str | None], rest: list[str]) -> Request | None:
     command line of this module's; else None."""
     if len(rest) < 2 or rest[0] != "task" or rest[1] not in ("ls", "next"):
         return None
-    given = {key: found[key] if key in found else os.environ.get(variable) or None
-             for key, variable in environment.GLOBALS.items()}
+    given = environment.options(found)
     flags: set[str] = set()
     duration: str | None = None
     sync: bool | None = None
