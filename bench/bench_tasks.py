@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, clean_env, command_server, interleaved_cpu
+from _common import atlas_argv, best_of, clean_env, command_server, interleaved_cpu
 
 from atlas_files.facts import layout, timeutil
 from atlas_files.protocol import tasks
@@ -88,6 +88,9 @@ def speed(root: Path, n: int, done_every: int, rounds: int, targets: tuple[float
     floor, floor_cpu = times["click+yaml"]
     done = n // done_every if done_every else 0
     print(f"{n:,} tasks ({done:,} done), median of {rounds} interleaved runs:")
+    # What the command server does, between commands, after each change to the queue.
+    ahead = best_of(lambda: _timed(lambda: tasks.snapshot(record, "web")))
+    print(f"  the command server's read-ahead of the queue: {ahead * 1000:.0f} ms (idle time)")
     for name, (wall, cpu) in times.items():
         target = targets[1] if name.endswith("served") else targets[0]
         # Judged in both: on a shared machine the wall time moves with the others' work.
@@ -96,6 +99,12 @@ def speed(root: Path, n: int, done_every: int, rounds: int, targets: tuple[float
             f"CPU {'OK' if cpu / floor_cpu <= target else 'MISSED'}"
         print(f"  {name:<28} {wall * 1000:7.1f} ms x{wall / floor:5.2f} of click+yaml   "
               f"CPU {cpu * 1000:6.1f} ms x{cpu / floor_cpu:5.2f}{verdict}")
+
+
+def _timed(fn: Any) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def _racer(argv: list[str], env: dict[str, str], barrier: Any, out: str) -> None:

@@ -11,7 +11,7 @@ functions here, so both give the same output, errors and exit codes.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from atlas_files.api import Worker
 from atlas_files.api import tasks as api
@@ -20,6 +20,9 @@ from atlas_files.facts.text import escape_controls
 from atlas_files.fast import output
 from atlas_files.fast.answer import answer
 from atlas_files.protocol.tasks import TaskState
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 _LS_FLAGS = {"--ready": "ready", "--all": "all_", "--mine": "mine", "--json": "as_json"}
 
@@ -96,7 +99,28 @@ def line(text: str | None) -> str:
     return escape_controls(" ".join((text or "").split()))
 
 
+# Lines worked out ahead, by the state they show: the command server keeps each queue it
+# watches with every task's state while unclaimed (protocol/tasks.snapshot), and has those
+# states' lines made once (server/watching.py), so a served `task ls` of thousands prints
+# them as they are. The state object itself is the key: a state worked out anew (claimed
+# since, say) is another object, described anew.
+_AHEAD: dict[int, tuple[TaskState, str]] = {}
+_AHEAD_MAX = 200_000
+
+
+def describe_ahead(states: Iterable[TaskState]) -> None:
+    if len(_AHEAD) > _AHEAD_MAX:
+        _AHEAD.clear()
+    for st in states:
+        _AHEAD[id(st)] = (st, _describe(st))
+
+
 def describe(st: TaskState) -> str:
+    ahead = _AHEAD.get(id(st))
+    return ahead[1] if ahead is not None and ahead[0] is st else _describe(st)
+
+
+def _describe(st: TaskState) -> str:
     head = f"{st.id}  {st.state:<8} {line(st.task.title)}"
     if st.state == "claimed":
         left = timeutil.format_duration(st.expires_in_s or 0)

@@ -40,7 +40,7 @@ from atlas_files.protocol.leases import store
 from atlas_files.protocol.leases.paths import check_globs
 from atlas_files.protocol.leases.view import Lease, damaged_lease
 from atlas_files.protocol.leases.view import state_of as lease_state
-from atlas_files.storage import entries, fsio, usercache
+from atlas_files.storage import entries, fsio, usercache, watched
 from atlas_files.storage.record import require_identity
 
 if TYPE_CHECKING:
@@ -221,6 +221,8 @@ class Board(NamedTuple):
     endings: dict[str, Ending]
     unreadable: tuple[Unreadable, ...]
     stamp: tuple[int, ...] | None = None
+    # Each task's state while nobody has ever claimed it, worked out ahead (``snapshot``).
+    unclaimed: dict[str, TaskState] | None = None
 
 
 # A file or folder changed less than this long ago is read again every time, since a
@@ -254,6 +256,10 @@ def _names(where: Path) -> _Names:
     """The folder's names, listed, or from this user's cache while the folder's stamp is
     the one they were listed under: a file added, removed or renamed in the folder moves
     its modification time, so the cache only ever saves the listing's time."""
+    held = watched.kept(where)
+    if held is not None:
+        names: _Names = held["names"]
+        return names
     stamp, trusted = _folder_stamp(where)
     cache = _CacheFile(where, "names")
     raw = cache.load() if trusted else None
@@ -302,6 +308,12 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
     """The tasks of ``project``; a damaged file is listed as unreadable, never fatal.
     ``full``: every task and ending; else only what an open task's state needs."""
     where = folder(record, project)
+    held = watched.kept(where)
+    if held is not None and held["folder"] == str(where):
+        board: Board = held["boards"][full]
+        return board
+    # A served command: the command server reads it ahead for the next (watching.py).
+    watched.want("tasks", os.path.abspath(record.root), project)
     try:
         names = _names(where)
     except FileNotFoundError:
@@ -396,7 +408,10 @@ class _EntryReader(Generic[_T]):
         self.where = where
         self.base = str(where)
         self.file = _CacheFile(where, kind)
-        raw = self.file.load()
+        held = watched.kept(where)
+        self.held: dict[str, _T] | None = held.get(kind) \
+            if held is not None and held["folder"] == self.base else None
+        raw = self.file.load() if self.held is None else None
         found = raw.get("entries") if raw is not None else None
         self.cached: dict[str, list[Any]] = found if isinstance(found, dict) else {}
         self.kept: dict[str, list[Any]] = {}
@@ -413,6 +428,10 @@ class _EntryReader(Generic[_T]):
         raise NotImplementedError
 
     def __call__(self, name: str) -> _T:
+        if self.held is not None:
+            value = self.held.get(name)
+            if value is not None:
+                return value
         path = f"{self.base}{os.sep}{name}"
         try:
             st = os.lstat(path)
@@ -503,9 +522,12 @@ def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease
         return {}
     out = {}
     config = record.config
-    for task_id in ids:
-        resource = lease_resource(task_id)
-        if resource not in have:
+    # From the side of the leases: a queue has far more tasks than claims.
+    wanted = set(ids)
+    start = len(layout.TASK_LEASE_PREFIX)
+    for resource in sorted(have):
+        task_id = resource[start:]
+        if not resource.startswith(layout.TASK_LEASE_PREFIX) or task_id not in wanted:
             continue
         where = record.leases_dir / resource
         try:
@@ -562,9 +584,35 @@ def states(record: Record, board: Board, ids: Iterable[str] | None = None) -> li
     at = timeutil.now()
     open_ids = [i for i in chosen if i not in board.endings]
     claims = _claims(record, open_ids, at)
+    ahead = board.unclaimed
+    if ahead is not None:  # worked out ahead: only a task with a lease is worked out now
+        fresh = [i for i in claims if i in board.tasks]
+        now = dict(zip(fresh, _states_now(board, fresh, claims), strict=True))
+        return [now[i] if i in now else ahead[i] for i in chosen]
+    return _states_now(board, chosen, claims)
+
+
+def _states_now(board: Board, chosen: list[str], claims: dict[str, Lease]) -> list[TaskState]:
     deps = {d: (board.tasks.get(d), board.endings.get(d))
             for i in chosen for d in board.tasks[i].after}
     return [state_of(board.tasks[i], board.endings.get(i), claims.get(i), deps) for i in chosen]
+
+
+def snapshot(record: Record, project: str) -> dict[str, Any]:
+    """Everything this module's readers take from the tasks folder of ``project``, read
+    now, with each task's state while unclaimed worked out: what the command server keeps
+    while the kernel says the folder did not change (storage/watched.py)."""
+    where = folder(record, project)
+    names = _names(where)
+    boards = {}
+    for full in (True, False):
+        board = read_board(record, project, full=full)
+        boards[full] = board._replace(unclaimed=dict(zip(
+            board.tasks, _states_now(board, list(board.tasks), {}), strict=True)))
+    every = boards[True]
+    return {"folder": str(where), "names": names, "boards": boards,
+            "open": {names.tasks[i]: t for i, t in every.tasks.items() if i not in every.endings},
+            "ended": {names.tasks[i]: t for i, t in every.tasks.items() if i in every.endings}}
 
 
 def one_state(record: Record, board: Board, task_id: str) -> TaskState:
@@ -660,6 +708,8 @@ def _ended_since(record: Record, board: Board, task_id: str) -> Ending | None:
     """An ending of ``task_id`` written since the board was read: none while the folder
     keeps the stamp it was listed under (one stat), else one listing."""
     where = folder(record, board.project)
+    if watched.kept(where) is not None:
+        return None  # nothing in the folder changed since the server read it, nor since
     try:
         if board.stamp is not None and _folder_stamp(where) == (board.stamp, True):
             return None
@@ -732,6 +782,8 @@ def next_task(record: Record, project: str, *, holder: str | None, duration_s: f
     holder = require_identity(holder)
     leases.check_duration(record, duration_s, given)
     where = folder(record, project)
+    if watched.kept(where) is None:
+        watched.want("tasks", os.path.abspath(record.root), project)
     try:
         names = _names(where)
     except (FileNotFoundError, NotADirectoryError):

@@ -80,6 +80,17 @@ def tell() -> None:
         pass
 
 
+def told(reader: int, errors: str) -> list[str]:
+    """The lines workers wrote to the pipe ``reader`` (non-blocking) since the last look."""
+    data = b""
+    try:
+        while chunk := os.read(reader, 1 << 16):
+            data += chunk
+    except BlockingIOError:
+        pass
+    return data.decode("utf-8", errors).splitlines()
+
+
 def _roots() -> list[str]:
     """The folders of the server's own install: its standard library, its
     site-packages."""
@@ -130,13 +141,7 @@ class Learner:
         return [f for m in added if isinstance(f := getattr(m, "__file__", None), str)]
 
     def _read(self) -> None:
-        data = b""
-        try:
-            while chunk := os.read(self._reader, 1 << 16):
-                data += chunk
-        except BlockingIOError:
-            pass
-        for raw in data.decode("utf-8", "replace").splitlines():
+        for raw in told(self._reader, "replace"):
             if raw and raw not in sys.modules and raw not in self.failed and all(
                     part.isidentifier() for part in raw.split(".")):
                 self._told[raw] = None

@@ -32,7 +32,7 @@ from typing import Any
 from atlas_files import __version__
 from atlas_files.facts import frames, timeutil
 from atlas_files.facts.errors import BadInput
-from atlas_files.server import client, preload, spare, wire, worker
+from atlas_files.server import client, preload, spare, watching, wire, worker
 
 IDLE = 900  # seconds with no command before a server exits
 # Loaded once in the server, so no command pays for them: the CLI, every command but
@@ -175,6 +175,7 @@ class Server:
         self.stopping = False
         self.spare: spare.Spare | None = None
         self.spare_deaths = 0
+        self.watching: watching.Watching | None = None
         self.started_at = timeutil.format_time(timeutil.now())
         self.last = time.monotonic()
 
@@ -187,6 +188,7 @@ class Server:
         try:
             _preload()
             self.learner = preload.Learner()
+            self.watching = watching.start()
             self.stamp = CodeStamp()
             gc.freeze()  # the workers share these pages; the collector never scans them
             self._loop(listener)
@@ -256,9 +258,11 @@ class Server:
                 else:
                     self._reap(key.fd)
             if not self.children and not self.stopping:  # idle: learn (preload.py)
-                learned = self.learner.learn(lambda: bool(self.selector.select(0)))
+                busy = lambda: bool(self.selector.select(0))  # noqa: E731
+                learned = self.learner.learn(busy)
                 self.stamp.add(learned)
-                if learned:  # the spare was forked before: it lacks what came in
+                read = self.watching is not None and self.watching.read_ahead(busy)
+                if learned or read:  # the spare was forked before: it lacks what came in
                     self._dismiss_spare()
                     self._new_spare()
 
@@ -278,9 +282,15 @@ class Server:
     def _new_spare(self) -> None:
         if self.stopping or self.spare_deaths >= spare.MAX_DEATHS:
             return
+        if self.watching is not None:
+            self.watching.drain()  # the spare is forked with what is kept now
         with spare.signals_blocked():
             self.spare = spare.fork(self._inherited(), worker.work)
+        if self.watching is not None:
+            self.watching.spare_forked()
         self.selector.register(self.spare.pidfd, selectors.EVENT_READ, "spare")
+        if not self.children:
+            self.spare.settle()
 
     def _inherited(self) -> list[socket.socket]:
         """What a forked child must close: the listener, the running commands' sockets."""
@@ -363,16 +373,23 @@ class Server:
                 "in_progress": len(self.children), "idle_exit_s": self.idle,
                 "spare": self.spare.pid if self.spare else None,
                 "atlas": __version__, "python": sys.executable,
-                "learned": len(self.learner.learned)}
+                "learned": len(self.learner.learned),
+                **(self.watching.status() if self.watching is not None
+                   else {"kept": [], "read_ahead": 0})}
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         ready = self._take_spare()
+        # Set here, whatever the client sent: what the worker may take as read.
+        request["watched"] = self.watching.hand_over(ready is not None) \
+            if self.watching is not None else None
         if ready is not None and ready.hand_over(conn, request, fds):
             ready.channel.close()
             pid, pidfd = ready.pid, ready.pidfd
         else:
             if ready is not None:
                 ready.dismiss()
+            if self.watching is not None:
+                request["watched"] = self.watching.hand_over(False)
             with spare.signals_blocked():
                 pid = os.fork()
                 if pid == 0:
@@ -391,6 +408,8 @@ class Server:
         _send(conn, wire.EXIT, os.waitstatus_to_exitcode(status))
         conn.close()
         self.last = time.monotonic()
+        if not self.children and self.spare is not None:
+            self.spare.settle()
 
 
 def _own_file(path: str) -> int:

@@ -8,7 +8,9 @@ A spare left waiting for a while first writes to every object the server loaded:
 page it shares with the server is then its own, so the command does not stop at each
 first write to copy one (the price is the spare's memory, a copy of the server's).
 
-A spare is forked when the server holds no command's standard streams (they are closed
+A spare forked while a command runs waits SETTLE_S before it copies, or less if the server
+tells it that no command is running any more (``settle``); one forked while none runs is
+told at once. A spare is forked when the server holds no command's standard streams (they are closed
 once handed over), and again whenever the server has learned new imports (preload.py),
 which a spare forked earlier would lack. A spare whose server goes away (its end of the
 pair closes) exits. One that dies unexpectedly is not replaced after the third time: the
@@ -36,6 +38,7 @@ MAX_DEATHS = 3
 # Signals whose server handlers must never run in a child: blocked across a fork.
 BLOCKED_ACROSS_FORK = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 _BATCH = 5_000  # objects between two looks for a command: a millisecond or two
+SETTLE = "settle"  # the server's word for "no command runs beside you now"
 
 Work = Callable[[socket.socket, dict[str, Any], list[int], list[socket.socket]], NoReturn]
 
@@ -56,6 +59,14 @@ class Spare:
         except OSError:
             return False
         return True
+
+    def settle(self) -> None:
+        """Tell the spare that no command runs beside it now: it makes the server's pages
+        its own at once rather than after SETTLE_S."""
+        try:
+            frames.send(self.channel, SETTLE)
+        except OSError:
+            pass  # it died: the server learns so from its pidfd
 
     def dismiss(self) -> None:
         """Close the spare's channel (it exits on its own) and wait for it."""
@@ -104,12 +115,19 @@ def _wait(channel: socket.socket, work: Work) -> NoReturn:
     for signum in BLOCKED_ACROSS_FORK:
         signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
-    if not select.select([channel], [], [], SETTLE_S)[0]:
-        _own_pages(channel)
-    try:
-        request, fds = frames.receive(channel)
-    except (EOFError, OSError):
-        os._exit(0)  # the server closed the pair: it is stopping
+    owned = False
+    while True:
+        if not owned and not select.select([channel], [], [], SETTLE_S)[0]:
+            owned = _own_pages(channel)
+            continue
+        try:
+            request, fds = frames.receive(channel)
+        except (EOFError, OSError):
+            os._exit(0)  # the server closed the pair: it is stopping
+        if request != SETTLE:
+            break
+        if not owned:
+            owned = _own_pages(channel)
     if not fds:
         os._exit(1)
     channel.close()
@@ -117,16 +135,20 @@ def _wait(channel: socket.socket, work: Work) -> NoReturn:
     work(conn, request, fds[1:], [])
 
 
-def _own_pages(channel: socket.socket) -> None:
+def _own_pages(channel: socket.socket) -> bool:
     """Write to every object the server loaded (a reference taken and dropped), so the
     pages the spare shares with the server become its own before a command needs them;
-    stopped as soon as a command arrives, which then waits at most one batch."""
+    stopped as soon as a word from the server arrives (a command then waits at most one
+    batch). Whether every object was written."""
     gc.unfreeze()
     objects = gc.get_objects()
     gc.freeze()
-    for start in range(0, len(objects), _BATCH):
-        if select.select([channel], [], [], 0)[0]:
-            break
-        for obj in objects[start:start + _BATCH]:
-            sys.getrefcount(obj)
-    del objects
+    try:
+        for start in range(0, len(objects), _BATCH):
+            if select.select([channel], [], [], 0)[0]:
+                return False
+            for obj in objects[start:start + _BATCH]:
+                sys.getrefcount(obj)
+    finally:
+        del objects
+    return True

@@ -22,7 +22,8 @@ import traceback
 from typing import Any, NoReturn
 
 from atlas_files import launch
-from atlas_files.server import preload, spare
+from atlas_files.server import preload, spare, watching
+from atlas_files.storage import watched
 
 
 def work(conn: socket.socket, request: dict[str, Any], fds: list[int],
@@ -46,6 +47,9 @@ def work(conn: socket.socket, request: dict[str, Any], fds: list[int],
         os.environ.clear()
         os.environ.update(request["env"])
         sys.argv = list(request["argv"])
+        told = request.get("watched")
+        if isinstance(told, dict):
+            watched.handed_over(told["changed"], told["seq"])
         _streams(request["streams"])
         _die_with_client(conn)
         try:
@@ -62,6 +66,7 @@ def work(conn: socket.socket, request: dict[str, Any], fds: list[int],
     finally:
         _flush()
         preload.tell()
+        watching.tell()
         os._exit(code)
 
 

@@ -42,6 +42,8 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("linkcheck/sitetheme.py", "_theme_dirs", "open"): "an installed theme's own "
     "mkdocs_theme.yml, found through its entry point in site-packages, read bounded",
     ("fast/output.py", "quiet_broken_pipe", "os.open"): "os.devnull",
+    ("server/watching.py", "local", "open"): "/proc/self/mountinfo, the kernel's own list "
+    "of mounts, read by the command server",
     ("cli/demo/play.py", "run_fresh", ".write_text"): "the demo's own marker in the "
     "folder `atlas demo` made (never a record it did not make)",
     ("cli/demo/check.py", "scene", ".write_bytes"): "the demo record `atlas demo` made "

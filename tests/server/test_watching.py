@@ -1,0 +1,164 @@
+"""What the command server reads ahead and keeps (server/watching.py, storage/watched.py).
+
+Its promise is the cache's: it only ever saves time. A served command answers exactly as
+an unserved one, whatever changed in a kept folder and however (atlas, a hand edit that
+puts the file's times back, a removal, a folder swapped for another); and while nothing
+changed, the kept copy is what served commands use (the server reads the folder ahead
+once, not at every command).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.cmdserver import server_status, through, wait_for
+from support.runner import Result, run_atlas
+
+from atlas_files.protocol import tasks
+from atlas_files.server import wire
+from atlas_files.storage.record import Record
+
+pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
+
+
+def _queue(root: Path, titles: int = 4) -> Path:
+    Record.init(root, ["web"])
+    for i in range(titles):
+        added = run_atlas("--record", str(root), "--as", "ann", "task", "add", f"step {i}",
+                          "--why", f"because {i}")
+        assert added.returncode == 0, added.stderr
+    return tasks.folder(Record(root), "web")
+
+
+def _status(sock: Path) -> tuple[list[str], int]:
+    data = server_status(sock)
+    kept = data["kept"]
+    assert isinstance(kept, list)
+    return [str(k) for k in kept], int(str(data["read_ahead"]))
+
+
+def _kept_now(sock: Path, root: Path) -> int:
+    """Have the server keep the queue of ``root``: a served listing asks for it, then the
+    server reads it while idle. The number of folders it has read ahead so far."""
+    where = os.path.realpath(tasks.folder(Record(root), "web"))
+    through(sock, "--record", str(root), "task", "ls")
+    wait_for(lambda: where in _status(sock)[0])
+    return _status(sock)[1]
+
+
+def _same(sock: Path, root: Path, *args: str) -> Result:
+    """The served answer, checked against the unserved one."""
+    argv = ("--record", str(root), "--as", "bob", *args)
+    via = through(sock, *argv)
+    plain = run_atlas(*argv, process=True)
+
+    def clean(text: str) -> str:  # time left on a claim moves between the two runs
+        return re.sub(r"\d+[hms][\dhms]* left|\"expires_in_s\": [\d.]+", "LEFT", text)
+
+    assert (via.returncode, clean(via.stdout), clean(via.stderr)) == \
+        (plain.returncode, clean(plain.stdout), clean(plain.stderr)), args
+    return via
+
+
+def test_a_kept_queue_is_what_served_commands_use_until_it_changes(
+        server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    _queue(root)
+    reads = _kept_now(server, root)
+    for args in (("task", "ls"), ("task", "ls", "--ready", "--json"), ("task", "ls", "--all")):
+        _same(server, root, *args)
+    # Nothing changed: no command read the folder the slow way, so none asked for it again.
+    assert _status(server)[1] == reads
+    run_atlas("--record", str(root), "--as", "cy", "task", "add", "a late step")
+    listed = _same(server, root, "task", "ls")
+    assert "a late step" in listed.stdout
+    wait_for(lambda: _status(server)[1] == reads + 1)  # read ahead again, once
+
+
+def _add(root: Path, folder: Path) -> None:
+    run_atlas("--record", str(root), "--as", "cy", "task", "add", "added by another")
+
+
+def _remove(root: Path, folder: Path) -> None:
+    victim = sorted(folder.glob("*.md"))[0]
+    victim.unlink()
+
+
+def _edit_in_place(root: Path, folder: Path) -> None:
+    """A hand edit a stat-trusting cache would miss: the same size, the times put back."""
+    victim = sorted(p for p in folder.glob("*.md") if p.name.count(".") == 1)[-1]
+    before = victim.stat()
+    victim.chmod(0o644)
+    text = victim.read_text()
+    edited = re.sub(r"step (\d)", lambda m: "STEP " + m.group(1), text)
+    with open(victim, "r+", encoding="utf-8") as fh:  # in place: the inode stays
+        fh.write(edited)
+    victim.chmod(0o444)
+    os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _done(root: Path, folder: Path) -> None:
+    first = sorted(p.name[:-3] for p in folder.glob("*.md") if p.name.count(".") == 1)[0]
+    run_atlas("--record", str(root), "--as", "cy", "task", "done", first, "--why", "shipped")
+
+
+def _claim(root: Path, folder: Path) -> None:
+    run_atlas("--record", str(root), "--as", "cy", "task", "next", "--for", "1h")
+
+
+def _damage(root: Path, folder: Path) -> None:
+    (folder / "01ZZZZZZZZZZZZZZ.md").write_text("not a task\n")
+
+
+def _swap_folder(root: Path, folder: Path) -> None:
+    """The folder replaced by a copy with one task less: another inode at the same path."""
+    spare = folder.with_name("tasks-copy")
+    shutil.copytree(folder, spare)
+    sorted(spare.glob("*.md"))[-1].unlink()
+    shutil.rmtree(folder)
+    spare.rename(folder)
+
+
+CHANGES: dict[str, Callable[[Path, Path], None]] = {
+    "add": _add, "remove": _remove, "edit in place": _edit_in_place, "done": _done,
+    "claim": _claim, "damage": _damage, "swap folder": _swap_folder,
+}
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(sorted(CHANGES)), min_size=1, max_size=4))
+def test_every_change_to_a_kept_queue_is_seen_by_the_next_served_command(
+        server: Path, tmp_path_factory: pytest.TempPathFactory, changes: list[str]) -> None:
+    """The adversarial generator of this cache: sequences of changes, each made while the
+    queue is kept, each followed by served commands that must answer as unserved ones."""
+    root = tmp_path_factory.mktemp("rec") / "rec"
+    folder = _queue(root)
+    for change in changes:
+        _kept_now(server, root)
+        CHANGES[change](root, folder)
+        _same(server, root, "task", "ls", "--all")
+        _same(server, root, "task", "ls", "--ready", "--json")
+
+
+def test_every_change_is_seen_when_made_one_at_a_time(server: Path, tmp_path: Path) -> None:
+    """Each change of the generator by itself, so a failure names it."""
+    for name, change in CHANGES.items():
+        root = tmp_path / name.replace(" ", "-") / "rec"
+        folder = _queue(root)
+        _kept_now(server, root)
+        change(root, folder)
+        _same(server, root, "task", "ls", "--all")
+        ready = run_atlas("--record", str(root), "task", "ls", "--ready", "--json").json()
+        taken = through(server, "--record", str(root), "--as", "dee", "task", "next",
+                        "--for", "10m", "--json")
+        assert taken.returncode == 0, (name, taken.stderr)
+        # The oldest ready task now, never one the change finished, took or removed.
+        assert taken.json()["task"]["id"] == ready["tasks"][0]["id"], name
