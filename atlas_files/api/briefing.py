@@ -8,6 +8,7 @@ room (``api.budget`` decides how much of each section fits).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -31,10 +32,39 @@ LEASE_ADVISORY = ("Leases are advisory: nothing enforces them, and a machine nob
                   "leased may still be busy.")
 
 
-class Item(NamedTuple):
-    data: dict[str, Any]  # what --json shows
-    line: str  # what the text shows
-    name: str  # how a cut names it
+class Item:
+    """One item of a section: ``data``, what --json shows; ``line``, what the text shows;
+    ``name``, how a cut names it. An item of a section that can hold thousands (the topics
+    new to you) makes its data and line only when they are shown (``later``)."""
+
+    __slots__ = ("name", "_data", "_line", "_make")
+
+    def __init__(self, data: dict[str, Any], line: str, name: str) -> None:
+        self._data: dict[str, Any] | None = data
+        self._line: str | None = line
+        self.name = name
+        self._make: Callable[[], tuple[dict[str, Any], str]] | None = None
+
+    @classmethod
+    def later(cls, name: str, make: Callable[[], tuple[dict[str, Any], str]]) -> Item:
+        item = cls({}, "", name)
+        item._data = item._line = None
+        item._make = make
+        return item
+
+    def _made(self) -> tuple[dict[str, Any], str]:
+        if self._data is None or self._line is None:
+            assert self._make is not None
+            self._data, self._line = self._make()
+        return self._data, self._line
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._made()[0]
+
+    @property
+    def line(self) -> str:
+        return self._made()[1]
 
 
 class Section(NamedTuple):
@@ -135,15 +165,17 @@ def topics(record: Record, identity: str, project: str,
 
 
 def _new_item(doc: Head, seen: int, state: str) -> Item:
-    age = timeutil.age_of(doc.written_at)
-    tag = {"proposed": " [proposal]", "accepted": " [accepted proposal]"}.get(state, "")
-    read = f"you read v{seen}" if seen else "never read"
-    data = {"kind": "artifact", "name": doc.name, "version": doc.version, "read_version": seen,
-            "author": doc.author, "written_at": doc.written_at, "summary": doc.summary,
-            "proposal": doc.proposal}
-    line = one_line(f"{doc.name} v{doc.version}{tag} by {doc.author}, {age} ({read}): "
-                    f"{doc.summary}")
-    return Item(data, line, f"{doc.name} v{doc.version}")
+    def make() -> tuple[dict[str, Any], str]:
+        age = timeutil.age_of(doc.written_at)
+        tag = {"proposed": " [proposal]", "accepted": " [accepted proposal]"}.get(state, "")
+        read = f"you read v{seen}" if seen else "never read"
+        data = {"kind": "artifact", "name": doc.name, "version": doc.version,
+                "read_version": seen, "author": doc.author, "written_at": doc.written_at,
+                "summary": doc.summary, "proposal": doc.proposal}
+        return data, one_line(f"{doc.name} v{doc.version}{tag} by {doc.author}, {age} "
+                              f"({read}): {doc.summary}")
+
+    return Item.later(f"{doc.name} v{doc.version}", make)
 
 
 def _proposal_item(doc: Head) -> Item:

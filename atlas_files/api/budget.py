@@ -88,7 +88,9 @@ def fit(header: list[str], status: StatusPart, sections: list[Section], tail: li
     def size(shown: dict[str, int], chars: int, names: bool = True) -> int:
         return len(render(header, status, sections, tail, shown, chars, names))
 
-    if size(full, body) <= max_chars:
+    # Each item is a line of at least "- " and its end: past max_chars / 3 items the whole
+    # cannot fit, and rendering ten thousand items to learn so costs more than the rest.
+    if sum(full.values()) * 3 <= max_chars and size(full, body) <= max_chars:
         return _done(header, status, sections, tail, full, body, True)
     share = int(max_chars * STATUS_SHARE) - sum(len(h) + 1 for h in status.head) \
         - len(_body_note(status.body, 0))

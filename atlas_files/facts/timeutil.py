@@ -73,10 +73,28 @@ def age_text(then: datetime, at: datetime | None = None) -> str:
     return "just now"
 
 
+# The times parse_time gave for the texts listings show again and again (each version's
+# written_at): a listing of ten thousand topics parses each at every run otherwise. Parsing
+# is a function of the text alone, so what is kept never changes an answer.
+_PARSED: dict[str, datetime] = {}
+_PARSED_MAX = 200_000
+
+
+def parsed(text: str) -> datetime:
+    """``parse_time(text)``, remembered for the life of the process."""
+    then = _PARSED.get(text)
+    if then is None:
+        then = parse_time(text)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[text] = then
+    return then
+
+
 def age_of(written_at: str, at: datetime | None = None) -> str:
     """``age_text`` of an RFC 3339 string (at ``at``, by default now); the string itself
     if it is not a time."""
     try:
-        return age_text(parse_time(written_at), at)
+        return age_text(parsed(written_at), at)
     except (ValueError, TypeError, OverflowError):
         return f"at {written_at}"

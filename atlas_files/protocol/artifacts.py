@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from atlas_files.facts import layout
 from atlas_files.facts.errors import BadInput, NotFound, warn
 from atlas_files.facts.names import is_name
 from atlas_files.protocol import corrections
 from atlas_files.protocol.diffs import Diff, diff_stream, unified_diff
 from atlas_files.protocol.stopsign import read_marked, write_checked
-from atlas_files.storage import receipts
+from atlas_files.storage import receipts, watched
 from atlas_files.storage.documents import (
+    Known,
     LatestHints,
     Stream,
     Unreadable,
@@ -113,6 +116,13 @@ def topic_names(record: Record, project: str | None = None) -> list[str]:
     """The names of ``topic_streams``, without making a Stream of each: a reader of every
     topic makes one only where its hint missed (documents.LatestHints)."""
     p = record.project(project)
+    held = _kept(record, p)
+    if held is not None:
+        return list(held["names"])
+    return _list_topics(record, p)
+
+
+def _list_topics(record: Record, p: str) -> list[str]:
     try:
         with os.scandir(artifacts_folder(record, p)) as found:
             # Sorted by name alone: a key function per entry costs more than the sort.
@@ -145,10 +155,88 @@ def topic_stream_maker(record: Record, project: str) -> Callable[[str], Stream]:
 
 def topic_hints(record: Record, project: str | None = None) -> LatestHints:
     """The latest-version hints of ``project``'s topics, making a topic's Stream as
-    ``topic_streams`` does where a hint misses."""
+    ``topic_streams`` does where a hint misses; in a served command, what the command
+    server read of every topic while nothing changed since (``snapshot``)."""
     p = record.project(project)
+    held = _kept(record, p)
+    if held is None:
+        # A served command: the command server reads them ahead for the next
+        # (server/watching.py).
+        watched.want("artifacts", os.path.abspath(record.root), p)
     return LatestHints(artifacts_folder(record, p), record.opened,
-                       topic_stream_maker(record, p))
+                       topic_stream_maker(record, p),
+                       known=held["heads"] if held is not None else None)
+
+
+def _kept(record: Record, project: str) -> dict[str, Any] | None:
+    folder = artifacts_folder(record, project)
+    held = watched.kept(folder)
+    return held if held is not None and held["folder"] == str(folder) else None
+
+
+def snapshot(record: Record, project: str, old: dict[str, Any] | None = None,
+             changed: set[str] | None = None) -> dict[str, Any]:
+    """Every topic of ``project`` with its latest version and that version's front matter
+    (or what reading them raised), read now: what the command server keeps while the
+    kernel reports no change to the artifacts folder nor to any topic's folder (storage/
+    watched.py). Given the ``old`` copy and the folders that ``changed`` since (the
+    artifacts folder itself: the topics were renamed, added or removed), only those are
+    read again."""
+    folder = artifacts_folder(record, project)
+    base = str(folder)
+    if old is None or changed is None or base in changed:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            names = _list_topics(record, project)
+        if caught:  # a symlink among the topics: its warning is said by each listing
+            raise watched.Unkeepable(str(caught[0].message))
+    else:
+        names = old["names"]
+    whole = old is None or changed is None
+    if old is None or changed is None:
+        again = set(names)
+    else:
+        again = {os.path.basename(c) for c in changed if c != base} | \
+            (set(names) - old["heads"].keys())
+    # A few topics read again need no hints (loading them costs more than the reads), and
+    # must not save them: that would write a file of those few.
+    hints = LatestHints(folder, record.opened, topic_stream_maker(record, project),
+                        known=None if whole else {})
+    heads: dict[str, Known] = {} if old is None else \
+        {n: old["heads"][n] for n in names if n in old["heads"] and n not in again}
+    for name in names:
+        if name in again:
+            heads[name] = _known(hints, name)
+            latest = heads[name][0]
+            if isinstance(latest, int) and latest and os.stat(
+                    folder / name / layout.version_filename(name, latest),
+                    follow_symlinks=False).st_nlink > 1:
+                # Written through its other name, it would change with no event here.
+                raise watched.Unkeepable(f"{name} v{latest} has another name elsewhere")
+    if whole:
+        hints.save()
+    return {"folder": base, "names": names, "heads": {n: heads[n] for n in names}}
+
+
+def topic_folders(record: Record, project: str) -> list[str]:
+    """Each topic's folder, as ``snapshot`` names the folders that changed."""
+    base = str(artifacts_folder(record, project))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # said by the listing that reads them
+        return [f"{base}{os.sep}{n}" for n in _list_topics(record, project)]
+
+
+def _known(hints: LatestHints, name: str) -> Known:
+    try:
+        latest = hints.latest(name)
+    except (BadInput, OSError) as exc:
+        return (exc, None)
+    if latest == 0:
+        return (0, None)
+    try:
+        return (latest, hints.head(name, latest))
+    except (BadInput, OSError) as exc:
+        return (latest, exc)
 
 
 def ls(record: Record, project: str | None = None,

@@ -398,6 +398,8 @@ def correction_marks(record: Record, project: str) -> Callable[[str], dict[str, 
     per row and reads the corrections once."""
     fixes, retractions = (_index(record, project) if record.has_entries(project, "corrections")
                           else ({}, {}))
+    if not fixes and not retractions:
+        return lambda ref: {"corrected_by": [], "retracted": None}
 
     def of(ref: str) -> dict[str, Any]:
         fixed, retracted = fixes.get(ref, ()), retractions.get(ref, ())

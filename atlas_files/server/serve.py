@@ -262,6 +262,8 @@ class Server:
                 learned = self.learner.learn(busy)
                 self.stamp.add(learned)
                 read = self.watching is not None and self.watching.read_ahead(busy)
+                if read:  # kept for the life of the copy: never scanned by the collector
+                    gc.freeze()
                 if learned or read:  # the spare was forked before: it lacks what came in
                     self._dismiss_spare()
                     self._new_spare()

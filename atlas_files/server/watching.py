@@ -4,38 +4,48 @@ when a worker may).
 
 A worker that read a folder the slow way tells the server so as it exits (one line on a
 pipe, as preload.py's workers tell their imports). While idle, the server asks the kernel
-to watch that folder (inotify), then reads it through the reader's own code (``READERS``),
-and keeps what it read; the next spare worker is forked with it. Every event on the queue
-is drained before a worker is forked or handed a command: it drops what was kept of its
-folder, and a queue that overflowed drops everything. What was dropped is read again only
-when a command wants it again.
+to watch that folder (inotify), and the folders within it that the reading depends on
+(each topic's, for the artifacts), then reads it through the reader's own code
+(``READERS``), and keeps what it read; the next spare worker is forked with it. Every
+event on the queue is drained before a worker is forked or handed a command: it drops
+what was kept of its folder, and notes which of the watched folders changed, so that the
+server reads again, while idle, only what changed (a topic's folder, not ten thousand). A
+queue that overflowed drops everything, read again whole.
 
 Only folders on a local file system are watched (``LOCAL``): a change made to a shared
 volume by another machine never reaches this kernel's queue, so nothing read from one is
-kept. Nor is a folder with a file that has another name elsewhere (a hard link): written
-through that name, the file changes with no event for this folder. Writes through a memory
-mapping raise no event either; atlas never writes a record's files that way. At most
-``MAX_FOLDERS`` folders are kept; a folder not asked for again goes first.
+kept. Nor is a reading that depends on a file with another name elsewhere (a hard link):
+written through that name, the file changes with no event for its folder. Writes through
+a memory mapping raise no event either; atlas never writes a record's files that way. At
+most ``MAX_KEPT`` readings and ``MAX_WATCHES`` watched folders are kept; the reading not
+asked for longest goes first.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import mmap
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from inotify_simple import INotify, flags
 
+from atlas_files.facts import timeutil
 from atlas_files.facts.errors import AtlasError
+from atlas_files.facts.names import is_name
 from atlas_files.fast import tasks as task_lines
-from atlas_files.protocol import tasks
+from atlas_files.protocol import artifacts, tasks
 from atlas_files.server import preload
 from atlas_files.storage import watched
+from atlas_files.storage.documents import Head
 from atlas_files.storage.record import Record
 
-MAX_FOLDERS = 32
+MAX_KEPT = 32
+FEW = 16  # changed folders of a kept copy read again before the next command starts
+MAX_WATCHES = 100_000
 _MAX_LINE = 4000  # shorter than PIPE_BUF: a told line is never interleaved with another
 # Everything that changes a folder's names or a file's bytes or attributes in it, and the
 # folder itself going away.
@@ -48,27 +58,69 @@ LOCAL = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "exf
                    "msdos", "ntfs3", "jfs", "zfs", "bcachefs", "nilfs2", "hfsplus",
                    "reiserfs", "overlay"})
 
+Values = dict[str, Any]
 
-def _read_tasks(root: str, project: str) -> tuple[Path, Callable[[], dict[str, Any]]]:
+
+class Reading(NamedTuple):
+    """How one kind of reading is kept: ``folder``, the folder it lists (what is kept is
+    kept under its real path); ``read(old, changed)``, the reading now, given the copy
+    kept before and the watched folders that changed since (None: read it whole);
+    ``members()``, the folders within that it also depends on, listed (each is watched
+    before it is read); ``unread(name)``, whether an entry of ``folder`` by that name is
+    one the reading never looks at (so its changes change nothing read)."""
+
+    folder: Path
+    read: Callable[[Values | None, set[str] | None], Values]
+    members: Callable[[], list[str]] = list
+    unread: Callable[[str], bool] = lambda name: False
+
+
+def _tasks(root: str, project: str) -> Reading:
     record = Record(root)
 
-    def read() -> dict[str, Any]:
+    def read(old: Values | None, changed: set[str] | None) -> Values:
         try:
             values = tasks.snapshot(record, project)
         finally:
             record.opened.close()
+        if _linked_elsewhere(values["folder"]):
+            # Written through its other name, a task file changes with no event here.
+            raise watched.Unkeepable("a task file has another name elsewhere")
         for board in values["boards"].values():
             task_lines.describe_ahead(board.unclaimed.values())
         return values
 
-    return tasks.folder(record, project), read
+    return Reading(tasks.folder(record, project), read)
 
 
-# What a worker can ask to be kept, by the kind ``watched.want`` names: the folder to watch,
-# and how to read it.
-READERS: dict[str, Callable[..., tuple[Path, Callable[[], dict[str, Any]]]]] = {
-    "tasks": _read_tasks,
-}
+def _artifacts(root: str, project: str) -> Reading:
+    record = Record(root)
+
+    def read(old: Values | None, changed: set[str] | None) -> Values:
+        try:
+            values = artifacts.snapshot(record, project, old, changed)
+        finally:
+            record.opened.close()
+        heads = values["heads"]
+        for name in heads if old is None or changed is None else \
+                {os.path.basename(c) for c in changed} & heads.keys():
+            head = heads[name][1]
+            if isinstance(head, Head):  # each listing shows its age: parsed once here
+                with contextlib.suppress(ValueError, TypeError, OverflowError):
+                    timeutil.parsed(head.written_at)
+        return values
+
+    def members() -> list[str]:
+        return artifacts.topic_folders(record, project)
+
+    def unread(name: str) -> bool:  # the latest-version hints, a writer's temporary file
+        return name.startswith(".") or not is_name(name)
+
+    return Reading(artifacts.artifacts_folder(record, project), read, members, unread)
+
+
+# What a worker can ask to be kept, by the kind ``watched.want`` names.
+READERS: dict[str, Callable[..., Reading]] = {"tasks": _tasks, "artifacts": _artifacts}
 
 _writer: int | None = None  # set in the server, inherited by the workers it forks
 
@@ -117,17 +169,30 @@ def _linked_elsewhere(where: str) -> bool:
                    if not entry.is_dir(follow_symlinks=False))
 
 
+class _Kept:
+    """One reading the server keeps: what it asked, how it reads, its folders' watches,
+    the copy read last, and the folders changed since (None: everything)."""
+
+    def __init__(self, what: tuple[str, ...], reading: Reading, key: str) -> None:
+        self.what, self.reading, self.key = what, reading, key
+        self.primary = str(reading.folder)
+        self.watches: dict[int, str] = {}  # watch -> the folder, as the reading names it
+        self.folders: set[str] = set()
+        self.values: Values | None = None
+        self.changed: set[str] | None = None
+
+
 class Watching:
-    """The server's side: the kernel's queue, the folders kept, what workers asked for."""
+    """The server's side: the kernel's queue, the readings kept, what workers asked for."""
 
     def __init__(self) -> None:
         global _writer
         self.queue = INotify(nonblocking=True)
         self.drained = mmap.mmap(-1, 8)
         self.count = 0
-        self.reads = 0  # folders read ahead: each is a command that read one the slow way
-        self.folders: dict[str, int] = {}  # real path -> watch, least recently asked first
-        self.by_watch: dict[int, str] = {}
+        self.reads = 0  # readings made: the first of each, and each after a change
+        self.kept: dict[str, _Kept] = {}  # real path -> reading, least recently asked first
+        self.by_watch: dict[int, set[str]] = {}  # watch -> the keys of the readings on it
         self.since_spare: set[str] | None = set()
         self.refused: set[tuple[str, ...]] = set()
         self._reader, writer = os.pipe()
@@ -138,26 +203,38 @@ class Watching:
         watched.serve(self.queue.fileno(), self.drained)
 
     def drain(self) -> None:
-        """Take every event off the queue, dropping what was kept of its folder."""
+        """Take every event off the queue, dropping what was kept of its folders."""
         events = self.queue.read(timeout=0)
         if not events:
             return
         for event in events:
             if event.mask & flags.Q_OVERFLOW:
-                watched.drop()
-                self.since_spare = None
+                for kept in self.kept.values():
+                    self._stale(kept, None)
                 continue
-            where = self.by_watch.get(event.wd)
-            if where is None:
-                continue
-            watched.drop(where)
-            if self.since_spare is not None:
-                self.since_spare.add(where)
+            for key in list(self.by_watch.get(event.wd, ())):
+                kept = self.kept[key]
+                folder = kept.watches.get(event.wd)
+                if folder is None:
+                    continue
+                if not (folder == kept.primary and event.name
+                        and kept.reading.unread(event.name)):
+                    self._stale(kept, folder)
             if event.mask & flags.IGNORED:  # the folder went away, or its watch was removed
-                del self.by_watch[event.wd]
-                self.folders.pop(where, None)
+                for key in self.by_watch.pop(event.wd, ()):
+                    gone = self.kept[key].watches.pop(event.wd, None)
+                    self.kept[key].folders.discard(gone or "")
         self.count += len(events)
         self.drained[:8] = self.count.to_bytes(8, "little")
+
+    def _stale(self, kept: _Kept, folder: str | None) -> None:
+        watched.drop(kept.key)
+        if self.since_spare is not None:
+            self.since_spare.add(kept.key)
+        if folder is None:
+            kept.changed = None
+        elif kept.changed is not None:
+            kept.changed.add(folder)
 
     def spare_forked(self) -> None:
         """Call right after draining and forking a spare: it holds what is kept now."""
@@ -172,60 +249,101 @@ class Watching:
         return {"changed": changed, "seq": self.count}
 
     def read_ahead(self, busy: Callable[[], bool]) -> bool:
-        """Keep what workers asked for, one folder at a time until ``busy()``; whether
-        anything new is kept (the spare then lacks it)."""
+        """Read again what changed of the readings kept, then make those workers asked
+        for, one at a time until ``busy()``; whether any copy is new (the spare then
+        lacks it)."""
         self._read_told()
+        self.drain()
         news = False
+        for kept in list(self.kept.values()):
+            # What changed of a copy is read even with a command waiting, when it is a
+            # few folders of many: that takes less than the command would reading it all.
+            few = kept.changed is not None and kept.values is not None and \
+                kept.primary not in kept.changed and len(kept.changed) <= FEW
+            if kept.key not in watched.held() and (few or not busy()):
+                news |= self._read(kept)
         while self._asked and not busy():
             what = next(iter(self._asked))
             del self._asked[what]
-            if what in self.refused:
-                continue
-            try:
+            if what not in self.refused:
                 news |= self._keep(what)
-            except (AtlasError, OSError, ValueError, TypeError, KeyError):
-                pass  # asked again by the next command that reads it the slow way
         return news
 
     def _keep(self, what: tuple[str, ...]) -> bool:
-        kind, *args = what
-        where_path, read = READERS[kind](*args)
-        where = os.path.realpath(where_path)
-        if where in self.folders:
-            self.folders[where] = self.folders.pop(where)  # asked again: last to go
-            if where in watched.held():
-                return False
-        if not local(where):
+        try:
+            kind, *args = what
+            reading = READERS[kind](*args)
+            key = os.path.realpath(reading.folder)
+        except (AtlasError, OSError, ValueError, TypeError, KeyError):
+            return False  # asked again by the next command that reads it the slow way
+        if key in self.kept:
+            self.kept[key] = self.kept.pop(key)  # asked again: last to go
+            return False
+        if not local(key):
             self.refused.add(what)
             return False
-        before = os.stat(where)
-        watch = self.queue.add_watch(where, EVENTS)
-        self.folders[where] = watch
-        self.by_watch[watch] = where
-        self.drain()  # what came before the watch no longer matters: it is read now
-        values = read()
-        self.reads += 1
-        after = os.stat(where)
-        if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
+        kept = self.kept[key] = _Kept(what, reading, key)
+        news = self._read(kept)
+        while len(self.kept) > MAX_KEPT or \
+                (len(self.by_watch) > MAX_WATCHES and len(self.kept) > 1):
+            self._forget(next(iter(self.kept)))
+        return news
+
+    def _read(self, kept: _Kept) -> bool:
+        """Read ``kept`` again, each folder watched before it is read; whether it could be
+        kept."""
+        old, changed = kept.values, kept.changed
+        if old is None:
+            changed = None
+        kept.values, kept.changed = None, set()
+        try:
+            before = os.stat(kept.key)
+            self._watch(kept, kept.primary)
+            if changed is None or kept.primary in changed:
+                new = [m for m in kept.reading.members() if m not in kept.folders]
+                for member in new:
+                    self._watch(kept, member)
+                if changed is not None:
+                    changed |= set(new)
+            values = kept.reading.read(old if changed is not None else None, changed)
+            self.reads += 1
+            after = os.stat(kept.key)
+            if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
+                raise FileNotFoundError(kept.key)  # replaced while it was read: read anew
+        except watched.Unkeepable:
+            self.refused.add(kept.what)
+            self._forget(kept.key)
             return False
-        if _linked_elsewhere(where):
-            # Written through its other name, a file changes with no event for this folder.
-            self.refused.add(what)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:  # the kernel's limit of watches: never retried
+                self.refused.add(kept.what)
+            self._forget(kept.key)
             return False
-        watched.keep(where, (after.st_dev, after.st_ino), values)
-        while len(self.folders) > MAX_FOLDERS:
-            oldest = next(iter(self.folders))
-            self._forget(oldest)
+        except (AtlasError, ValueError, TypeError, KeyError):
+            self._forget(kept.key)  # asked again by the next command that reads it
+            return False
+        kept.values = values
+        watched.keep(kept.key, (after.st_dev, after.st_ino), values)
         return True
 
-    def _forget(self, where: str) -> None:
-        watch = self.folders.pop(where)
-        self.by_watch.pop(watch, None)
-        watched.drop(where)
-        try:
-            self.queue.rm_watch(watch)
-        except OSError:
-            pass
+    def _watch(self, kept: _Kept, folder: str) -> None:
+        watch = self.queue.add_watch(folder, EVENTS)
+        kept.watches[watch] = folder
+        kept.folders.add(folder)
+        self.by_watch.setdefault(watch, set()).add(kept.key)
+
+    def _forget(self, key: str) -> None:
+        kept = self.kept.pop(key)
+        watched.drop(key)
+        for watch in kept.watches:
+            keys = self.by_watch.get(watch, set())
+            keys.discard(key)
+            if not keys:
+                self.by_watch.pop(watch, None)
+                try:
+                    self.queue.rm_watch(watch)
+                except OSError:
+                    pass
 
     def _read_told(self) -> None:
         for raw in preload.told(self._reader, "surrogateescape"):

@@ -14,7 +14,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -315,8 +315,9 @@ def _describe_versions(versions: list[int]) -> str:
 
 
 def _file_id(st: os.stat_result) -> str:
-    """What tells that a file is still the one read: inode, size, mtime in ns."""
-    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+    """What tells that a file is still the one read: inode, size, mtime and ctime in ns
+    (an edit in place whose mtime is put back by hand still moves the ctime)."""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def folder_stamp(st: os.stat_result) -> str:
@@ -360,6 +361,8 @@ class Head(NamedTuple):
 # written_at, summary, proposal, links]. A flat list, so that loading ten thousand of them
 # costs little more than the JSON parse: fields are checked where they are used.
 _Entry = list[Any]
+# A stream's latest version and that version's front matter, or what reading each raised.
+Known = tuple[int | BaseException, Head | BaseException | None]
 _ENTRY_LEN = 9
 _ENTRY_WINDOW = 64 * 1024
 
@@ -390,9 +393,13 @@ class LatestHints:
     """
 
     def __init__(self, folder: Path, within: fsio.OpenRoot | None = None,
-                 stream_of: Callable[[str], Stream] | None = None) -> None:
+                 stream_of: Callable[[str], Stream] | None = None,
+                 known: Mapping[str, Known] | None = None) -> None:
         self.path = folder / layout.LATEST_HINTS
         self.within = within
+        # Each stream's answers as read by the command server while the kernel vouches
+        # that nothing changed since (protocol/artifacts.snapshot): taken as they are.
+        self.known = known
         # Each stream's folder as a string: a reader of every topic stats ten thousand of
         # them, and a pathlib join costs more than the stat. A Stream is made only for a
         # stream whose hint missed (``stream_of``, given its name).
@@ -401,6 +408,9 @@ class LatestHints:
             stream_of or (lambda name: Stream(folder / name, name, name))
         self._changed: set[str] = set()  # the streams whose entries moved
         self._entries: dict[str, _Entry] = {}
+        if known is not None:
+            self._loaded = True  # nothing to save: what is read here is not read anew
+            return
         try:
             data = json.loads(fsio.read_nofollow(self.path, HINTS_LIMIT))
         except (OSError, ValueError, RecursionError):  # a damaged hint is no hint
@@ -437,6 +447,11 @@ class LatestHints:
         """The highest version of stream ``name`` (``stream``, or the one ``stream_of``
         makes) present: the hint while the folder's stamp is the one it was found at (one
         stat), else from a listing (and kept)."""
+        known = self.known.get(name) if self.known is not None else None
+        if known is not None:
+            if isinstance(known[0], BaseException):
+                raise known[0]
+            return known[0]
         kept = self._entries.get(name)
         folder = self._base + name
         try:
@@ -465,6 +480,11 @@ class LatestHints:
     def head(self, name: str, version: int, stream: Stream | None = None) -> Head:
         """``version``'s front matter, from the hints while its file is the one they were
         taken from (one stat), else read and kept."""
+        known = self.known.get(name) if self.known is not None else None
+        if known is not None and known[0] == version and known[1] is not None:
+            if isinstance(known[1], BaseException):
+                raise known[1]
+            return known[1]
         kept = self._entries.get(name)
         if kept is not None and kept[0] == version and kept[2]:
             try:

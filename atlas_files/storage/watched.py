@@ -32,6 +32,11 @@ if TYPE_CHECKING:
     import mmap
 
 
+class Unkeepable(Exception):
+    """What was read cannot be kept: a change to it could come without an event for its
+    folders (a file with another name elsewhere, say)."""
+
+
 class Snapshot(NamedTuple):
     identity: tuple[int, int]  # the folder's device and inode, as watched
     values: dict[str, Any]  # what its reader kept, by the reader's own names

@@ -1,10 +1,11 @@
-"""What the command server reads ahead and keeps (server/watching.py, storage/watched.py).
+"""What the command server reads ahead and keeps (server/watching.py, storage/watched.py):
+each project's task queue, and each project's topics with their latest versions.
 
 Its promise is the cache's: it only ever saves time. A served command answers exactly as
 an unserved one, whatever changed in a kept folder and however (atlas, a hand edit that
-puts the file's times back, a removal, a folder swapped for another); and while nothing
-changed, the kept copy is what served commands use (the server reads the folder ahead
-once, not at every command).
+puts the file's times back, a removal, a gap in the versions, a folder swapped for
+another); and while nothing changed, the kept copy is what served commands use (the
+server reads the folder ahead once, not at every command).
 """
 
 from __future__ import annotations
@@ -162,3 +163,152 @@ def test_every_change_is_seen_when_made_one_at_a_time(server: Path, tmp_path: Pa
         assert taken.returncode == 0, (name, taken.stderr)
         # The oldest ready task now, never one the change finished, took or removed.
         assert taken.json()["task"]["id"] == ready["tasks"][0]["id"], name
+
+
+# -- the topics: ls, feed and begin read every topic's latest version -----------------------
+
+
+def _topics(root: Path, count: int = 4) -> Path:
+    Record.init(root, ["web"])
+    for i in range(count):
+        for _version in range(3):
+            put = run_atlas("--record", str(root), "--as", "ann", "put", f"t{i}",
+                            "--summary", f"step {i}", input=f"body of t{i}\n")
+            assert put.returncode == 0, put.stderr
+    return root / "projects" / "web" / "artifacts"
+
+
+def _topics_kept(sock: Path, root: Path) -> int:
+    where = os.path.realpath(root / "projects" / "web" / "artifacts")
+    through(sock, "--record", str(root), "ls")
+    wait_for(lambda: where in _status(sock)[0])
+    return _status(sock)[1]
+
+
+def _put(root: Path, folder: Path) -> None:
+    run_atlas("--record", str(root), "--as", "cy", "get", "t1")
+    run_atlas("--record", str(root), "--as", "cy", "put", "t1", "--summary", "cy's turn",
+              input="cy's body\n")
+
+
+def _versions(topic: Path) -> list[Path]:
+    return sorted(topic.glob("*.v*.md")) if topic.is_dir() else []
+
+
+def _gap(root: Path, folder: Path) -> None:
+    """A version in the middle removed: the latest is still the highest present."""
+    (folder / "t2" / "t2.v0002.md").unlink(missing_ok=True)
+
+
+def _latest_removed(root: Path, folder: Path) -> None:
+    versions = _versions(folder / "t0")
+    if len(versions) > 1:
+        versions[-1].unlink()
+
+
+def _hand_added(root: Path, folder: Path) -> None:
+    """A version added by hand that skips a number."""
+    versions = _versions(folder / "t3")
+    if versions and not (folder / "t3" / "t3.v0007.md").exists():
+        text = (folder / "t3" / "t3.v0003.md").read_text()
+        (folder / "t3" / "t3.v0007.md").write_text(
+            text.replace("version: 3", "version: 7").replace("step 3", "by hand"))
+
+
+def _latest_edited_in_place(root: Path, folder: Path) -> None:
+    victim = folder / "t1" / "t1.v0003.md"
+    if not victim.exists():
+        return
+    before = victim.stat()
+    victim.chmod(0o644)
+    text = victim.read_text()
+    with open(victim, "r+", encoding="utf-8") as fh:
+        fh.write(text.replace("step 1", "STEP 1"))
+    victim.chmod(0o444)
+    os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def _new_topic(root: Path, folder: Path) -> None:
+    run_atlas("--record", str(root), "--as", "cy", "put", "fresh", "--summary", "new",
+              input="new\n")
+
+
+def _topic_removed(root: Path, folder: Path) -> None:
+    shutil.rmtree(folder / "t2", ignore_errors=True)
+
+
+def _topic_renamed(root: Path, folder: Path) -> None:
+    if (folder / "t3").exists() and not (folder / "t9").exists():
+        (folder / "t3").rename(folder / "t9")
+
+
+def _latest_damaged(root: Path, folder: Path) -> None:
+    versions = _versions(folder / "t0")
+    if versions:
+        versions[-1].chmod(0o644)
+        versions[-1].write_text("not a version\n")
+
+
+TOPIC_CHANGES: dict[str, Callable[[Path, Path], None]] = {
+    "put": _put, "gap": _gap, "latest removed": _latest_removed, "hand added": _hand_added,
+    "latest edited in place": _latest_edited_in_place, "new topic": _new_topic,
+    "topic removed": _topic_removed, "topic renamed": _topic_renamed,
+    "latest damaged": _latest_damaged,
+}
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(sorted(TOPIC_CHANGES)), min_size=1, max_size=4))
+def test_every_change_to_kept_topics_is_seen_by_the_next_served_command(
+        server: Path, tmp_path_factory: pytest.TempPathFactory, changes: list[str]) -> None:
+    root = tmp_path_factory.mktemp("rec") / "rec"
+    folder = _topics(root)
+    for change in changes:
+        _topics_kept(server, root)
+        TOPIC_CHANGES[change](root, folder)
+        for args in (("ls",), ("ls", "--json"), ("feed",), ("feed", "--json")):
+            _same(server, root, *args)
+
+
+def test_every_topic_change_is_seen_when_made_one_at_a_time(
+        server: Path, tmp_path: Path) -> None:
+    for name, change in TOPIC_CHANGES.items():
+        root = tmp_path / name.replace(" ", "-") / "rec"
+        folder = _topics(root)
+        _topics_kept(server, root)
+        change(root, folder)
+        _same(server, root, "ls")
+        _same(server, root, "feed", "--json")
+
+
+def test_kept_topics_are_what_served_listings_use_until_one_changes(
+        server: Path, tmp_path: Path) -> None:
+    root = tmp_path / "rec"
+    folder = _topics(root)
+    reads = _topics_kept(server, root)
+    for args in (("ls",), ("feed",), ("ls", "--json")):
+        _same(server, root, *args)
+    assert _status(server)[1] == reads  # nothing changed: nothing read again
+    _put(root, folder)
+    wait_for(lambda: _status(server)[1] == reads + 1)  # the one topic, read again
+    listed = _same(server, root, "ls")
+    assert "cy's turn" in listed.stdout
+
+
+def test_topics_that_could_change_unseen_are_never_kept(
+        server: Path, tmp_path: Path) -> None:
+    """A latest version with another name elsewhere, a topic that is a symlink: the
+    listings read the folder every time, and still answer as unserved ones."""
+    for case in ("hard link", "symlink"):
+        root = tmp_path / case.replace(" ", "-") / "rec"
+        folder = _topics(root)
+        if case == "hard link":
+            os.link(folder / "t1" / "t1.v0003.md", tmp_path / f"{case}.md")
+        else:
+            (folder / "t5").symlink_to(folder / "t1")
+        through(server, "--record", str(root), "ls")
+        through(server, "--record", str(root), "ls")
+        where = os.path.realpath(folder)
+        assert where not in _status(server)[0], case
+        _same(server, root, "ls")
