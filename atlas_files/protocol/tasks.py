@@ -610,7 +610,9 @@ def snapshot(record: Record, project: str) -> dict[str, Any]:
         boards[full] = board._replace(unclaimed=dict(zip(
             board.tasks, _states_now(board, list(board.tasks), {}), strict=True)))
     every = boards[True]
-    return {"folder": str(where), "names": names, "boards": boards,
+    endings = _name_endings(names)
+    return {"folder": str(where), "names": names, "boards": boards, "endings": endings,
+            "open_ids": [i for i in names.tasks if i not in endings],
             "open": {names.tasks[i]: t for i, t in every.tasks.items() if i not in every.endings},
             "ended": {names.tasks[i]: t for i, t in every.tasks.items() if i in every.endings}}
 
@@ -782,14 +784,18 @@ def next_task(record: Record, project: str, *, holder: str | None, duration_s: f
     holder = require_identity(holder)
     leases.check_duration(record, duration_s, given)
     where = folder(record, project)
-    if watched.kept(where) is None:
+    held = watched.kept(where)
+    if held is None:
         watched.want("tasks", os.path.abspath(record.root), project)
     try:
         names = _names(where)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    endings = _name_endings(names)
-    open_ids = [i for i in names.tasks if i not in endings]
+    if held is not None and held["names"] is names:
+        endings, open_ids = held["endings"], held["open_ids"]
+    else:
+        endings = _name_endings(names)
+        open_ids = [i for i in names.tasks if i not in endings]
     claims = _claims(record, open_ids, timeutil.now())
     board = Board(project, {}, endings, (), names.stamp)
     read = _TaskReader(where, "open", project)

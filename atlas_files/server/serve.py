@@ -240,6 +240,11 @@ class Server:
         self.selector = selectors.DefaultSelector()
         self.selector.register(listener, selectors.EVENT_READ, "listen")
         self.selector.register(wake_r, selectors.EVENT_READ, "wake")
+        if self.watching is not None:
+            # A change to a kept folder wakes the server, which reads it again while no
+            # command waits, rather than when the next command comes (watching.py).
+            self.selector.register(self.watching.queue.fileno(), selectors.EVENT_READ,
+                                   "watch")
         self.listener = listener
         self._new_spare()
         while not (self.stopping and not self.children):
@@ -253,12 +258,17 @@ class Server:
                     self._accept(listener)
                 elif key.data == "wake":
                     os.read(wake_r, 512)
+                elif key.data == "watch":
+                    assert self.watching is not None
+                    self.watching.drain()
                 elif key.data == "spare":
                     self._spare_died()
                 else:
                     self._reap(key.fd)
             if not self.children and not self.stopping:  # idle: learn (preload.py)
-                busy = lambda: bool(self.selector.select(0))  # noqa: E731
+                def busy() -> bool:  # a command, a signal or a spare's death: not a change
+                    return any(k.data != "watch" for k, _ in self.selector.select(0))
+
                 learned = self.learner.learn(busy)
                 self.stamp.add(learned)
                 read = self.watching is not None and self.watching.read_ahead(busy)

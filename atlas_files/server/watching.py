@@ -45,6 +45,7 @@ from atlas_files.storage.record import Record
 
 MAX_KEPT = 32
 FEW = 16  # changed folders of a kept copy read again before the next command starts
+STRIKES = 3  # readings in a row found unkeepable before one is never tried again
 MAX_WATCHES = 100_000
 _MAX_LINE = 4000  # shorter than PIPE_BUF: a told line is never interleaved with another
 # Everything that changes a folder's names or a file's bytes or attributes in it, and the
@@ -195,6 +196,7 @@ class Watching:
         self.by_watch: dict[int, set[str]] = {}  # watch -> the keys of the readings on it
         self.since_spare: set[str] | None = set()
         self.refused: set[tuple[str, ...]] = set()
+        self.strikes: dict[tuple[str, ...], int] = {}
         self._reader, writer = os.pipe()
         os.set_blocking(self._reader, False)
         os.set_blocking(writer, False)
@@ -311,7 +313,12 @@ class Watching:
             if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
                 raise FileNotFoundError(kept.key)  # replaced while it was read: read anew
         except watched.Unkeepable:
-            self.refused.add(kept.what)
+            # A file with a second name is also what atlas's own write leaves for an
+            # instant (a new version is linked into place, then its temporary name
+            # removed): refused for good only when found so again and again.
+            self.strikes[kept.what] = self.strikes.get(kept.what, 0) + 1
+            if self.strikes[kept.what] >= STRIKES:
+                self.refused.add(kept.what)
             self._forget(kept.key)
             return False
         except OSError as exc:
@@ -323,6 +330,7 @@ class Watching:
             self._forget(kept.key)  # asked again by the next command that reads it
             return False
         kept.values = values
+        self.strikes.pop(kept.what, None)
         watched.keep(kept.key, (after.st_dev, after.st_ino), values)
         return True
 

@@ -80,7 +80,7 @@ def test_a_kept_queue_is_what_served_commands_use_until_it_changes(
     run_atlas("--record", str(root), "--as", "cy", "task", "add", "a late step")
     listed = _same(server, root, "task", "ls")
     assert "a late step" in listed.stdout
-    wait_for(lambda: _status(server)[1] == reads + 1)  # read ahead again, once
+    wait_for(lambda: _status(server)[1] > reads)  # read ahead again
 
 
 def _add(root: Path, folder: Path) -> None:
@@ -291,7 +291,7 @@ def test_kept_topics_are_what_served_listings_use_until_one_changes(
         _same(server, root, *args)
     assert _status(server)[1] == reads  # nothing changed: nothing read again
     _put(root, folder)
-    wait_for(lambda: _status(server)[1] == reads + 1)  # the one topic, read again
+    wait_for(lambda: _status(server)[1] > reads)  # what changed, read again
     listed = _same(server, root, "ls")
     assert "cy's turn" in listed.stdout
 
