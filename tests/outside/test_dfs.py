@@ -484,3 +484,37 @@ def test_tasks_raced_from_both_mounts(two: tuple[Path, Path]) -> None:
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
     taken = [json.loads(r.stdout)["task"]["id"] for r in results]
     assert sorted(taken) == sorted(ids)
+
+
+def test_the_command_server_keeps_nothing_read_from_the_shared_volume(
+        two: tuple[Path, Path], server: Path) -> None:
+    """Another machine's write to a shared volume never reaches this kernel's queue, so
+    the command server keeps no copy of a folder on it (server/watching.py): what the
+    other mount writes shows in the next served listing."""
+    a, b = two
+    tasks.add(Record(a), "web", title="first job", author="alice")
+    assert atlas("put", "plan", "--summary", "v1", record=a, identity="alice",
+                 input="one\n").returncode == 0
+    env = {**child_env(), "ATLAS_SERVER": str(server)}
+
+    def served(*args: str) -> str:
+        out = subprocess.run([*atlas_command("--record", str(a), "--as", "bob"), *args],
+                             capture_output=True, text=True, env=env, timeout=120,
+                             stdin=subprocess.DEVNULL, cwd=Path(__file__).parents[1])
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    for _ in range(2):
+        served("task", "ls")
+        served("ls")
+    status = json.loads(subprocess.run(
+        [*atlas_command("server", "status", "--json", "--socket", str(server))],
+        capture_output=True, text=True, env=child_env(), timeout=60).stdout)
+    assert status["served"] >= 4
+    assert not [k for k in status["kept"] if k.startswith(str(a.parent))], status["kept"]
+    tasks.add(Record(b), "web", title="added on the other mount", author="carol")
+    assert atlas("get", "plan", record=b, identity="carol").returncode == 0
+    assert atlas("put", "plan", "--summary", "from the other mount", record=b,
+                 identity="carol", input="two\n").returncode == 0
+    assert "added on the other mount" in served("task", "ls")
+    assert "from the other mount" in served("ls")
