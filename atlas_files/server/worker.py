@@ -10,6 +10,7 @@ to a command, is said in serve.py.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import gc
 import io
@@ -22,7 +23,8 @@ import traceback
 from typing import Any, NoReturn
 
 from atlas_files import launch
-from atlas_files.server import preload, spare, watching
+from atlas_files.facts import frames
+from atlas_files.server import preload, spare, watching, wire
 from atlas_files.storage import watched
 
 
@@ -67,7 +69,22 @@ def work(conn: socket.socket, request: dict[str, Any], fds: list[int],
         _flush()
         preload.tell()
         watching.tell()
+        _report(conn, code)
         os._exit(code)
+
+
+def _report(conn: socket.socket, code: int) -> None:
+    """The command is over: let go of the client's streams (their readers see their end)
+    and send the client its exit status, before this process is torn down. A worker owns
+    a copy of the server's pages (spare.py), and the kernel takes milliseconds to free
+    them: the server, which reports a worker that died of a signal, learns of it only
+    then. The client's end closing after this kills the worker (``_die_with_client``),
+    which is exiting anyway, and the server's own report then finds no client."""
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        frames.send(conn, (wire.EXIT, code))
 
 
 def _streams(shapes: list[Any]) -> None:

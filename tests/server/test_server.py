@@ -250,8 +250,10 @@ def test_a_folder_the_worker_cannot_enter_is_said_plainly(server: Path) -> None:
     assert served(server) == 1
 
 
-def test_a_killed_server_lets_its_commands_finish_and_says_the_status_is_lost(
+def test_a_killed_server_lets_its_commands_finish_and_report_their_status(
         server: Path, tmp_path: Path) -> None:
+    """The worker sends its client the exit status itself, before it is torn down: a
+    server killed meanwhile loses nothing of a command that ran to its end."""
     root = tmp_path / "rec"
     Record.init(root, ["web"])
     client = subprocess.Popen(
@@ -263,11 +265,32 @@ def test_a_killed_server_lets_its_commands_finish_and_says_the_status_is_lost(
     os.kill(int(server_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
     client.stdin.write(b"the whole body\n")
     client.stdin.close()
-    assert client.wait(15) == 1
-    assert "the command server ended while running this command" in \
+    assert client.wait(15) == 0
+    assert "the command server ended" not in \
         client.stderr.read().decode()  # type: ignore[union-attr]
     version = root / "projects" / "web" / "artifacts" / "plan" / "plan.v0001.md"
     assert version.read_text().endswith("the whole body\n")  # the worker ran to its end
+
+
+def test_a_command_dying_after_its_server_says_its_status_is_lost(
+        server: Path, tmp_path: Path) -> None:
+    """With the server gone, a worker killed by a signal has no one to report it: its
+    `atlas` says so rather than guess."""
+    root = tmp_path / "rec"
+    Record.init(root, ["web"])
+    worker_pid = int(server_status(server)["spare"])  # type: ignore[call-overload]
+    client = subprocess.Popen(
+        atlas_command("--record", str(root), "--as", "ann", "put", "plan"),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env_with(ATLAS_SERVER=str(server)))
+    wait_for(lambda: server_status(server)["in_progress"] == 1)
+    os.kill(int(server_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+    os.kill(worker_pid, signal.SIGKILL)
+    assert client.wait(15) == 1
+    assert "the command server ended while running this command" in \
+        client.stderr.read().decode()  # type: ignore[union-attr]
+    assert client.stdin is not None
+    client.stdin.close()
 
 
 def _alive(pid: int) -> bool:
