@@ -250,19 +250,25 @@ def test_a_folder_the_worker_cannot_enter_is_said_plainly(server: Path) -> None:
     assert served(server) == 1
 
 
-def test_a_killed_server_lets_its_commands_finish_and_report_their_status(
-        server: Path, tmp_path: Path) -> None:
-    """The worker sends its client the exit status itself, before it is torn down: a
-    server killed meanwhile loses nothing of a command that ran to its end."""
-    root = tmp_path / "rec"
+def _put_waiting_on_its_body_after_its_server_is_killed(
+        server: Path, root: Path) -> subprocess.Popen[bytes]:
     Record.init(root, ["web"])
     client = subprocess.Popen(
         atlas_command("--record", str(root), "--as", "ann", "put", "plan"),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env=env_with(ATLAS_SERVER=str(server)))
-    assert client.stdin is not None
     wait_for(lambda: server_status(server)["in_progress"] == 1)
     os.kill(int(server_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+    return client
+
+
+def test_a_killed_server_lets_its_commands_finish_and_report_their_status(
+        server: Path, tmp_path: Path) -> None:
+    """The worker sends its client the exit status itself, before it is torn down: a
+    server killed meanwhile loses nothing of a command that ran to its end."""
+    root = tmp_path / "rec"
+    client = _put_waiting_on_its_body_after_its_server_is_killed(server, root)
+    assert client.stdin is not None
     client.stdin.write(b"the whole body\n")
     client.stdin.close()
     assert client.wait(15) == 0
@@ -276,15 +282,8 @@ def test_a_command_dying_after_its_server_says_its_status_is_lost(
         server: Path, tmp_path: Path) -> None:
     """With the server gone, a worker killed by a signal has no one to report it: its
     `atlas` says so rather than guess."""
-    root = tmp_path / "rec"
-    Record.init(root, ["web"])
     worker_pid = int(server_status(server)["spare"])  # type: ignore[call-overload]
-    client = subprocess.Popen(
-        atlas_command("--record", str(root), "--as", "ann", "put", "plan"),
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=env_with(ATLAS_SERVER=str(server)))
-    wait_for(lambda: server_status(server)["in_progress"] == 1)
-    os.kill(int(server_status(server)["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
+    client = _put_waiting_on_its_body_after_its_server_is_killed(server, tmp_path / "rec")
     os.kill(worker_pid, signal.SIGKILL)
     assert client.wait(15) == 1
     assert "the command server ended while running this command" in \
