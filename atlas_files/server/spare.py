@@ -4,11 +4,13 @@ already exists: the fork is no longer part of any served command's time (bench/b
 The server keeps one spare, which waits on its end of a socket pair. The server hands it
 the client's connection and standard streams (the descriptors themselves, SCM_RIGHTS) and
 the request, and it becomes that command's worker exactly as a freshly forked one would.
-A spare left waiting for a while first writes to every object the server loaded, and to
-what those hold (strings, numbers): each page it shares with the server is then its own,
-so the command does not stop at each first write to copy one (the price is the spare's
-memory, a copy of the server's, which the kernel frees as the worker exits: the worker
-reports its status before that, worker.py).
+A spare left waiting for a while first writes to every object the server loaded: each
+page it shares with the server is then its own, so the command does not stop at each
+first write to copy one (the price is the spare's memory, a copy of the server's, which
+the kernel frees as the worker exits: the worker reports its status before that,
+worker.py). The strings and numbers those objects hold are left shared: writing to them
+too costs several times as much, in every spare, on a machine with few CPUs the commands
+also need.
 
 A spare forked while a command runs waits SETTLE_S before it copies, or less if the
 server tells it that no command is running any more (``settle``); one forked while none
@@ -150,14 +152,8 @@ def _own_pages(channel: socket.socket) -> bool:
         for start in range(0, len(objects), _BATCH):
             if select.select([channel], [], [], 0)[0]:
                 return False
-            batch = objects[start:start + _BATCH]
-            for obj in batch:
+            for obj in objects[start:start + _BATCH]:
                 sys.getrefcount(obj)
-            # And what they hold that the collector does not track (strings, numbers):
-            # a command takes references to those too.
-            for obj in gc.get_referents(*batch):
-                if not gc.is_tracked(obj):
-                    sys.getrefcount(obj)
     finally:
         del objects
     return True
