@@ -105,14 +105,18 @@ def line(text: str | None) -> str:
 # them as they are. The state object itself is the key: a state worked out anew (claimed
 # since, say) is another object, described anew.
 _AHEAD: dict[int, tuple[TaskState, str]] = {}
-_AHEAD_MAX = 200_000
+_AHEAD_OF: dict[str, list[int]] = {}  # the lines made for each queue, by its folder
 
 
-def describe_ahead(states: Iterable[TaskState]) -> None:
-    if len(_AHEAD) > _AHEAD_MAX:
-        _AHEAD.clear()
+def describe_ahead(folder: str, states: Iterable[TaskState]) -> None:
+    """Make the lines of ``states``, those of ``folder``'s queue, in place of the lines
+    made for that queue before."""
+    for old in _AHEAD_OF.pop(folder, ()):
+        _AHEAD.pop(old, None)
+    made = _AHEAD_OF[folder] = []
     for st in states:
         _AHEAD[id(st)] = (st, _describe(st))
+        made.append(id(st))
 
 
 def describe(st: TaskState) -> str:

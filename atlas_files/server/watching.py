@@ -87,8 +87,8 @@ def _tasks(root: str, project: str) -> Reading:
         if _linked_elsewhere(values["folder"]):
             # Written through its other name, a task file changes with no event here.
             raise watched.Unkeepable("a task file has another name elsewhere")
-        for board in values["boards"].values():
-            task_lines.describe_ahead(board.unclaimed.values())
+        task_lines.describe_ahead(values["folder"], [
+            st for board in values["boards"].values() for st in board.unclaimed.values()])
         return values
 
     return Reading(tasks.folder(record, project), read)
@@ -343,6 +343,8 @@ class Watching:
     def _forget(self, key: str) -> None:
         kept = self.kept.pop(key)
         watched.drop(key)
+        if kept.values is not None and "boards" in kept.values:  # its queue's lines, too
+            task_lines.describe_ahead(kept.values["folder"], [])
         for watch in kept.watches:
             keys = self.by_watch.get(watch, set())
             keys.discard(key)
