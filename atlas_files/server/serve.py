@@ -263,11 +263,15 @@ class Server:
                     self.watching.drain()
                 elif key.data == "spare":
                     self._spare_died()
+                elif isinstance(key.data, spare.Spare):  # a retired spare has exited
+                    self.selector.unregister(key.fd)
+                    key.data.dismiss()
                 else:
                     self._reap(key.fd)
             if not self.children and not self.stopping:  # idle: learn (preload.py)
-                def busy() -> bool:  # a command, a signal or a spare's death: not a change
-                    return any(k.data != "watch" for k, _ in self.selector.select(0))
+                def busy() -> bool:  # a command, a signal, a spare's death: not a change
+                    return any(k.data != "watch" and not isinstance(k.data, spare.Spare)
+                               for k, _ in self.selector.select(0))
 
                 learned = self.learner.learn(busy)
                 self.stamp.add(learned)
@@ -275,7 +279,7 @@ class Server:
                 if read:  # kept for the life of the copy: never scanned by the collector
                     gc.freeze()
                 if learned or read:  # the spare was forked before: it lacks what came in
-                    self._dismiss_spare()
+                    self._retire_spare()
                     self._new_spare()
 
     def _stop_signal(self, signum: int, frame: object) -> None:
@@ -313,6 +317,15 @@ class Server:
         if taken is not None:
             self.selector.unregister(taken.pidfd)
         return taken
+
+    def _retire_spare(self) -> None:
+        """Let the spare go without waiting for it to exit (freeing its copy of the
+        server's pages takes the kernel milliseconds, which a command arriving meanwhile
+        would wait): it is reaped once its pidfd says it has exited."""
+        taken = self._take_spare()
+        if taken is not None:
+            taken.channel.close()
+            self.selector.register(taken.pidfd, selectors.EVENT_READ, taken)
 
     def _dismiss_spare(self) -> None:
         taken = self._take_spare()

@@ -75,7 +75,8 @@ class Spare:
 
     def dismiss(self) -> None:
         """Close the spare's channel (it exits on its own) and wait for it."""
-        self.channel.close()
+        if self.channel.fileno() != -1:
+            self.channel.close()
         try:
             os.waitpid(self.pid, 0)
         except ChildProcessError:
