@@ -56,7 +56,6 @@ _new = tuple.__new__
 # How long a finish holds the task's lease: only while its entry is written.
 _FINISH_S = 60.0
 _ID_CHARS = frozenset(layout.TASK_ID_ALPHABET)
-_UNREAD: Any = object()  # a lease the command server's copy does not hold
 ADVISORY = (
     "A claim is a lease: it stops a second claim, not a worker who never looks at the "
     "queue. It expires by itself unless renewed (claim it again), so a claimer that "
@@ -516,20 +515,11 @@ class _TaskReader(_EntryReader[Task]):
 
 def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease]:
     """The lease of each task among ``ids`` that was ever claimed (one listing of leases/
-    tells which were); a damaged lease reads as ``damaged``. Each is worked out at ``at``
-    from its newest generation: read now, or in a served command while nothing changed,
-    as the command server read it (``claims_snapshot``)."""
-    held = watched.kept(record.leases_dir)
-    newest: dict[str, store.Generation | DamagedFile | None] | None = None
-    if held is not None and held["folder"] == str(record.leases_dir):
-        have, newest = held["names"], held["newest"]
-    else:
-        # A served command: the command server reads them ahead for the next.
-        watched.want("claims", os.path.abspath(record.root))
-        try:
-            have = set(os.listdir(record.leases_dir))
-        except (FileNotFoundError, NotADirectoryError):
-            return {}
+    tells which were); a damaged lease reads as ``damaged``."""
+    try:
+        have = set(os.listdir(record.leases_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
     out = {}
     config = record.config
     # From the side of the leases: a queue has far more tasks than claims.
@@ -539,13 +529,9 @@ def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease
         task_id = resource[start:]
         if not resource.startswith(layout.TASK_LEASE_PREFIX) or task_id not in wanted:
             continue
+        where = record.leases_dir / resource
         try:
-            found = newest.get(resource, _UNREAD) if newest is not None else _UNREAD
-            if found is _UNREAD:
-                found = store.newest(record.leases_dir / resource, resource)
-            if isinstance(found, DamagedFile):
-                raise found
-            gen = found
+            gen = store.newest(where, resource)
         except DamagedFile as exc:
             out[task_id] = damaged_lease(resource, 0, exc.message, at)
             continue
@@ -610,51 +596,6 @@ def _states_now(board: Board, chosen: list[str], claims: dict[str, Lease]) -> li
     deps = {d: (board.tasks.get(d), board.endings.get(d))
             for i in chosen for d in board.tasks[i].after}
     return [state_of(board.tasks[i], board.endings.get(i), claims.get(i), deps) for i in chosen]
-
-
-def claims_snapshot(record: Record, old: dict[str, Any] | None = None,
-                    changed: set[str] | None = None) -> dict[str, Any]:
-    """The names in leases/ and the newest generation of each task's lease (or the damage
-    reading it raised), read now: what the command server keeps while the kernel reports
-    no change to leases/ nor to any task's lease folder. Given the ``old`` copy and the
-    folders that ``changed`` since, only those are read again."""
-    base = str(record.leases_dir)
-    if old is None or changed is None or base in changed:
-        names = frozenset(os.listdir(base))
-        again = {n for n in names if n.startswith(layout.TASK_LEASE_PREFIX)}
-        if old is not None and changed is not None:
-            again = {os.path.basename(c) for c in changed if c != base} | \
-                (again - old["newest"].keys())
-    else:
-        names, again = old["names"], {os.path.basename(c) for c in changed}
-    newest: dict[str, store.Generation | DamagedFile | None] = \
-        {} if old is None or changed is None else dict(old["newest"])
-    for resource in [n for n in newest if n not in names]:
-        del newest[resource]
-    for resource in again & names:
-        where = f"{base}{os.sep}{resource}"
-        if os.path.islink(where):  # its changes would come to another folder's watch
-            raise watched.Unkeepable(f"{where} is a symlink")
-        try:
-            top = store.newest_name(where)
-            if top is not None and os.stat(f"{where}{os.sep}{top[1]}",
-                                           follow_symlinks=False).st_nlink > 1:
-                # Written through its other name, it would change with no event here.
-                raise watched.Unkeepable(f"{where}/{top[1]} has another name elsewhere")
-            newest[resource] = store.read(where, resource, top[1]) if top else None
-        except DamagedFile as exc:
-            newest[resource] = exc
-    return {"folder": base, "names": names, "newest": newest}
-
-
-def claim_folders(record: Record) -> list[str]:
-    """Each task's lease folder, as ``claims_snapshot`` names the folders that changed."""
-    base = str(record.leases_dir)
-    try:
-        return [f"{base}{os.sep}{n}" for n in os.listdir(base)
-                if n.startswith(layout.TASK_LEASE_PREFIX)]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
 
 
 def snapshot(record: Record, project: str) -> dict[str, Any]:

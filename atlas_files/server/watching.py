@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 
 from inotify_simple import INotify, flags
 
-from atlas_files.facts import layout, timeutil
+from atlas_files.facts import timeutil
 from atlas_files.facts.errors import AtlasError
 from atlas_files.facts.names import is_name
 from atlas_files.fast import tasks as task_lines
@@ -120,27 +120,8 @@ def _artifacts(root: str, project: str) -> Reading:
     return Reading(artifacts.artifacts_folder(record, project), read, members, unread)
 
 
-def _claims(root: str) -> Reading:
-    record = Record(root)
-
-    def read(old: Values | None, changed: set[str] | None) -> Values:
-        try:
-            return tasks.claims_snapshot(record, old, changed)
-        finally:
-            record.opened.close()
-
-    def members() -> list[str]:
-        return tasks.claim_folders(record)
-
-    def unread(name: str) -> bool:  # another resource's lease: no task's claim
-        return not name.startswith(layout.TASK_LEASE_PREFIX)
-
-    return Reading(record.leases_dir, read, members, unread)
-
-
 # What a worker can ask to be kept, by the kind ``watched.want`` names.
-READERS: dict[str, Callable[..., Reading]] = {
-    "tasks": _tasks, "artifacts": _artifacts, "claims": _claims}
+READERS: dict[str, Callable[..., Reading]] = {"tasks": _tasks, "artifacts": _artifacts}
 
 _writer: int | None = None  # set in the server, inherited by the workers it forks
 
