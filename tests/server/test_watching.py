@@ -127,9 +127,36 @@ def _swap_folder(root: Path, folder: Path) -> None:
     spare.rename(folder)
 
 
+def _claim_folders(root: Path) -> list[Path]:
+    leases = root / "leases"
+    return sorted(leases.glob("task.*")) if leases.is_dir() else []
+
+
+def _release(root: Path, folder: Path) -> None:
+    taken = run_atlas("--record", str(root), "--as", "cy", "task", "next", "--for", "1h",
+                      "--json")
+    picked = taken.json()["task"] if taken.returncode == 0 else None
+    if picked:
+        run_atlas("--record", str(root), "--as", "cy", "task", "release", picked["id"])
+
+
+def _lease_damaged(root: Path, folder: Path) -> None:
+    """The newest generation of a claim rewritten by hand."""
+    _claim(root, folder)
+    newest = max(_claim_folders(root)[0].iterdir())
+    newest.chmod(0o644)
+    newest.write_text("{not json")
+
+
+def _lease_removed(root: Path, folder: Path) -> None:
+    _claim(root, folder)
+    shutil.rmtree(_claim_folders(root)[-1])
+
+
 CHANGES: dict[str, Callable[[Path, Path], None]] = {
     "add": _add, "remove": _remove, "edit in place": _edit_in_place, "done": _done,
-    "claim": _claim, "damage": _damage, "swap folder": _swap_folder,
+    "claim": _claim, "damage": _damage, "swap folder": _swap_folder, "release": _release,
+    "lease damaged": _lease_damaged, "lease removed": _lease_removed,
 }
 
 
