@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from typing import Any, NamedTuple
+from typing import Any
 
 # Not typing's TYPE_CHECKING: this module is imported by commands that import no typing.
 TYPE_CHECKING = False
@@ -37,14 +37,22 @@ class Unkeepable(Exception):
     folders (a file with another name elsewhere, say)."""
 
 
-class Snapshot(NamedTuple):
-    identity: tuple[int, int]  # the folder's device and inode, as watched
-    values: dict[str, Any]  # what its reader kept, by the reader's own names
+# Plain classes, not NamedTuples: every command that reads a queue or the topics imports
+# this module, and making a NamedTuple class costs more than the rest of it.
+class Snapshot:
+    __slots__ = ("identity", "values")
+
+    def __init__(self, identity: tuple[int, int], values: dict[str, Any]) -> None:
+        self.identity = identity  # the folder's device and inode, as watched
+        self.values = values  # what its reader kept, by the reader's own names
 
 
-class _Serving(NamedTuple):
-    queue: int  # the server's inotify descriptor, inherited
-    drained: mmap.mmap  # how many events the server has drained, shared with it
+class _Serving:
+    __slots__ = ("queue", "drained")
+
+    def __init__(self, queue: int, drained: mmap.mmap) -> None:
+        self.queue = queue  # the server's inotify descriptor, inherited
+        self.drained = drained  # how many events the server has drained, shared with it
 
 
 _serving: _Serving | None = None
