@@ -29,6 +29,8 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
+from inotify_simple import INotify
+
 from atlas_files import __version__
 from atlas_files.facts import frames, timeutil
 from atlas_files.facts.errors import BadInput
@@ -124,13 +126,26 @@ def _ask(path: str, op: str) -> dict[str, Any] | None:
 
 class CodeStamp:
     """The files of every loaded module as they were when the server started: an upgrade
-    (pip install) changes them, and then the server must not run its old code."""
+    (pip install) changes them, and then the server must not run its old code.
+
+    Each folder of loaded modules on a local file system is watched by the kernel
+    (inotify, as watching.py watches record folders): any change in one (a file written,
+    replaced, removed, its attributes changed) makes the code changed, so the look before
+    each command reads a queue instead of stat-ing some four hundred files. A folder that
+    cannot be watched is looked at file by file, as before."""
 
     def __init__(self) -> None:
         # Folder -> {file name: (mtime, size)}: each folder is opened once per look and
         # its files stat'd by name, which spares the kernel a walk of every file's whole
-        # path, some four hundred times before every command.
+        # path.
         self.folders: dict[str, dict[str, tuple[int, int] | None]] = {}
+        self.watched: set[str] = set()
+        self.queue: INotify | None
+        try:
+            self.queue = INotify(nonblocking=True)
+        except OSError:
+            self.queue = None
+        self.seen = False
         self.add(self._loaded())
 
     @staticmethod
@@ -141,6 +156,14 @@ class CodeStamp:
     def add(self, files: Iterable[str]) -> None:
         for path in files:
             folder, name = os.path.split(path)
+            if self.queue is not None and folder not in self.watched \
+                    and folder not in self.folders and watching.local(folder):
+                # Watched before its files are stamped: a change after the stamp is seen.
+                try:
+                    self.queue.add_watch(folder, watching.EVENTS)
+                    self.watched.add(folder)
+                except OSError:
+                    pass
             self.folders.setdefault(folder, {})[name] = self._stat(path)
 
     @staticmethod
@@ -152,7 +175,13 @@ class CodeStamp:
         return info.st_mtime_ns, info.st_size
 
     def changed(self) -> bool:
+        if self.queue is not None and not self.seen and self.queue.read(timeout=0):
+            self.seen = True
+        if self.seen:
+            return True
         for folder, files in self.folders.items():
+            if folder in self.watched:
+                continue
             try:
                 fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
             except OSError:

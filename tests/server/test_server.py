@@ -22,7 +22,7 @@ import pytest
 from support.cmdserver import served, server_status, through, wait_for
 from support.runner import Result, atlas_command, child_env, run_atlas, snapshot
 
-from atlas_files.server import serve, wire
+from atlas_files.server import serve, watching, wire
 from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
@@ -209,13 +209,20 @@ def test_an_idle_server_exits_and_takes_its_socket_along(sock: Path) -> None:
     assert not server_status(sock)["running"]
 
 
-def test_a_changed_module_file_makes_the_server_stale(tmp_path: Path) -> None:
+@pytest.mark.parametrize("watched", [True, False], ids=["kernel queue", "file by file"])
+def test_a_changed_module_file_makes_the_server_stale(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, watched: bool) -> None:
+    """Seen through the kernel's queue where the folder is local, else by its files'
+    stamps (a folder the queue cannot watch)."""
+    if not watched:
+        monkeypatch.setattr(watching, "local", lambda path: False)
     module = tmp_path / "atlas_probe_module.py"
     module.write_text("X = 1\n")
     sys.path.insert(0, str(tmp_path))
     try:
         __import__("atlas_probe_module")
         stamp = serve.CodeStamp()
+        assert (str(tmp_path) in stamp.watched) == watched
         assert not stamp.changed()
         module.write_text("X = 22\n")  # what an upgrade does to a loaded module
         assert stamp.changed()
