@@ -39,18 +39,13 @@ class Item:
 
     __slots__ = ("name", "_data", "_line", "_make")
 
-    def __init__(self, data: dict[str, Any], line: str, name: str) -> None:
-        self._data: dict[str, Any] | None = data
-        self._line: str | None = line
-        self.name = name
-        self._make: Callable[[], tuple[dict[str, Any], str]] | None = None
+    def __init__(self, data: dict[str, Any] | None, line: str | None, name: str,
+                 make: Callable[[], tuple[dict[str, Any], str]] | None = None) -> None:
+        self._data, self._line, self.name, self._make = data, line, name, make
 
     @classmethod
     def later(cls, name: str, make: Callable[[], tuple[dict[str, Any], str]]) -> Item:
-        item = cls({}, "", name)
-        item._data = item._line = None
-        item._make = make
-        return item
+        return cls(None, None, name, make)
 
     def _made(self) -> tuple[dict[str, Any], str]:
         if self._data is None or self._line is None:

@@ -525,7 +525,7 @@ def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease
     # From the side of the leases: a queue has far more tasks than claims.
     wanted = set(ids)
     start = len(layout.TASK_LEASE_PREFIX)
-    for resource in sorted(have):
+    for resource in have:
         task_id = resource[start:]
         if not resource.startswith(layout.TASK_LEASE_PREFIX) or task_id not in wanted:
             continue

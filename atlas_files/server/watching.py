@@ -262,7 +262,7 @@ class Watching:
             # few folders of many: that takes less than the command would reading it all.
             few = kept.changed is not None and kept.values is not None and \
                 kept.primary not in kept.changed and len(kept.changed) <= FEW
-            if kept.key not in watched.held() and (few or not busy()):
+            if not watched.holds(kept.key) and (few or not busy()):
                 news |= self._read(kept)
         while self._asked and not busy():
             what = next(iter(self._asked))

@@ -127,6 +127,11 @@ def held() -> list[str]:
     return sorted(_kept)
 
 
+def holds(where: str) -> bool:
+    """Whether a copy of folder ``where`` (a real path) is kept."""
+    return where in _kept
+
+
 def handed_over(changed: list[str] | None, seq: int) -> None:
     """In a worker, as the server hands it a command: the folders changed since it was
     forked (None: trust none) and the server's count of drained events then."""
