@@ -104,7 +104,10 @@ def line(text: str | None) -> str:
 # states' lines made once (server/watching.py), so a served `task ls` of thousands prints
 # them as they are. The state object itself is the key: a state worked out anew (claimed
 # since, say) is another object, described anew.
-_AHEAD: dict[int, tuple[TaskState, str]] = {}
+# Two tables rather than one of pairs: a pair would be one more object for each task,
+# which every spare of the server writes to before its command (server/spare.py).
+_AHEAD: dict[int, str] = {}
+_AHEAD_STATE: dict[int, TaskState] = {}
 _AHEAD_OF: dict[str, list[int]] = {}  # the lines made for each queue, by its folder
 
 
@@ -113,15 +116,17 @@ def describe_ahead(folder: str, states: Iterable[TaskState]) -> None:
     made for that queue before."""
     for old in _AHEAD_OF.pop(folder, ()):
         _AHEAD.pop(old, None)
+        _AHEAD_STATE.pop(old, None)
     made = _AHEAD_OF[folder] = []
     for st in states:
-        _AHEAD[id(st)] = (st, _describe(st))
+        _AHEAD[id(st)] = _describe(st)
+        _AHEAD_STATE[id(st)] = st
         made.append(id(st))
 
 
 def describe(st: TaskState) -> str:
-    ahead = _AHEAD.get(id(st))
-    return ahead[1] if ahead is not None and ahead[0] is st else _describe(st)
+    key = id(st)
+    return _AHEAD[key] if _AHEAD_STATE.get(key) is st else _describe(st)
 
 
 def _describe(st: TaskState) -> str:

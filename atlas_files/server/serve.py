@@ -17,7 +17,6 @@ kills itself at once, so killing `atlas` still kills the command.
 from __future__ import annotations
 
 import fcntl
-import gc
 import importlib
 import os
 import selectors
@@ -219,7 +218,7 @@ class Server:
             self.learner = preload.Learner()
             self.watching = watching.start()
             self.stamp = CodeStamp()
-            gc.freeze()  # the workers share these pages; the collector never scans them
+            spare.take_stock()
             self._loop(listener)
         finally:
             self._dismiss_spare()
@@ -305,9 +304,8 @@ class Server:
                 learned = self.learner.learn(busy)
                 self.stamp.add(learned)
                 read = self.watching is not None and self.watching.read_ahead(busy)
-                if read:  # kept for the life of the copy: never scanned by the collector
-                    gc.freeze()
                 if learned or read:  # the spare was forked before: it lacks what came in
+                    spare.take_stock()
                     self._retire_spare()
                     self._new_spare()
 

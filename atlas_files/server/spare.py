@@ -10,7 +10,10 @@ first write to copy one (the price is the spare's memory, a copy of the server's
 the kernel frees as the worker exits: the worker reports its status before that,
 worker.py). The strings and numbers those objects hold are left shared: writing to them
 too costs several times as much, in every spare, on a machine with few CPUs the commands
-also need.
+also need. The server lists those objects once, each time what it holds changes
+(``take_stock``), rather than each spare: a listing is one pass that cannot stop halfway,
+milliseconds long with a large queue kept, which a command arriving meanwhile would
+wait out, whereas the spare's own pass looks for a command every ``_BATCH`` objects.
 
 A spare forked while a command runs waits SETTLE_S before it copies, or less if the
 server tells it that no command is running any more (``settle``); one forked while none
@@ -42,7 +45,7 @@ SETTLE_S = 0.25
 MAX_DEATHS = 3
 # Signals whose server handlers must never run in a child: blocked across a fork.
 BLOCKED_ACROSS_FORK = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
-_BATCH = 5_000  # objects between two looks for a command: a millisecond or two
+_BATCH = 1_000  # objects between two looks for a command: a fraction of a millisecond
 SETTLE = "settle"  # the server's word for "no command runs beside you now"
 
 Work = Callable[[socket.socket, dict[str, Any], list[int], list[socket.socket]], NoReturn]
@@ -141,20 +144,29 @@ def _wait(channel: socket.socket, work: Work) -> NoReturn:
     work(conn, request, fds[1:], [])
 
 
+# What the server held when it last took stock: the objects a spare writes to.
+_stock: list[object] = []
+
+
+def take_stock() -> None:
+    """In the server, once what it holds has changed (started, imports learned, a folder
+    read ahead): freeze it, shared with the workers and never scanned by the collector,
+    and list it for the spares forked from now on."""
+    global _stock
+    _stock = []  # not listed itself, nor keeping alive what the server has let go
+    gc.unfreeze()
+    _stock = gc.get_objects()
+    gc.freeze()
+
+
 def _own_pages(channel: socket.socket) -> bool:
-    """Write to every object the server loaded (a reference taken and dropped), so the
+    """Write to every object the server listed (a reference taken and dropped), so the
     pages the spare shares with the server become its own before a command needs them;
     stopped as soon as a word from the server arrives (a command then waits at most one
     batch). Whether every object was written."""
-    gc.unfreeze()
-    objects = gc.get_objects()
-    gc.freeze()
-    try:
-        for start in range(0, len(objects), _BATCH):
-            if select.select([channel], [], [], 0)[0]:
-                return False
-            for obj in objects[start:start + _BATCH]:
-                sys.getrefcount(obj)
-    finally:
-        del objects
+    for start in range(0, len(_stock), _BATCH):
+        if select.select([channel], [], [], 0)[0]:
+            return False
+        for obj in _stock[start:start + _BATCH]:
+            sys.getrefcount(obj)
     return True

@@ -329,6 +329,30 @@ def test_a_command_runs_in_the_worker_forked_ahead_of_it(server: Path, tmp_path:
         "the body\n")
 
 
+def _dirty_kb(pid: int) -> tuple[int, int]:
+    """The pages ``pid`` has written to: (its own, those it still shares), in kB."""
+    found = {}
+    with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as fh:
+        for row in fh:
+            key, _, value = row.partition(":")
+            if key in ("Private_Dirty", "Shared_Dirty"):
+                found[key] = int(value.split()[0])
+    return found["Private_Dirty"], found["Shared_Dirty"]
+
+
+def test_a_waiting_spare_makes_the_servers_pages_its_own(server: Path) -> None:
+    """A spare with no command writes to every object the server listed, so the pages
+    it shared with the server are copies of its own before a command touches them
+    (spare.py); one that did not would still share nearly all of them."""
+    spare = int(server_status(server)["spare"])  # type: ignore[call-overload]
+
+    def owned() -> bool:
+        own, shared = _dirty_kb(spare)
+        return own >= 0.4 * (own + shared)
+
+    wait_for(owned, 20)
+
+
 def test_a_spare_that_dies_is_replaced_and_a_stopped_server_leaves_none(sock: Path) -> None:
     assert run_atlas("server", "start", "--socket", str(sock), process=True).returncode == 0
     first = int(server_status(sock)["spare"])  # type: ignore[call-overload]
