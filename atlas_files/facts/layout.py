@@ -123,7 +123,9 @@ def is_entry_file(filename: str) -> bool:
 # listing in generation order for any lease a person will meet; the number is parsed as an
 # integer, so g100000000 still reads correctly.
 GENERATION_DIGITS = 8
-_GENERATION_FILE = r"g([0-9]{8,})\.json"
+# Compiled here, not at its first use: a command handed to the command server reads leases
+# in a worker whose server never did, and would compile it each time.
+_GENERATION_FILE = re.compile(r"g([0-9]{8,})\.json")
 # What lies in a lease's folder as a generation would, with too few digits (made by hand).
 _GENERATION_LIKE = r"g([0-9]{1,7})\.json"
 
@@ -134,7 +136,7 @@ def generation_filename(generation: int) -> str:
 
 def generation_number(filename: str) -> int | None:
     """The generation a lease folder's file is, None for a file that is none."""
-    m = re.fullmatch(_GENERATION_FILE, filename)
+    m = _GENERATION_FILE.fullmatch(filename)
     return None if m is None else int(m.group(1))
 
 

@@ -129,6 +129,14 @@ def describe(st: TaskState) -> str:
     return _AHEAD[key] if _AHEAD_STATE.get(key) is st else _describe(st)
 
 
+def describe_all(states: Iterable[TaskState]) -> str:
+    """The lines of ``states``, one per line: ``describe`` of each, without a call each
+    (a queue can be thousands of lines)."""
+    lines, made = _AHEAD, _AHEAD_STATE.get
+    return "\n".join([lines[key] if made(key := id(st)) is st else _describe(st)
+                      for st in states])
+
+
 def _describe(st: TaskState) -> str:
     head = f"{st.id}  {st.state:<8} {line(st.task.title)}"
     if st.state == "claimed":
@@ -149,7 +157,7 @@ def show_list(found: api.TaskList, ready: bool, as_json: bool) -> None:
     elif not found.tasks:
         output.echo("no tasks" + (" ready" if ready else ""))
     else:  # one write: a queue can be thousands of lines
-        output.echo("\n".join(describe(st) for st in found.tasks))
+        output.echo(describe_all(found.tasks))
 
 
 def report(st: TaskState | None, as_json: bool, json_doc: object) -> None:

@@ -26,7 +26,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
@@ -222,7 +222,30 @@ class Board(NamedTuple):
     unreadable: tuple[Unreadable, ...]
     stamp: tuple[int, ...] | None = None
     # Each task's state while nobody has ever claimed it, worked out ahead (``snapshot``).
-    unclaimed: dict[str, TaskState] | None = None
+    ahead: Ahead | None = None
+
+
+class Ahead(NamedTuple):
+    """A board's states while unclaimed, worked out ahead: in the board's order, and each
+    task's place in it. A reader of the whole board copies the list and works out anew
+    only the tasks with a lease, never walking ten thousand ids (each a page the command
+    server's worker would have to copy, server/spare.py)."""
+
+    states: list[TaskState]
+    place: dict[str, int]
+
+    def of(self, task_id: str) -> TaskState:
+        return self.states[self.place[task_id]]
+
+
+class _Open:
+    """The ids among ``tasks`` that have no ending in ``endings``, as a membership test."""
+
+    def __init__(self, tasks: Container[str], endings: Container[str]) -> None:
+        self.tasks, self.endings = tasks, endings
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self.tasks and task_id not in self.endings
 
 
 # A file or folder changed less than this long ago is read again every time, since a
@@ -513,29 +536,29 @@ class _TaskReader(_EntryReader[Task]):
                            tuple(row[8]), tuple(row[9]), path, row[10]))
 
 
-def _claims(record: Record, ids: Iterable[str], at: datetime) -> dict[str, Lease]:
-    """The lease of each task among ``ids`` that was ever claimed (one listing of leases/
-    tells which were); a damaged lease reads as ``damaged``."""
+def _claims(record: Record, wanted: Container[str], at: datetime) -> dict[str, Lease]:
+    """The lease of each task ``wanted`` holds that was ever claimed (one listing of
+    leases/ tells which were); a damaged lease reads as ``damaged``."""
     try:
-        have = set(os.listdir(record.leases_dir))
+        have = os.listdir(record.leases_dir)
     except (FileNotFoundError, NotADirectoryError):
         return {}
     out = {}
     config = record.config
+    read_at = timeutil.format_time(at)
+    leases_dir = str(record.leases_dir)
     # From the side of the leases: a queue has far more tasks than claims.
-    wanted = set(ids)
     start = len(layout.TASK_LEASE_PREFIX)
     for resource in have:
         task_id = resource[start:]
         if not resource.startswith(layout.TASK_LEASE_PREFIX) or task_id not in wanted:
             continue
-        where = record.leases_dir / resource
         try:
-            gen = store.newest(where, resource)
+            gen = store.newest(os.path.join(leases_dir, resource), resource)
         except DamagedFile as exc:
             out[task_id] = damaged_lease(resource, 0, exc.message, at)
             continue
-        out[task_id] = lease_state(resource, gen, at, config.clock_tolerance_s,
+        out[task_id] = lease_state(resource, gen, at, config.clock_tolerance_s, read_at,
                                    cap_s=config.lease_cap_s)
     return out
 
@@ -580,16 +603,22 @@ def state_of(task: Task, ending: Ending | None, claim: Lease | None,
 
 def states(record: Record, board: Board, ids: Iterable[str] | None = None) -> list[TaskState]:
     """The state of each task of ``board`` (or of ``ids``), oldest first."""
-    chosen = list(board.tasks) if ids is None else list(ids)
     at = timeutil.now()
-    open_ids = [i for i in chosen if i not in board.endings]
-    claims = _claims(record, open_ids, at)
-    ahead = board.unclaimed
+    ahead = board.ahead
     if ahead is not None:  # worked out ahead: only a task with a lease is worked out now
-        fresh = [i for i in claims if i in board.tasks]
-        now = dict(zip(fresh, _states_now(board, fresh, claims), strict=True))
-        return [now[i] if i in now else ahead[i] for i in chosen]
-    return _states_now(board, chosen, claims)
+        if ids is None:
+            claims = _claims(record, _Open(board.tasks, board.endings), at)
+            found = list(ahead.states)
+            for i, st in zip(claims, _states_now(board, list(claims), claims), strict=True):
+                found[ahead.place[i]] = st
+            return found
+        chosen = list(ids)
+        claims = _claims(record, {i for i in chosen if i not in board.endings}, at)
+        now = dict(zip(claims, _states_now(board, list(claims), claims), strict=True))
+        return [now[i] if i in now else ahead.of(i) for i in chosen]
+    chosen = list(board.tasks) if ids is None else list(ids)
+    return _states_now(board, chosen, _claims(
+        record, {i for i in chosen if i not in board.endings}, at))
 
 
 def _states_now(board: Board, chosen: list[str], claims: dict[str, Lease]) -> list[TaskState]:
@@ -613,8 +642,10 @@ def snapshot(record: Record, project: str) -> dict[str, Any]:
         board = read_board(record, project, full=full)
         board = board._replace(tasks=_one_copy(pool, board.tasks),
                                endings=_one_copy(pool, board.endings))
-        boards[full] = board._replace(unclaimed=_one_copy(pool, dict(zip(
-            board.tasks, _states_now(board, list(board.tasks), {}), strict=True))))
+        unclaimed = _one_copy(pool, dict(zip(
+            board.tasks, _states_now(board, list(board.tasks), {}), strict=True)))
+        boards[full] = board._replace(ahead=Ahead(
+            list(unclaimed.values()), {i: n for n, i in enumerate(unclaimed)}))
     every = boards[True]
     endings = _one_copy(pool, _name_endings(names))
     return {"folder": str(where), "names": names, "boards": boards, "endings": endings,
@@ -809,8 +840,8 @@ def next_task(record: Record, project: str, *, holder: str | None, duration_s: f
     else:
         endings = _name_endings(names)
         open_ids = [i for i in names.tasks if i not in endings]
-    claims = _claims(record, open_ids, timeutil.now())
     board = Board(project, {}, endings, (), names.stamp)
+    claims = _claims(record, _Open(names.tasks, endings), timeutil.now())
     read = _TaskReader(where, "open", project)
     try:
         for task_id in open_ids:

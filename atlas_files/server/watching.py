@@ -88,7 +88,7 @@ def _tasks(root: str, project: str) -> Reading:
             # Written through its other name, a task file changes with no event here.
             raise watched.Unkeepable("a task file has another name elsewhere")
         task_lines.describe_ahead(values["folder"], [
-            st for board in values["boards"].values() for st in board.unclaimed.values()])
+            st for board in values["boards"].values() for st in board.ahead.states])
         return values
 
     return Reading(tasks.folder(record, project), read)

@@ -59,6 +59,10 @@ def _check_depth(value: Any) -> None:
             stack.extend((v, depth + 1) for v in item)
 
 
+# One decoder for every file: json.loads with these options would build one per call.
+_DECODER = json.JSONDecoder(parse_float=_finite, parse_constant=_constant)
+
+
 def loads(data: bytes | str) -> Any:
     """The JSON value in ``data``; JSONDamage if it is not UTF-8 JSON of sane shape."""
     if isinstance(data, bytes):
@@ -67,7 +71,7 @@ def loads(data: bytes | str) -> Any:
         except UnicodeDecodeError as exc:
             raise JSONDamage(f"it is not UTF-8 text (byte {exc.start})") from None
     try:
-        value = json.loads(data, parse_float=_finite, parse_constant=_constant)
+        value = _DECODER.decode(data)
     except JSONDamage:
         raise
     except RecursionError:
