@@ -26,7 +26,7 @@ import json
 import os
 import stat
 import time
-from collections.abc import Container, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, NamedTuple, TypeVar
@@ -236,6 +236,10 @@ class Ahead(NamedTuple):
 
     def of(self, task_id: str) -> TaskState:
         return self.states[self.place[task_id]]
+
+    def get(self, task_id: str) -> TaskState | None:
+        at = self.place.get(task_id)
+        return None if at is None else self.states[at]
 
 
 class _Open:
@@ -637,27 +641,30 @@ def snapshot(record: Record, project: str) -> dict[str, Any]:
     # Both boards and the endings named by the folder hold one object for each task, ending
     # and state that reads the same in both, not one each: a server keeps a third fewer
     # objects, and every spare it forks writes to a third fewer (server/spare.py).
-    pool: dict[Any, Any] = {}
+    every: Board | None = None
     for full in (True, False):
         board = read_board(record, project, full=full)
-        board = board._replace(tasks=_one_copy(pool, board.tasks),
-                               endings=_one_copy(pool, board.endings))
-        unclaimed = _one_copy(pool, dict(zip(
-            board.tasks, _states_now(board, list(board.tasks), {}), strict=True)))
+        if every is not None:
+            board = board._replace(tasks=_one_copy(every.tasks.get, board.tasks),
+                                   endings=_one_copy(every.endings.get, board.endings))
+        unclaimed = dict(zip(board.tasks, _states_now(board, list(board.tasks), {}),
+                             strict=True))
+        if every is not None and every.ahead is not None:
+            unclaimed = _one_copy(every.ahead.get, unclaimed)
         boards[full] = board._replace(ahead=Ahead(
             list(unclaimed.values()), {i: n for n, i in enumerate(unclaimed)}))
+        every = every or boards[full]
     every = boards[True]
-    endings = _one_copy(pool, _name_endings(names))
+    endings = _one_copy(boards[False].endings.get, _name_endings(names))
     return {"folder": str(where), "names": names, "boards": boards, "endings": endings,
             "open_ids": [i for i in names.tasks if i not in endings],
             "open": {names.tasks[i]: t for i, t in every.tasks.items() if i not in every.endings},
             "ended": {names.tasks[i]: t for i, t in every.tasks.items() if i in every.endings}}
 
 
-def _one_copy(pool: dict[Any, Any], values: dict[str, _T]) -> dict[str, _T]:
-    """``values`` with each value the one equal to it already in ``pool`` (by type too:
-    named tuples of two kinds with equal fields compare equal)."""
-    return {key: pool.setdefault((type(value), value), value)
+def _one_copy(kept: Callable[[str], _T | None], values: dict[str, _T]) -> dict[str, _T]:
+    """``values``, each one equal to what ``kept`` gives for its key being that itself."""
+    return {key: found if (found := kept(key)) == value else value
             for key, value in values.items()}
 
 
