@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import importlib
 import os
+import select
 import selectors
 import signal
 import socket
@@ -217,6 +218,8 @@ class Server:
             _preload()
             self.learner = preload.Learner()
             self.watching = watching.start()
+            if self.watching is not None:
+                self.watching.stop_for(lambda: bool(select.select([listener], [], [], 0)[0]))
             self.stamp = CodeStamp()
             spare.take_stock()
             self._loop(listener)
@@ -427,7 +430,7 @@ class Server:
                 "atlas": __version__, "python": sys.executable,
                 "learned": len(self.learner.learned),
                 **(self.watching.status() if self.watching is not None
-                   else {"kept": [], "read_ahead": 0})}
+                   else {"kept": [], "read_ahead": 0, "read_ahead_stopped": 0})}
 
     def _fork(self, conn: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
         ready = self._take_spare()

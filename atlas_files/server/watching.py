@@ -19,6 +19,14 @@ written through that name, the file changes with no event for its folder. Writes
 a memory mapping raise no event either; atlas never writes a record's files that way. At
 most ``MAX_KEPT`` readings and ``MAX_WATCHES`` watched folders are kept; the reading not
 asked for longest goes first.
+
+A reading never keeps a command waiting: a whole queue of ten thousand tasks takes the
+server a fifth of a second to read, longer than the command would take reading it itself.
+While the server reads, a timer asks every ``LOOK_S`` whether a command waits
+(``stop_for``), and if one does, the reading stops where it is (``Interrupted``, raised at
+the server's next instruction), the command is handed over at once (its worker reads the
+slow way), and the reading starts again the next time the server is idle. A reading of a
+few changed folders (``FEW``) is not stopped: it takes less than the command would.
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ import contextlib
 import errno
 import mmap
 import os
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,6 +56,7 @@ MAX_KEPT = 32
 FEW = 16  # changed folders of a kept copy read again before the next command starts
 STRIKES = 3  # readings in a row found unkeepable before one is never tried again
 MAX_WATCHES = 100_000
+LOOK_S = 0.002  # how often a reading looks for a command waiting
 _MAX_LINE = 4000  # shorter than PIPE_BUF: a told line is never interleaved with another
 # Everything that changes a folder's names or a file's bytes or attributes in it, and the
 # folder itself going away.
@@ -60,6 +70,11 @@ LOCAL = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "exf
                    "reiserfs", "overlay"})
 
 Values = dict[str, Any]
+
+
+class Interrupted(BaseException):
+    """A command arrived while the server read a folder ahead: the reading stops here.
+    Not an Exception, so that no reader's own ``except`` takes it for a failure."""
 
 
 class Reading(NamedTuple):
@@ -192,6 +207,7 @@ class Watching:
         self.drained = mmap.mmap(-1, 8)
         self.count = 0
         self.reads = 0  # readings made: the first of each, and each after a change
+        self.stopped = 0  # readings stopped for a command
         self.kept: dict[str, _Kept] = {}  # real path -> reading, least recently asked first
         self.by_watch: dict[int, set[str]] = {}  # watch -> the keys of the readings on it
         self.since_spare: set[str] | None = set()
@@ -202,7 +218,33 @@ class Watching:
         os.set_blocking(writer, False)
         _writer = writer
         self._asked: dict[tuple[str, ...], None] = {}
+        self._reading = False
+        self._waits: Callable[[], bool] | None = None
         watched.serve(self.queue.fileno(), self.drained)
+
+    def stop_for(self, waits: Callable[[], bool]) -> None:
+        """In the server: stop any reading ahead as soon as ``waits()`` says a command
+        waits (asked every LOOK_S while one reads). Takes SIGALRM for the server."""
+        self._waits = waits
+        signal.signal(signal.SIGALRM, self._look)
+
+    def _look(self, signum: int, frame: object) -> None:
+        if self._reading and self._waits is not None and self._waits():
+            self._reading = False  # raised once; from here on a tick does nothing
+            raise Interrupted
+
+    @contextlib.contextmanager
+    def _stoppable(self) -> Iterator[None]:
+        if self._waits is None:  # not told how to look: nothing to stop for
+            yield
+            return
+        self._reading = True
+        signal.setitimer(signal.ITIMER_REAL, LOOK_S, LOOK_S)
+        try:
+            yield
+        finally:
+            self._reading = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def drain(self) -> None:
         """Take every event off the queue, dropping what was kept of its folders."""
@@ -263,12 +305,20 @@ class Watching:
             few = kept.changed is not None and kept.values is not None and \
                 kept.primary not in kept.changed and len(kept.changed) <= FEW
             if not watched.holds(kept.key) and (few or not busy()):
-                news |= self._read(kept)
+                try:
+                    news |= self._read(kept, stoppable=not few)
+                except Interrupted:
+                    self.stopped += 1
+                    return news
         while self._asked and not busy():
             what = next(iter(self._asked))
             del self._asked[what]
             if what not in self.refused:
-                news |= self._keep(what)
+                try:
+                    news |= self._keep(what)
+                except Interrupted:
+                    self.stopped += 1
+                    return news
         return news
 
     def _keep(self, what: tuple[str, ...]) -> bool:
@@ -291,9 +341,9 @@ class Watching:
             self._forget(next(iter(self.kept)))
         return news
 
-    def _read(self, kept: _Kept) -> bool:
+    def _read(self, kept: _Kept, stoppable: bool = True) -> bool:
         """Read ``kept`` again, each folder watched before it is read; whether it could be
-        kept."""
+        kept. Interrupted (``stoppable``: a command arrived) leaves it to be read again."""
         old, changed = kept.values, kept.changed
         if old is None:
             changed = None
@@ -307,7 +357,8 @@ class Watching:
                     self._watch(kept, member)
                 if changed is not None:
                     changed |= set(new)
-            values = kept.reading.read(old if changed is not None else None, changed)
+            with self._stoppable() if stoppable else contextlib.nullcontext():
+                values = kept.reading.read(old if changed is not None else None, changed)
             self.reads += 1
             after = os.stat(kept.key)
             if (before.st_dev, before.st_ino) != (after.st_dev, after.st_ino):
@@ -329,6 +380,10 @@ class Watching:
         except (AtlasError, ValueError, TypeError, KeyError):
             self._forget(kept.key)  # asked again by the next command that reads it
             return False
+        except Interrupted:
+            signal.setitimer(signal.ITIMER_REAL, 0)  # in case it came before the timer stopped
+            kept.values, kept.changed = old, changed  # what changed is read next time
+            raise
         kept.values = values
         self.strikes.pop(kept.what, None)
         watched.keep(kept.key, (after.st_dev, after.st_ino), values)
@@ -362,4 +417,5 @@ class Watching:
                 self._asked[what] = None
 
     def status(self) -> dict[str, Any]:
-        return {"kept": watched.held(), "read_ahead": self.reads}
+        return {"kept": watched.held(), "read_ahead": self.reads,
+                "read_ahead_stopped": self.stopped}

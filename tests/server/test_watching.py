@@ -13,8 +13,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,8 +25,10 @@ from hypothesis import strategies as st
 from support.cmdserver import server_status, through, wait_for
 from support.runner import Result, run_atlas
 
+from atlas_files.facts import timeutil
 from atlas_files.protocol import tasks
 from atlas_files.server import wire
+from atlas_files.storage import entries, frontmatter
 from atlas_files.storage.record import Record
 
 pytestmark = pytest.mark.skipif(not wire.supported(), reason="the server needs Linux")
@@ -81,6 +86,48 @@ def test_a_kept_queue_is_what_served_commands_use_until_it_changes(
     listed = _same(server, root, "task", "ls")
     assert "a late step" in listed.stdout
     wait_for(lambda: _status(server)[1] > reads)  # read ahead again
+
+
+def _long_queue(root: Path, count: int) -> Path:
+    """A queue of ``count`` tasks written as `atlas task add` writes them, without a fsync
+    each (thousands in a second), dated an hour back as a queue's tasks mostly are."""
+    record = Record.init(root, ["web"])
+    folder = tasks.folder(record, "web")
+    folder.mkdir()
+    start = time.time() - 3600
+    for i in range(count):
+        at = datetime.fromtimestamp(start + i / 1000, UTC)
+        meta: dict[str, Any] = {"id": tasks.new_id(at), "kind": "task",
+                                "at": timeutil.format_time(at), "author": "ann",
+                                "project": "web", "title": f"step {i}", "why": None}
+        meta["digest"] = entries.digest_of_entry(meta, b"")
+        (folder / f"{meta['id']}.md").write_bytes(frontmatter.render(meta, b""))
+    for path in [*folder.iterdir(), folder]:
+        os.utime(path, (start, start))
+    return folder
+
+
+def test_a_command_never_waits_for_a_queue_read_ahead(server: Path, tmp_path: Path) -> None:
+    """A queue of thousands takes the server a good part of a second to read again after a
+    change; a command arriving meanwhile stops that reading and runs at once, reading the
+    queue itself, and answers as it would without the server. The server reads the queue
+    once idle again."""
+    root = tmp_path / "rec"
+    _long_queue(root, 8000)
+    reads = _kept_now(server, root)
+    for attempt in range(3):  # a machine fast enough to read 8,000 tasks before a command
+        run_atlas("--record", str(root), "--as", "cy", "task", "add", f"late {attempt}")
+        listed = _same(server, root, "task", "ls", "--ready", "--json")
+        assert f"late {attempt}" in listed.stdout
+        if int(str(server_status(server)["read_ahead_stopped"])) > 0:
+            break
+    assert int(str(server_status(server)["read_ahead_stopped"])) > 0
+    wait_for(lambda: _status(server)[1] > reads)  # read again once idle
+    kept = _status(server)[1]
+    taken = through(server, "--record", str(root), "--as", "bob", "task", "next", "--for", "1h")
+    assert taken.returncode == 0 and "step 0" in taken.stdout, taken.stderr
+    _same(server, root, "task", "ls", "--ready", "--json")  # without the claimed one
+    assert _status(server)[1] == kept  # a claim changes no task file: the copy stays
 
 
 def _add(root: Path, folder: Path) -> None:
