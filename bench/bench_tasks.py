@@ -8,6 +8,10 @@
    claim one task; every claim generation of every task's lease is counted. Target: 0.
 3. The session-start briefing (`atlas begin`) with 50 ready tasks: its characters.
    Target: < 8,000.
+4. An agent's loop on 10,000 tasks: `task done` of the task it held, then at once `task
+   next`, through the command server and without it. The server reads the changed queue
+   again while idle; the `next` that arrives meanwhile must not wait for that reading.
+   Target: served no slower than unserved.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import atlas_argv, best_of, clean_env, command_server, interleaved_cpu
+from _common import (
+    atlas_argv,
+    best_of,
+    clean_env,
+    command_server,
+    interleaved_cpu,
+    time_command_cpu,
+)
 
 from atlas_files.facts import layout, timeutil
 from atlas_files.protocol import tasks
@@ -99,6 +111,34 @@ def speed(root: Path, n: int, done_every: int, rounds: int, targets: tuple[float
             f"CPU {'OK' if cpu / floor_cpu <= target else 'MISSED'}"
         print(f"  {name:<28} {wall * 1000:7.1f} ms x{wall / floor:5.2f} of click+yaml   "
               f"CPU {cpu * 1000:6.1f} ms x{cpu / floor_cpu:5.2f}{verdict}")
+
+
+def done_then_next(root: Path, rounds: int) -> None:
+    record = seed(root / "loop", 10_000, 2)
+    env = clean_env() | {"ATLAS_RECORD": str(record.root), "ATLAS_AS": "bench"}
+    times: dict[str, list[float]] = {"click+yaml": [], "served": [], "unserved": []}
+    with command_server(env) as served:
+        sock = served["ATLAS_SERVER"]
+        for _ in range(rounds):
+            for how in ("served", "unserved"):
+                prefix = ["env", f"ATLAS_SERVER={sock}"] if how == "served" else []
+                taken = subprocess.run([*prefix, *atlas_argv(), "task", "next", "--for", "1h",
+                                        "--json"], env=env, capture_output=True, text=True,
+                                       check=True)
+                time.sleep(1)  # the server has read the queue ahead again by now
+                subprocess.run([*prefix, *atlas_argv(), "task", "done",
+                                json.loads(taken.stdout)["task"]["id"]], env=env,
+                               stdout=subprocess.DEVNULL, check=True)
+                times[how].append(time_command_cpu(
+                    [*prefix, *atlas_argv(), "task", "next", "--for", "1h"], env)[0])
+            times["click+yaml"].append(time_command_cpu(
+                [sys.executable, "-c", "import click, yaml"], env)[0])
+    floor, plain, fast = (statistics.median(times[k]) for k in ("click+yaml", "unserved",
+                                                               "served"))
+    print(f"`task next` right after `task done`, 10,000 tasks, median of {rounds}: served "
+          f"{fast * 1000:.1f} ms (x{fast / floor:.2f} of click+yaml), unserved "
+          f"{plain * 1000:.1f} ms (x{plain / floor:.2f}): served/unserved {fast / plain:.2f} "
+          f"(target <= 1.0: {'OK' if fast <= plain else 'MISSED'})")
 
 
 def _timed(fn: Any) -> float:
@@ -177,6 +217,7 @@ def main() -> None:
         speed(root, 10_000, 2, args.rounds, (2.0, 0.6))
         races(root, args.racers)
         briefing(root)
+        done_then_next(root, max(5, args.rounds // 2))
 
 
 if __name__ == "__main__":

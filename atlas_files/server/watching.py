@@ -20,13 +20,15 @@ a memory mapping raise no event either; atlas never writes a record's files that
 most ``MAX_KEPT`` readings and ``MAX_WATCHES`` watched folders are kept; the reading not
 asked for longest goes first.
 
-A reading never keeps a command waiting: a whole queue of ten thousand tasks takes the
+A reading seldom keeps a command waiting: a whole queue of ten thousand tasks takes the
 server a fifth of a second to read, longer than the command would take reading it itself.
 While the server reads, a timer asks every ``LOOK_S`` whether a command waits
 (``stop_for``), and if one does, the reading stops where it is (``Interrupted``, raised at
 the server's next instruction), the command is handed over at once (its worker reads the
-slow way), and the reading starts again the next time the server is idle. A reading of a
-few changed folders (``FEW``) is not stopped: it takes less than the command would.
+slow way), and the reading starts again the next time the server is idle. A reading
+stopped ``PATIENCE`` times in a row is let finish the next time, so that commands coming
+just faster than it reads still get a copy, once; a reading of a few changed folders
+(``FEW``) is never stopped: it takes less than the command would.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ FEW = 16  # changed folders of a kept copy read again before the next command st
 STRIKES = 3  # readings in a row found unkeepable before one is never tried again
 MAX_WATCHES = 100_000
 LOOK_S = 0.002  # how often a reading looks for a command waiting
+PATIENCE = 2  # readings of one copy stopped in a row before the next is let finish
 _MAX_LINE = 4000  # shorter than PIPE_BUF: a told line is never interleaved with another
 # Everything that changes a folder's names or a file's bytes or attributes in it, and the
 # folder itself going away.
@@ -196,6 +199,7 @@ class _Kept:
         self.folders: set[str] = set()
         self.values: Values | None = None
         self.changed: set[str] | None = None
+        self.stops = 0  # readings of it stopped for a command since it was last read
 
 
 class Watching:
@@ -357,6 +361,7 @@ class Watching:
                     self._watch(kept, member)
                 if changed is not None:
                     changed |= set(new)
+            stoppable = stoppable and kept.stops < PATIENCE
             with self._stoppable() if stoppable else contextlib.nullcontext():
                 values = kept.reading.read(old if changed is not None else None, changed)
             self.reads += 1
@@ -383,8 +388,9 @@ class Watching:
         except Interrupted:
             signal.setitimer(signal.ITIMER_REAL, 0)  # in case it came before the timer stopped
             kept.values, kept.changed = old, changed  # what changed is read next time
+            kept.stops += 1
             raise
-        kept.values = values
+        kept.values, kept.stops = values, 0
         self.strikes.pop(kept.what, None)
         watched.keep(kept.key, (after.st_dev, after.st_ino), values)
         return True
