@@ -20,6 +20,7 @@ from atlas_files.facts.text import escape_controls
 from atlas_files.fast import output
 from atlas_files.fast.answer import answer
 from atlas_files.protocol.tasks import TaskState
+from atlas_files.storage import watched
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -118,7 +119,9 @@ def describe_ahead(folder: str, states: Iterable[TaskState]) -> None:
         _AHEAD.pop(old, None)
         _AHEAD_STATE.pop(old, None)
     made = _AHEAD_OF[folder] = []
-    for st in states:
+    for n, st in enumerate(states):
+        if not n % 1000:
+            watched.checkpoint()  # the server's reading ahead may stop between lines
         _AHEAD[id(st)] = _describe(st)
         _AHEAD_STATE[id(st)] = st
         made.append(id(st))

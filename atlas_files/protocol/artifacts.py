@@ -206,6 +206,7 @@ def snapshot(record: Record, project: str, old: dict[str, Any] | None = None,
         {n: old["heads"][n] for n in names if n in old["heads"] and n not in again}
     for name in names:
         if name in again:
+            watched.checkpoint()  # the server's reading ahead may stop between topics
             heads[name] = _known(hints, name)
             latest = heads[name][0]
             if isinstance(latest, int) and latest and os.stat(

@@ -301,7 +301,9 @@ def _names(where: Path) -> _Names:
     task_files: dict[str, str] = {}
     found: list[tuple[str, str, str]] = []
     match = layout.TASK_FILE.fullmatch
-    for name in sorted(os.listdir(where)):
+    for n, name in enumerate(sorted(os.listdir(where))):
+        if not n % 1000:
+            watched.checkpoint()
         m = match(name)
         if m is None:
             continue
@@ -331,9 +333,11 @@ def _name_endings(names: _Names) -> dict[str, Ending]:
                                    "")) for task_id, found in names.endings.items()}
 
 
-def read_board(record: Record, project: str, *, full: bool = True) -> Board:
+def read_board(record: Record, project: str, *, full: bool = True,
+               listed: _Names | None = None) -> Board:
     """The tasks of ``project``; a damaged file is listed as unreadable, never fatal.
-    ``full``: every task and ending; else only what an open task's state needs."""
+    ``full``: every task and ending; else only what an open task's state needs.
+    ``listed``: the folder's names, listed a moment ago by the caller."""
     where = folder(record, project)
     held = watched.kept(where)
     if held is not None and held["folder"] == str(where):
@@ -342,7 +346,7 @@ def read_board(record: Record, project: str, *, full: bool = True) -> Board:
     # A served command: the command server reads it ahead for the next (watching.py).
     watched.want("tasks", os.path.abspath(record.root), project)
     try:
-        names = _names(where)
+        names = listed if listed is not None else _names(where)
     except FileNotFoundError:
         names = _Names({}, {}, None)
     except NotADirectoryError:
@@ -405,6 +409,7 @@ class _CacheFile:
 
     def load(self) -> dict[str, Any] | None:
         """What was saved for this folder by this version of atlas, else None."""
+        watched.checkpoint()
         if self.path is None or not usercache.private(self.folder or ""):
             return None
         try:
@@ -418,6 +423,7 @@ class _CacheFile:
         return raw
 
     def save(self, data: dict[str, Any]) -> None:
+        watched.checkpoint()
         if self.path and self.folder:
             usercache.write_json(self.folder, self.path,
                                  {"atlas": __version__, "folder": self.real, **data})
@@ -455,6 +461,7 @@ class _EntryReader(Generic[_T]):
         raise NotImplementedError
 
     def __call__(self, name: str) -> _T:
+        watched.checkpoint()  # the server's reading ahead may stop before any entry
         if self.held is not None:
             value = self.held.get(name)
             if value is not None:
@@ -643,12 +650,16 @@ def snapshot(record: Record, project: str) -> dict[str, Any]:
     # objects, and every spare it forks writes to a third fewer (server/spare.py).
     every: Board | None = None
     for full in (True, False):
-        board = read_board(record, project, full=full)
+        board = read_board(record, project, full=full, listed=names)
         if every is not None:
             board = board._replace(tasks=_one_copy(every.tasks.get, board.tasks),
                                    endings=_one_copy(every.endings.get, board.endings))
-        unclaimed = dict(zip(board.tasks, _states_now(board, list(board.tasks), {}),
-                             strict=True))
+        ids = list(board.tasks)
+        worked_out: list[TaskState] = []
+        for start in range(0, len(ids), 1000):
+            watched.checkpoint()
+            worked_out += _states_now(board, ids[start:start + 1000], {})
+        unclaimed = dict(zip(ids, worked_out, strict=True))
         if every is not None and every.ahead is not None:
             unclaimed = _one_copy(every.ahead.get, unclaimed)
         boards[full] = board._replace(ahead=Ahead(

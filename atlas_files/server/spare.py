@@ -121,7 +121,7 @@ def fork(inherited: list[socket.socket], work: Work) -> Spare:
 def _wait(channel: socket.socket, work: Work) -> NoReturn:
     # The server's handlers and wakeup descriptor are not the spare's.
     signal.set_wakeup_fd(-1)
-    for signum in (*BLOCKED_ACROSS_FORK, signal.SIGALRM):
+    for signum in BLOCKED_ACROSS_FORK:
         signal.signal(signum, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, BLOCKED_ACROSS_FORK)
     owned = False

@@ -22,13 +22,13 @@ asked for longest goes first.
 
 A reading seldom keeps a command waiting: a whole queue of ten thousand tasks takes the
 server a fifth of a second to read, longer than the command would take reading it itself.
-While the server reads, a timer asks every ``LOOK_S`` whether a command waits
-(``stop_for``), and if one does, the reading stops where it is (``Interrupted``, raised at
-the server's next instruction), the command is handed over at once (its worker reads the
-slow way), and the reading starts again the next time the server is idle. A reading
-stopped ``PATIENCE`` times in a row is let finish the next time, so that commands coming
-just faster than it reads still get a copy, once; a reading of a few changed folders
-(``FEW``) is never stopped: it takes less than the command would.
+While the server reads, the readers' checkpoints (storage/watched.py) look every few
+milliseconds for a command waiting (``stop_for``); if one waits, the reading stops there
+(``watched.Stopped``), the command is handed over at once (its worker reads the slow way),
+and the reading starts again the next time the server is idle. A reading stopped
+``PATIENCE`` times in a row is let finish the next time, so that commands coming just
+faster than it reads still get a copy, once; a reading of a few changed folders (``FEW``)
+is never stopped: it takes less than the command would.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import contextlib
 import errno
 import mmap
 import os
-import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -58,7 +57,6 @@ MAX_KEPT = 32
 FEW = 16  # changed folders of a kept copy read again before the next command starts
 STRIKES = 3  # readings in a row found unkeepable before one is never tried again
 MAX_WATCHES = 100_000
-LOOK_S = 0.002  # how often a reading looks for a command waiting
 PATIENCE = 2  # readings of one copy stopped in a row before the next is let finish
 _MAX_LINE = 4000  # shorter than PIPE_BUF: a told line is never interleaved with another
 # Everything that changes a folder's names or a file's bytes or attributes in it, and the
@@ -73,11 +71,6 @@ LOCAL = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "tmpfs", "f2fs", "exf
                    "reiserfs", "overlay"})
 
 Values = dict[str, Any]
-
-
-class Interrupted(BaseException):
-    """A command arrived while the server read a folder ahead: the reading stops here.
-    Not an Exception, so that no reader's own ``except`` takes it for a failure."""
 
 
 class Reading(NamedTuple):
@@ -222,33 +215,20 @@ class Watching:
         os.set_blocking(writer, False)
         _writer = writer
         self._asked: dict[tuple[str, ...], None] = {}
-        self._reading = False
         self._waits: Callable[[], bool] | None = None
         watched.serve(self.queue.fileno(), self.drained)
 
     def stop_for(self, waits: Callable[[], bool]) -> None:
-        """In the server: stop any reading ahead as soon as ``waits()`` says a command
-        waits (asked every LOOK_S while one reads). Takes SIGALRM for the server."""
+        """Stop any reading ahead as soon as ``waits()`` says a command waits."""
         self._waits = waits
-        signal.signal(signal.SIGALRM, self._look)
-
-    def _look(self, signum: int, frame: object) -> None:
-        if self._reading and self._waits is not None and self._waits():
-            self._reading = False  # raised once; from here on a tick does nothing
-            raise Interrupted
 
     @contextlib.contextmanager
     def _stoppable(self) -> Iterator[None]:
-        if self._waits is None:  # not told how to look: nothing to stop for
-            yield
-            return
-        self._reading = True
-        signal.setitimer(signal.ITIMER_REAL, LOOK_S, LOOK_S)
+        watched.stop_reading_when(self._waits)
         try:
             yield
         finally:
-            self._reading = False
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            watched.stop_reading_when(None)
 
     def drain(self) -> None:
         """Take every event off the queue, dropping what was kept of its folders."""
@@ -311,7 +291,7 @@ class Watching:
             if not watched.holds(kept.key) and (few or not busy()):
                 try:
                     news |= self._read(kept, stoppable=not few)
-                except Interrupted:
+                except watched.Stopped:
                     self.stopped += 1
                     return news
         while self._asked and not busy():
@@ -320,7 +300,7 @@ class Watching:
             if what not in self.refused:
                 try:
                     news |= self._keep(what)
-                except Interrupted:
+                except watched.Stopped:
                     self.stopped += 1
                     return news
         return news
@@ -347,7 +327,7 @@ class Watching:
 
     def _read(self, kept: _Kept, stoppable: bool = True) -> bool:
         """Read ``kept`` again, each folder watched before it is read; whether it could be
-        kept. Interrupted (``stoppable``: a command arrived) leaves it to be read again."""
+        kept. Stopped (``stoppable``: a command arrived) leaves it to be read again."""
         old, changed = kept.values, kept.changed
         if old is None:
             changed = None
@@ -385,8 +365,7 @@ class Watching:
         except (AtlasError, ValueError, TypeError, KeyError):
             self._forget(kept.key)  # asked again by the next command that reads it
             return False
-        except Interrupted:
-            signal.setitimer(signal.ITIMER_REAL, 0)  # in case it came before the timer stopped
+        except watched.Stopped:
             kept.values, kept.changed = old, changed  # what changed is read next time
             kept.stops += 1
             raise

@@ -36,8 +36,7 @@ def work(conn: socket.socket, request: dict[str, Any], fds: list[int],
     try:
         for other in inherited:
             other.close()
-        # The server's own (SIGALRM: its reading ahead, watching.py) are not the command's.
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGALRM):
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.set_wakeup_fd(-1)

@@ -15,6 +15,11 @@ queue. A worker inherits what the server read, and its readers take it as read o
 
 In every other case, and in every process that is not a served worker, ``kept`` says
 None and readers read the folder as they always do: what is kept only ever saves time.
+
+The server's own reading of a folder stops for a command that arrives meanwhile
+(``Stopped``), at the points the readers mark with ``checkpoint``: between two steps, each
+of which leaves the reader's caches and files whole. Anywhere but in that reading a
+checkpoint does nothing.
 The server watches folders on local file systems only, whose every change passes through
 this machine's kernel; what a volume shared with other machines would not report is never
 kept (server/watching.py says which kinds count as local).
@@ -24,17 +29,42 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from typing import Any
 
 # Not typing's TYPE_CHECKING: this module is imported by commands that import no typing.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import mmap
+    from collections.abc import Callable
 
 
 class Unkeepable(Exception):
     """What was read cannot be kept: a change to it could come without an event for its
     folders (a file with another name elsewhere, say)."""
+
+
+class Stopped(BaseException):
+    """The command server stops its reading here: a command waits. Not an Exception, so
+    that no reader's own ``except`` takes it for a failure."""
+
+
+LOOK_S = 0.002  # how often a reading the server may stop looks for a command waiting
+_waits: Callable[[], bool] | None = None
+_looked = 0.0
+
+
+def checkpoint() -> None:
+    """A point where the command server's reading may stop (``stop_reading_when``), if a
+    command waits; it looks every LOOK_S at most. Anywhere else, nothing."""
+    global _looked
+    if _waits is None:
+        return
+    now = time.monotonic()
+    if now - _looked >= LOOK_S:
+        _looked = now
+        if _waits():
+            raise Stopped
 
 
 # Plain classes, not NamedTuples: every command that reads a queue or the topics imports
@@ -109,6 +139,13 @@ def serve(queue: int, drained: mmap.mmap) -> None:
     """In the server, before any worker is forked: workers may take what is kept."""
     global _serving
     _serving = _Serving(queue, drained)
+
+
+def stop_reading_when(waits: Callable[[], bool] | None) -> None:
+    """In the server, around a reading it may stop: each checkpoint from now on raises
+    Stopped if ``waits()``; None: none does."""
+    global _waits, _looked
+    _waits, _looked = waits, 0.0
 
 
 def keep(where: str, identity: tuple[int, int], values: dict[str, Any]) -> None:

@@ -100,3 +100,30 @@ def test_only_local_file_systems_are_watched(tmp_path: Path) -> None:
              for line in Path("/proc/self/mountinfo").read_text().splitlines()
              if line.split()[2] == f"{os.major(dev)}:{os.minor(dev)}"}
     assert watching.local(str(tmp_path)) == (len(kinds) == 1 and kinds <= watching.LOCAL)
+
+
+def test_a_checkpoint_stops_only_the_servers_own_reading(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Outside the server's reading a checkpoint does nothing; within it, it stops the
+    reading (and only there) once a command waits, and asks at most every LOOK_S."""
+    monkeypatch.setattr(watched, "_waits", None)
+    folder = _queue(tmp_path / "rec")
+    watched.checkpoint()
+    asked: list[bool] = []
+    waiting = False
+
+    def waits() -> bool:
+        asked.append(waiting)
+        return waiting
+
+    monkeypatch.setattr(watched, "LOOK_S", 3600.0)
+    watched.stop_reading_when(waits)
+    watched.checkpoint()
+    watched.checkpoint()
+    assert asked == [False]  # asked once: the second came within LOOK_S
+    monkeypatch.setattr(watched, "LOOK_S", 0.0)
+    waiting = True
+    with pytest.raises(watched.Stopped):
+        tasks.snapshot(Record(folder.parents[2]), "web")  # a reading of the queue stops
+    watched.stop_reading_when(None)
+    assert tasks.snapshot(Record(folder.parents[2]), "web")["open_ids"]  # and reads whole
