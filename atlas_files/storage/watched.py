@@ -15,14 +15,14 @@ queue. A worker inherits what the server read, and its readers take it as read o
 
 In every other case, and in every process that is not a served worker, ``kept`` says
 None and readers read the folder as they always do: what is kept only ever saves time.
+The server watches folders on local file systems only, whose every change passes through
+this machine's kernel; what a volume shared with other machines would not report is never
+kept (server/watching.py says which kinds count as local).
 
 The server's own reading of a folder stops for a command that arrives meanwhile
 (``Stopped``), at the points the readers mark with ``checkpoint``: between two steps, each
 of which leaves the reader's caches and files whole. Anywhere but in that reading a
 checkpoint does nothing.
-The server watches folders on local file systems only, whose every change passes through
-this machine's kernel; what a volume shared with other machines would not report is never
-kept (server/watching.py says which kinds count as local).
 """
 
 from __future__ import annotations
