@@ -74,11 +74,24 @@ def _base32(number: int, width: int) -> str:
     return "".join(reversed(out))
 
 
+# The last id this process made, as (milliseconds, random part).
+_last_made = (-1, 0)
+
+
 def new_id(at: datetime) -> str:
     """Ten characters of milliseconds since 1970 (layout.task_id_millis reads them back),
-    then six of randomness."""
+    then six of randomness. Two made by one process in the same millisecond sort in the
+    order they were made (the second's random part is then the first's plus one at
+    least): a script adding tasks in a row gets them taken in that order."""
+    global _last_made
     millis = int(at.timestamp() * 1000)
-    return _base32(millis, 10) + _base32(int.from_bytes(os.urandom(4), "big") >> 2, 6)
+    random = int.from_bytes(os.urandom(4), "big") >> 2
+    if millis == _last_made[0] and random <= _last_made[1]:
+        random = _last_made[1] + 1
+        if random >= 32 ** 6:  # past six characters: the next millisecond
+            millis, random = millis + 1, 0
+    _last_made = (millis, random)
+    return _base32(millis, 10) + _base32(random, 6)
 
 
 def lease_resource(task_id: str) -> str:

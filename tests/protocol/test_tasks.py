@@ -51,6 +51,10 @@ def test_an_id_is_short_sorts_by_time_and_names_its_lease(record: Record) -> Non
     assert all(len(i) == 16 and layout.TASK_FILE.fullmatch(i + ".md") for i in ids)
     later = tasks.new_id(timeutil.parse_time("2030-01-01T00:00:00Z"))
     assert all(i < later for i in ids)
+    # Made in one millisecond, one after another: taken in that order ("oldest first").
+    same = timeutil.now()
+    in_a_row = [tasks.new_id(same) for _ in range(50)]
+    assert in_a_row == sorted(in_a_row) and len(set(in_a_row)) == 50
     st_ = tasks.add(record, "web", title="a", author="alice")
     assert tasks.lease_resource(st_.id) == f"task.{st_.id}"
 
