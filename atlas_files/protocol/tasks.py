@@ -82,7 +82,8 @@ def new_id(at: datetime) -> str:
     """Ten characters of milliseconds since 1970 (layout.task_id_millis reads them back),
     then six of randomness. Two made by one process in the same millisecond sort in the
     order they were made (the second's random part is then the first's plus one at
-    least): a script adding tasks in a row gets them taken in that order."""
+    least): the MCP server or a program adding tasks in a row gets them taken in that
+    order."""
     global _last_made
     millis = int(at.timestamp() * 1000)
     random = int.from_bytes(os.urandom(4), "big") >> 2
