@@ -629,21 +629,20 @@ def state_of(task: Task, ending: Ending | None, claim: Lease | None,
 def states(record: Record, board: Board, ids: Iterable[str] | None = None) -> list[TaskState]:
     """The state of each task of ``board`` (or of ``ids``), oldest first."""
     at = timeutil.now()
+    # Worked out ahead (``snapshot``): only a task with a lease is worked out now.
     ahead = board.ahead
-    if ahead is not None:  # worked out ahead: only a task with a lease is worked out now
-        if ids is None:
-            claims = _claims(record, _Open(board.tasks, board.endings), at)
-            found = list(ahead.states)
-            for i, st in zip(claims, _states_now(board, list(claims), claims), strict=True):
-                found[ahead.place[i]] = st
-            return found
-        chosen = list(ids)
-        claims = _claims(record, {i for i in chosen if i not in board.endings}, at)
-        now = dict(zip(claims, _states_now(board, list(claims), claims), strict=True))
-        return [now[i] if i in now else ahead.of(i) for i in chosen]
+    if ahead is not None and ids is None:
+        claims = _claims(record, _Open(board.tasks, board.endings), at)
+        found = list(ahead.states)
+        for i, st in zip(claims, _states_now(board, list(claims), claims), strict=True):
+            found[ahead.place[i]] = st
+        return found
     chosen = list(board.tasks) if ids is None else list(ids)
-    return _states_now(board, chosen, _claims(
-        record, {i for i in chosen if i not in board.endings}, at))
+    claims = _claims(record, {i for i in chosen if i not in board.endings}, at)
+    if ahead is None:
+        return _states_now(board, chosen, claims)
+    now = dict(zip(claims, _states_now(board, list(claims), claims), strict=True))
+    return [now[i] if i in now else ahead.of(i) for i in chosen]
 
 
 def _states_now(board: Board, chosen: list[str], claims: dict[str, Lease]) -> list[TaskState]:
@@ -658,33 +657,34 @@ def snapshot(record: Record, project: str) -> dict[str, Any]:
     while the kernel says the folder did not change (storage/watched.py)."""
     where = folder(record, project)
     names = _names(where)
-    boards = {}
-    # Both boards and the endings named by the folder hold one object for each task, ending
-    # and state that reads the same in both, not one each: a server keeps a third fewer
-    # objects, and every spare it forks writes to a third fewer (server/spare.py).
-    every: Board | None = None
-    for full in (True, False):
-        board = read_board(record, project, full=full, listed=names)
-        if every is not None:
-            board = board._replace(tasks=_one_copy(every.tasks.get, board.tasks),
-                                   endings=_one_copy(every.endings.get, board.endings))
-        ids = list(board.tasks)
-        worked_out: list[TaskState] = []
-        for start in range(0, len(ids), 1000):
-            watched.checkpoint()
-            worked_out += _states_now(board, ids[start:start + 1000], {})
-        unclaimed = dict(zip(ids, worked_out, strict=True))
-        if every is not None and every.ahead is not None:
-            unclaimed = _one_copy(every.ahead.get, unclaimed)
-        boards[full] = board._replace(ahead=Ahead(
-            list(unclaimed.values()), {i: n for n, i in enumerate(unclaimed)}))
-        every = every or boards[full]
-    every = boards[True]
-    endings = _one_copy(boards[False].endings.get, _name_endings(names))
+    every = _worked_out(read_board(record, project, full=True, listed=names), None)
+    open_only = _worked_out(read_board(record, project, full=False, listed=names), every)
+    boards = {True: every, False: open_only}
+    endings = _one_copy(open_only.endings.get, _name_endings(names))
     return {"folder": str(where), "names": names, "boards": boards, "endings": endings,
             "open_ids": [i for i in names.tasks if i not in endings],
             "open": {names.tasks[i]: t for i, t in every.tasks.items() if i not in every.endings},
             "ended": {names.tasks[i]: t for i, t in every.tasks.items() if i in every.endings}}
+
+
+def _worked_out(board: Board, every: Board | None) -> Board:
+    """``board`` with each task's state while unclaimed worked out ahead. Given the full
+    board ``every``, each task, ending and state that reads the same in both is its object,
+    not a second one: a server keeps a third fewer objects, and every spare it forks writes
+    to a third fewer (server/spare.py)."""
+    if every is not None:
+        board = board._replace(tasks=_one_copy(every.tasks.get, board.tasks),
+                               endings=_one_copy(every.endings.get, board.endings))
+    ids = list(board.tasks)
+    worked_out: list[TaskState] = []
+    for start in range(0, len(ids), 1000):
+        watched.checkpoint()
+        worked_out += _states_now(board, ids[start:start + 1000], {})
+    unclaimed = dict(zip(ids, worked_out, strict=True))
+    if every is not None and every.ahead is not None:
+        unclaimed = _one_copy(every.ahead.get, unclaimed)
+    return board._replace(ahead=Ahead(list(unclaimed.values()),
+                                      {i: n for n, i in enumerate(unclaimed)}))
 
 
 def _one_copy(kept: Callable[[str], _T | None], values: dict[str, _T]) -> dict[str, _T]:
